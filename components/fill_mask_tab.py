@@ -1,0 +1,155 @@
+"""The Fill-mask tab: layout and event wiring; the work is done by ``models.fill_mask``."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from models import (
+    MAX_TEXT_CHARS,
+    EncoderLabError,
+    fill_mask,
+    get_spec,
+    list_models,
+    mask_word,
+    text_segments,
+)
+from models.fill_mask import MASK_PATTERN
+from models.loading import is_loaded
+
+from . import copy, plots
+from .common import escape, readable_errors
+
+N_OUTPUTS = 4  # table, plot, filled sentence, status
+
+
+def model_choices(models) -> list[tuple[str, str]]:
+    """Dropdown entries (label, key): fill-mask models first, unavailable ones marked."""
+    usable = [m for m in models if m.has_mlm_head]
+    return [
+        (m.display_name + ("" if m.available else " (not available here)"), m.key)
+        for m in sorted(usable, key=lambda m: (not m.available, not m.embedded))
+    ]
+
+
+def model_card(model_key: str) -> str:
+    """A short Markdown card: provenance, availability, mask token."""
+    info = next((m for m in list_models() if m.key == model_key), None)
+    if info is None:
+        return ""
+    state = "available" if info.available else "**not available here**"
+    return (
+        f"**{escape(info.display_name)}** (`{info.key}`, family {info.family}): "
+        f"{escape(info.provenance)}  \n"
+        f"Status: {state}: {escape(info.availability)}  \n"
+        f"Its own mask token is `{escape(info.mask_token)}`; "
+        "you may write [MASK] or &lt;mask&gt; either way."
+    )
+
+
+def _outputs(result):
+    status = (
+        f"{len(result.masks)} mask(s), {len(result.tokens)} tokens read by "
+        f"`{result.model_key}`."
+    )
+    return (
+        plots.predictions_frame(result),
+        plots.fill_mask_figure(result),
+        result.filled_text,
+        status,
+    )
+
+
+def predict(text: str, model_key: str, top_k: float, progress=gr.Progress()):
+    """Run fill-mask; errors become a readable message (the ``fill_mask`` API)."""
+    with readable_errors("Fill-mask"):
+        if not is_loaded(model_key, "mlm"):
+            progress(0.1, desc=f"Loading {get_spec(model_key).display_name}…")
+        return _outputs(fill_mask(model_key, text, int(top_k)))
+
+
+def predict_live(text: str, model_key: str, top_k: float, live: bool):
+    """As-you-type fill-mask: never pops up errors, writes them in the status line."""
+    if not live:
+        return (gr.skip(),) * N_OUTPUTS
+    if not text or not MASK_PATTERN.search(text):
+        return (gr.skip(),) * (N_OUTPUTS - 1) + ("Add [MASK] to the text to see predictions.",)
+    try:
+        return _outputs(fill_mask(model_key, text, int(top_k)))
+    except EncoderLabError as exc:
+        return (gr.skip(),) * (N_OUTPUTS - 1) + (f"⚠️ {escape(str(exc))}",)
+
+
+def show_words(text: str):
+    """The text as clickable words (masks highlighted)."""
+    return [(seg, kind if kind == "mask" else None) for seg, kind in text_segments(text or "")]
+
+
+def click_word(text: str, evt: gr.SelectData):
+    """Replace the clicked word by [MASK]."""
+    return mask_word(text or "", int(evt.index))
+
+
+def build_fill_mask_tab(demo: gr.Blocks) -> None:
+    """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
+    models = list_models()
+    default = next((m.key for m in models if m.default), None)
+    with gr.Tab("Fill-mask", id="fill-mask"):
+        gr.Markdown(copy.FILL_MASK_HELP)
+        with gr.Row():
+            with gr.Column(scale=3):
+                text = gr.Textbox(
+                    label="Text with masks",
+                    value=copy.EXAMPLES[0],
+                    lines=2,
+                    max_length=MAX_TEXT_CHARS,
+                )
+                words = gr.HighlightedText(
+                    value=show_words(copy.EXAMPLES[0]),
+                    label="Click a word to mask it",
+                    color_map={"mask": "#f4a261"},
+                    show_legend=False,
+                    show_inline_category=False,
+                    interactive=False,
+                )
+                with gr.Row():
+                    model = gr.Dropdown(
+                        choices=model_choices(models), value=default, label="Model", scale=2
+                    )
+                    top_k = gr.Slider(1, 20, value=5, step=1, label="Top-k", scale=1)
+                with gr.Row():
+                    live = gr.Checkbox(value=True, label="Live: predict as you type")
+                    button = gr.Button("Predict", variant="primary")
+                card = gr.Markdown(model_card(default) if default else "")
+                gr.Examples(copy.EXAMPLES, inputs=[text], label="Classic teaching sentences")
+            with gr.Column(scale=4):
+                status = gr.Markdown("", elem_id="fill-mask-status")
+                filled = gr.Textbox(
+                    label="Sentence with the top prediction in place", interactive=False
+                )
+                plot = gr.Plot(label="Top-k probabilities per mask")
+                table = gr.Dataframe(
+                    headers=["mask", "rank", "token", "probability"],
+                    label="Predictions",
+                    interactive=False,
+                )
+
+        outputs = [table, plot, filled, status]
+        gr.on(
+            [button.click, text.submit],
+            predict,
+            inputs=[text, model, top_k],
+            outputs=outputs,
+            api_name="fill_mask",
+        )
+        gr.on(
+            [text.change, top_k.release, model.change, demo.load],
+            predict_live,
+            inputs=[text, model, top_k, live],
+            outputs=outputs,
+            api_name="fill_mask_live",
+            trigger_mode="always_last",
+            show_progress="minimal",
+        )
+        text.change(show_words, text, words, api_name="text_segments", queue=False)
+        words.select(click_word, text, text, api_name="mask_word")
+        model.change(model_card, model, card, api_name="model_card", queue=False)

@@ -1,0 +1,118 @@
+"""Pure figure and table builders: core results in, Plotly figures / DataFrames out.
+
+No Gradio and no model calls here. Every token or user string that reaches a figure is
+escaped first: Plotly reads a small HTML subset in labels (``<b>``, ``<a href>``), so a
+token such as ``<s>`` or ``<a href=...>`` would otherwise be markup.
+"""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from models import FillMaskResult, ModelInfo
+
+
+def plot_text(value: str) -> str:
+    """A string safe to show as text in a Plotly label, title or hover."""
+    return html.escape(value, quote=False)
+
+
+def show_token(token: str) -> str:
+    """A token as a reader should see it: leading/trailing spaces made visible."""
+    if token == "":
+        return "∅"
+    return token.replace(" ", "␣") if token.strip() != token else token
+
+
+def predictions_frame(result: FillMaskResult) -> pd.DataFrame:
+    """One row per (mask, rank): mask number, rank, token, probability."""
+    rows = [
+        {
+            "mask": m.index + 1,
+            "rank": rank,
+            "token": show_token(p.token),
+            "probability": round(p.score, 6),
+        }
+        for m in result.masks
+        for rank, p in enumerate(m.predictions, start=1)
+    ]
+    return pd.DataFrame(rows, columns=["mask", "rank", "token", "probability"])
+
+
+def fill_mask_figure(result: FillMaskResult) -> go.Figure:
+    """Horizontal bars of the top-k probabilities, one panel per mask, best on top."""
+    n = len(result.masks)
+    fig = make_subplots(
+        rows=n,
+        cols=1,
+        subplot_titles=[f"mask {m.index + 1} (token position {m.position})" for m in result.masks],
+        vertical_spacing=min(0.12, 0.3 / max(n, 1)),
+    )
+    for row, mask in enumerate(result.masks, start=1):
+        labels = [
+            f"{rank}. {plot_text(show_token(p.token))}"
+            for rank, p in enumerate(mask.predictions, start=1)
+        ]
+        scores = [p.score for p in mask.predictions]
+        fig.add_trace(
+            go.Bar(
+                x=scores[::-1],
+                y=labels[::-1],
+                orientation="h",
+                text=[f"{s:.1%}" for s in scores[::-1]],
+                textposition="auto",
+                hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>",
+                marker_color="#4c78a8",
+                showlegend=False,
+            ),
+            row=row,
+            col=1,
+        )
+        fig.update_xaxes(range=[0, max(scores) * 1.15 or 1], tickformat=".0%", row=row, col=1)
+        fig.update_yaxes(type="category", row=row, col=1)
+    height = 80 + n * (40 + 26 * max(len(m.predictions) for m in result.masks))
+    fig.update_layout(
+        height=height,
+        margin=dict(l=10, r=10, t=40, b=10),
+        xaxis_title=None,
+        template="plotly_white",
+    )
+    return fig
+
+
+def error_figure(message: str) -> go.Figure:
+    """A blank figure that shows a message instead of a chart."""
+    fig = go.Figure()
+    fig.add_annotation(
+        text=plot_text(message), showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper"
+    )
+    fig.update_layout(
+        height=160,
+        xaxis_visible=False,
+        yaxis_visible=False,
+        template="plotly_white",
+        margin=dict(l=10, r=10, t=10, b=10),
+    )
+    return fig
+
+
+def models_frame(models: tuple[ModelInfo, ...]) -> pd.DataFrame:
+    """The registry as a table: what each model is, where it comes from, can it run here."""
+    return pd.DataFrame(
+        [
+            {
+                "key": m.key,
+                "model": m.display_name,
+                "family": m.family,
+                "fill-mask": "yes" if m.has_mlm_head else "no (no MLM head)",
+                "available here": ("yes" if m.available else "no") + (" (default)" if m.default else ""),
+                "why": m.availability,
+                "provenance": m.provenance,
+            }
+            for m in models
+        ]
+    )

@@ -1,0 +1,58 @@
+"""Encoder Lab's core: a plain Python API over transformers, usable from a notebook.
+
+    from models import list_models, tokenize, fill_mask
+    fill_mask("splade-tiny", "The capital of France is [MASK].")
+
+No Gradio and no plotting here: functions take plain arguments and return frozen
+dataclasses of Python / NumPy values.
+"""
+
+from .errors import (
+    CapabilityError,
+    EncoderLabError,
+    InputError,
+    ModelUnavailableError,
+    UnknownModelError,
+)
+from .fill_mask import MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
+from .loading import get_device, load_model, load_tokenizer, set_device
+from .registry import SPECS, default_model_key, get_spec, list_models
+from .results import (
+    FillMaskResult,
+    MaskPrediction,
+    ModelInfo,
+    ModelSpec,
+    Prediction,
+    TokenizationResult,
+)
+from .tokenization import tokenize
+from .validation import MAX_TEXT_CHARS
+
+__all__ = [
+    "CapabilityError",
+    "EncoderLabError",
+    "FillMaskResult",
+    "InputError",
+    "MAX_MASKS",
+    "MAX_TEXT_CHARS",
+    "MAX_TOP_K",
+    "MaskPrediction",
+    "ModelInfo",
+    "ModelSpec",
+    "ModelUnavailableError",
+    "Prediction",
+    "SPECS",
+    "TokenizationResult",
+    "UnknownModelError",
+    "default_model_key",
+    "fill_mask",
+    "get_device",
+    "get_spec",
+    "list_models",
+    "mask_word",
+    "text_segments",
+    "load_model",
+    "load_tokenizer",
+    "set_device",
+    "tokenize",
+]

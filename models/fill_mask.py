@@ -1,0 +1,182 @@
+"""Fill-mask: the model's top-k guesses at each masked position.
+
+Three steps, as in transformers' fill-mask pipeline: ``_encode`` (normalise the mask
+spellings, tokenise, check), ``_forward`` (the model call: the only step that touches the
+device), ``_decode`` (softmax over the whole vocabulary, top-k, token strings).
+
+All masks of a text are predicted in one forward pass, each independently of the others
+(as the pipeline does): the model does not see its own guess for mask 1 when guessing mask 2.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+
+from . import registry
+from .errors import CapabilityError, InputError
+from .loading import LoadedModel, load_model
+from .results import FillMaskResult, MaskPrediction, Prediction
+from .validation import check_int, check_text
+
+# Users may write either spelling, whatever the model's own mask token is.
+MASK_PATTERN = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
+MAX_MASKS = 10
+MAX_TOP_K = 50
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    inputs: dict  # tensors for the model, on the CPU
+    positions: list[int]  # token positions of the masks, in text order
+    spans: list[tuple[int, int]]  # character spans of the masks in the user's text
+    model_text: str
+
+
+def fill_mask(model_key: str, text: str, top_k: int = 5) -> FillMaskResult:
+    """One entry per mask, in text order, each with its top-k (token, score), best first.
+
+    Scores are probabilities: the softmax over the whole vocabulary at that position.
+    Raises ``EncoderLabError`` subclasses on bad input (unknown model, a model with no MLM
+    head, empty text, no mask, too many masks, text too long, top_k out of range).
+    """
+    spec = registry.get_spec(model_key)
+    if not spec.has_mlm_head:
+        load_model(model_key, head="mlm")  # raises the CapabilityError with the alternatives
+    top_k = check_int(top_k, "top_k", 1, MAX_TOP_K)
+    text = check_text(text)
+    spans = [m.span() for m in MASK_PATTERN.finditer(text)]
+    if not spans:
+        raise InputError(
+            "Your text has no mask. Write [MASK] (or <mask>) where the model should guess "
+            "a word, e.g. 'The capital of France is [MASK].'"
+        )
+    if len(spans) > MAX_MASKS:
+        raise InputError(
+            f"Your text has {len(spans)} masks; the limit is {MAX_MASKS}. Remove some."
+        )
+    loaded = load_model(model_key, head="mlm")
+    encoded = _encode(loaded, text, spans)
+    logits = _forward(loaded, encoded)
+    return _decode(loaded, text, encoded, logits, top_k)
+
+
+def max_input_tokens(loaded: LoadedModel) -> int:
+    """The longest input (in tokens, specials included) the model reads."""
+    limits = [getattr(loaded.model.config, "max_position_embeddings", None)]
+    model_max = getattr(loaded.tokenizer, "model_max_length", None)
+    if model_max is not None and model_max < 1_000_000:  # "unset" is a huge sentinel
+        limits.append(model_max)
+    limits = [int(x) for x in limits if x]
+    return min(limits) if limits else 512
+
+
+def _encode(loaded: LoadedModel, text: str, spans: list[tuple[int, int]]) -> _Encoded:
+    tokenizer = loaded.tokenizer
+    mask_token = tokenizer.mask_token
+    if mask_token is None or tokenizer.mask_token_id is None:
+        raise CapabilityError(f"{loaded.spec.key}'s tokenizer has no mask token.")
+    model_text = MASK_PATTERN.sub(lambda _: mask_token, text)
+    inputs = tokenizer(model_text, return_tensors="pt", truncation=False, verbose=False)
+    ids = inputs["input_ids"][0]
+    limit = max_input_tokens(loaded)
+    if ids.shape[0] > limit:
+        raise InputError(
+            f"Your text is {ids.shape[0]} tokens long; {loaded.spec.key} reads at most "
+            f"{limit} tokens. Shorten it."
+        )
+    positions = torch.nonzero(ids == tokenizer.mask_token_id).flatten().tolist()
+    if len(positions) != len(spans):
+        raise InputError(
+            f"Found {len(spans)} mask(s) in the text but {len(positions)} mask token(s) after "
+            f"tokenisation by {loaded.spec.key}; write each mask as a separate [MASK]."
+        )
+    return _Encoded(dict(inputs), positions, spans, model_text)
+
+
+def _forward(loaded: LoadedModel, encoded: _Encoded) -> torch.Tensor:
+    """Logits at the mask positions: (masks, vocab), float32, on the CPU."""
+    inputs = {k: v.to(loaded.device) for k, v in encoded.inputs.items()}
+    with torch.inference_mode():
+        logits = loaded.model(**inputs).logits  # (1, T, V)
+        return logits[0, encoded.positions].float().cpu()  # (M, V)
+
+
+def _decode(
+    loaded: LoadedModel, text: str, encoded: _Encoded, logits: torch.Tensor, top_k: int
+) -> FillMaskResult:
+    tokenizer = loaded.tokenizer
+    probs = logits.softmax(dim=-1)  # (M, V): over the whole vocabulary
+    scores, ids = probs.topk(min(top_k, probs.shape[-1]), dim=-1)  # (M, k)
+    masks = []
+    for index, (position, row_scores, row_ids) in enumerate(
+        zip(encoded.positions, scores.tolist(), ids.tolist())
+    ):
+        raw = tokenizer.convert_ids_to_tokens(row_ids)
+        predictions = tuple(
+            Prediction(token=tokenizer.decode([tid]), token_id=int(tid), score=float(s), raw_token=r)
+            for tid, s, r in zip(row_ids, row_scores, raw)
+        )
+        masks.append(MaskPrediction(index=index, position=int(position), predictions=predictions))
+    tokens = tuple(tokenizer.convert_ids_to_tokens(encoded.inputs["input_ids"][0].tolist()))
+    return FillMaskResult(
+        model_key=loaded.spec.key,
+        text=encoded.model_text,
+        tokens=tokens,
+        masks=tuple(masks),
+        filled_text=_fill_in(text, encoded.spans, [m.predictions[0] for m in masks]),
+    )
+
+
+def _fill_in(text: str, spans: list[tuple[int, int]], best: list[Prediction]) -> str:
+    """The user's text with each mask replaced by its top prediction."""
+    out, last = [], 0
+    for (start, end), pred in zip(spans, best):
+        word = pred.token.strip()
+        before = text[last:start]
+        if pred.raw_token.startswith("##"):  # a WordPiece continuation joins the word before
+            word = word.removeprefix("##")
+            before = before.rstrip(" ")
+        out += [before, word]
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+# --- click a word to mask it ------------------------------------------------------------
+
+_WORD = re.compile(r"\[mask\]|<mask>|\w+(?:['’]\w+)*|[^\w\s]", re.IGNORECASE)
+
+
+def text_segments(text: str) -> list[tuple[str, str | None]]:
+    """The text cut into words, punctuation and the spaces between them.
+
+    Each item is (segment, kind) with kind "word", "mask" or None (spaces): joined, the
+    segments give back the text. The UI shows them as clickable words.
+    """
+    segments: list[tuple[str, str | None]] = []
+    last = 0
+    for m in _WORD.finditer(text):
+        if m.start() > last:
+            segments.append((text[last : m.start()], None))
+        kind = "mask" if MASK_PATTERN.fullmatch(m.group()) else "word"
+        segments.append((m.group(), kind))
+        last = m.end()
+    if last < len(text):
+        segments.append((text[last:], None))
+    return segments
+
+
+def mask_word(text: str, segment_index: int, mask: str = "[MASK]") -> str:
+    """The text with the word at ``segment_index`` (of ``text_segments``) replaced by a mask.
+
+    Spaces, and words that are already masks, leave the text unchanged.
+    """
+    segments = text_segments(text)
+    if not 0 <= segment_index < len(segments) or segments[segment_index][1] != "word":
+        return text
+    return "".join(
+        mask if i == segment_index else seg for i, (seg, _) in enumerate(segments)
+    )

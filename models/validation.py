@@ -1,0 +1,34 @@
+"""Input checks shared by the core's public functions: one place, one wording."""
+
+from __future__ import annotations
+
+from .errors import InputError
+
+# The longest text the core accepts, in characters, before any tokenisation work.
+MAX_TEXT_CHARS = 20_000
+
+
+def check_text(text, what: str = "text") -> str:
+    """A non-empty string of at most MAX_TEXT_CHARS characters, or an InputError."""
+    if not isinstance(text, str):
+        raise InputError(f"The {what} must be a string, not {type(text).__name__}.")
+    if not text.strip():
+        raise InputError(f"The {what} is empty: type a sentence first.")
+    if len(text) > MAX_TEXT_CHARS:
+        raise InputError(
+            f"The {what} is {len(text):,} characters long; the limit is {MAX_TEXT_CHARS:,}. "
+            "Shorten it."
+        )
+    return text
+
+
+def check_int(value, name: str, low: int, high: int) -> int:
+    """An integer in [low, high] (a float with no fraction is accepted), or an InputError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{name} must be a whole number between {low} and {high}.")
+    if isinstance(value, float) and not value.is_integer():
+        raise InputError(f"{name} must be a whole number between {low} and {high}, not {value}.")
+    value = int(value)
+    if not low <= value <= high:
+        raise InputError(f"{name} must be between {low} and {high}; got {value}.")
+    return value
