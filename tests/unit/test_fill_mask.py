@@ -1,0 +1,170 @@
+"""fill_mask on the embedded MLM: shapes, order, spellings, parity with the pipeline, errors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from models import (
+    MAX_MASKS,
+    CapabilityError,
+    EncoderLabError,
+    InputError,
+    ModelUnavailableError,
+    UnknownModelError,
+    fill_mask,
+    mask_word,
+    text_segments,
+)
+
+
+def test_one_mask_top_k_sorted_probabilities(mlm_key):
+    result = fill_mask(mlm_key, "The capital of France is [MASK].", top_k=7)
+    assert len(result.masks) == 1
+    preds = result.masks[0].predictions
+    assert len(preds) == 7
+    scores = [p.score for p in preds]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 < s <= 1.0 for s in scores)
+    assert sum(scores) <= 1.0 + 1e-6
+    assert len({p.token_id for p in preds}) == 7
+    assert result.tokens[result.masks[0].position] == "[MASK]"
+
+
+def test_several_masks_in_text_order(mlm_key):
+    result = fill_mask(mlm_key, "The [MASK] sat on the [MASK] near the [MASK].", top_k=3)
+    positions = [m.position for m in result.masks]
+    assert [m.index for m in result.masks] == [0, 1, 2]
+    assert positions == sorted(positions)
+    assert all(result.tokens[p] == "[MASK]" for p in positions)
+    assert "[MASK]" not in result.filled_text
+    # the filled sentence keeps the user's words and puts each top-1 token in place
+    tops = [m.predictions[0].token.strip() for m in result.masks]
+    assert result.filled_text == "The {} sat on the {} near the {}.".format(*tops)
+
+
+def test_mask_spellings_are_equivalent(mlm_key):
+    a = fill_mask(mlm_key, "The cat sat on the [MASK].")
+    b = fill_mask(mlm_key, "The cat sat on the <mask>.")
+    c = fill_mask(mlm_key, "The cat sat on the [mask].")
+    assert a.masks == b.masks == c.masks
+
+
+def test_scores_are_softmax_over_whole_vocabulary(mlm_key, mlm_loaded):
+    text = "She opened the [MASK] and walked in."
+    result = fill_mask(mlm_key, text, top_k=1)
+    enc = mlm_loaded.tokenizer(text, return_tensors="pt")
+    with torch.no_grad():
+        logits = mlm_loaded.model(**enc).logits[0]
+    pos = result.masks[0].position
+    full = torch.softmax(logits[pos].double(), dim=-1)
+    assert logits.shape[-1] == mlm_loaded.model.config.vocab_size
+    assert result.masks[0].predictions[0].token_id == int(full.argmax())
+    assert math.isclose(result.masks[0].predictions[0].score, float(full.max()), abs_tol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The capital of France is [MASK].",
+        "The [MASK] sat on the mat.",
+        "The patient [MASK] Warfarin 5mg.",
+        "Paris is the [MASK] of [MASK] and the [MASK] of fashion.",
+    ],
+)
+def test_parity_with_transformers_pipeline(mlm_key, mlm_loaded, text):
+    from transformers import pipeline
+
+    pipe = pipeline("fill-mask", model=mlm_loaded.model, tokenizer=mlm_loaded.tokenizer, device="cpu")
+    expected = pipe(text, top_k=10)
+    if isinstance(expected[0], dict):  # the pipeline un-nests a single mask
+        expected = [expected]
+    ours = fill_mask(mlm_key, text, top_k=10)
+    assert len(ours.masks) == len(expected)
+    for mask, ref in zip(ours.masks, expected):
+        assert [p.token_id for p in mask.predictions] == [r["token"] for r in ref]
+        assert [p.token for p in mask.predictions] == [r["token_str"] for r in ref]
+        for p, r in zip(mask.predictions, ref):
+            assert abs(p.score - r["score"]) <= 1e-5
+
+
+def test_deterministic(mlm_key):
+    assert fill_mask(mlm_key, "A [MASK] day.") == fill_mask(mlm_key, "A [MASK] day.")
+
+
+def test_records_are_flat_json(mlm_key):
+    import json
+
+    result = fill_mask(mlm_key, "The [MASK] sat on the [MASK].", top_k=2)
+    records = result.to_records()
+    assert len(records) == 4
+    assert [(r["mask"], r["rank"]) for r in records] == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    json.dumps(records)
+    json.dumps(result.to_dict())
+
+
+@pytest.mark.parametrize(
+    ("model", "text", "top_k", "error", "words"),
+    [
+        ("no-such-model", "A [MASK].", 5, UnknownModelError, "Unknown model"),
+        ("minilm-l6", "A [MASK].", 5, CapabilityError, "no trained masked-LM head"),
+        ("splade-tiny", "", 5, InputError, "empty"),
+        ("splade-tiny", "   \n\t ", 5, InputError, "empty"),
+        ("splade-tiny", "No mask here.", 5, InputError, "no mask"),
+        ("splade-tiny", "[MASK] " * (MAX_MASKS + 1), 5, InputError, "the limit is"),
+        ("splade-tiny", "word " * 600 + "[MASK]", 5, InputError, "reads at most 512 tokens"),
+        ("splade-tiny", "x" * 20_001 + "[MASK]", 5, InputError, "characters long"),
+        ("splade-tiny", "A [MASK].", 0, InputError, "top_k"),
+        ("splade-tiny", "A [MASK].", 51, InputError, "top_k"),
+        ("splade-tiny", "A [MASK].", 2.5, InputError, "top_k"),
+        ("splade-tiny", "A [MASK].", True, InputError, "top_k"),
+        ("splade-tiny", "A [MASK].", "5", InputError, "top_k"),
+        ("splade-tiny", None, 5, InputError, "string"),
+    ],
+)
+def test_bad_input_gets_a_specific_message(model, text, top_k, error, words):
+    with pytest.raises(error) as info:
+        fill_mask(model, text, top_k)
+    assert isinstance(info.value, EncoderLabError) and isinstance(info.value, ValueError)
+    assert words.lower() in str(info.value).lower()
+
+
+def test_max_masks_accepted(mlm_key):
+    result = fill_mask(mlm_key, " ".join(["[MASK]"] * MAX_MASKS), top_k=1)
+    assert len(result.masks) == MAX_MASKS
+
+
+def test_offline_hub_model_is_refused_at_once(monkeypatch):
+    import time
+
+    from models import registry
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(registry, "hub_cached", lambda repo_id: False)  # whatever this machine holds
+    started = time.monotonic()
+    with pytest.raises(ModelUnavailableError) as info:
+        fill_mask("roberta-base", "The <mask> sat.")
+    assert time.monotonic() - started < 5
+    message = str(info.value)
+    assert "roberta-base" in message and "scripts/prefetch.py roberta-base" in message
+
+
+def test_text_segments_rebuild_text_and_mark_masks():
+    text = "The cat's [MASK] sat, on <mask>!"
+    segments = text_segments(text)
+    assert "".join(s for s, _ in segments) == text
+    kinds = {s: k for s, k in segments}
+    assert kinds["cat's"] == "word" and kinds["[MASK]"] == "mask" and kinds["<mask>"] == "mask"
+    assert kinds[","] == "word" and kinds[" "] is None
+
+
+def test_mask_word_replaces_only_that_word():
+    text = "The cat sat."
+    segments = text_segments(text)
+    cat = [s for s, _ in segments].index("cat")
+    assert mask_word(text, cat) == "The [MASK] sat."
+    assert mask_word(text, cat + 1) == text  # a space: unchanged
+    assert mask_word(text, 99) == text
+    assert mask_word("A [MASK] b", 2) == "A [MASK] b"  # already a mask

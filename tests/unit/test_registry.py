@@ -1,0 +1,127 @@
+"""The registry: specs, availability, the default, and the Hub-loading path on local files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import MLM_KEY, REPO
+from models import SPECS, UnknownModelError, get_spec, list_models
+from models import registry
+
+ZOO = {
+    "bert-base-uncased",
+    "bert-large-uncased",
+    "roberta-base",
+    "distilbert-base-uncased",
+    "albert-base-v2",
+    "microsoft/deberta-v3-base",
+    "answerdotai/ModernBERT-base",
+    "google/electra-small-generator",
+}
+
+
+def test_specs_cover_the_zoo_and_every_family():
+    assert ZOO <= {s.source for s in SPECS if s.source_kind == "hub"}
+    assert {"bert", "roberta", "distilbert", "albert", "deberta-v2", "modernbert", "electra"} <= {
+        s.family for s in SPECS
+    }
+    keys = [s.key for s in SPECS]
+    assert len(keys) == len(set(keys))
+    for spec in SPECS:
+        assert spec.provenance and spec.display_name and spec.mask_token
+    assert get_spec("roberta-base").mask_token == "<mask>"
+
+
+def test_list_models_marks_exactly_one_available_mlm_default():
+    models = list_models()
+    defaults = [m for m in models if m.default]
+    assert len(defaults) == 1
+    assert defaults[0].available and defaults[0].has_mlm_head
+    by_key = {m.key: m for m in models}
+    # the embedded models are installed by setup and work offline
+    assert by_key[MLM_KEY].available and by_key[MLM_KEY].embedded
+    assert by_key["minilm-l6"].available and not by_key["minilm-l6"].has_mlm_head
+    for m in models:
+        assert isinstance(m.availability, str) and m.availability
+
+
+def test_unknown_key():
+    with pytest.raises(UnknownModelError, match="Choose one of"):
+        get_spec("bert-huge")
+
+
+def test_missing_embedded_folder_is_unavailable_with_fix(monkeypatch, tmp_path):
+    monkeypatch.setenv("ENCODER_LAB_MODELS_DIR", str(tmp_path))
+    available, why = registry.availability(get_spec(MLM_KEY))
+    assert not available and "make setup" in why
+
+
+def test_unreachable_hub_is_detected_fast(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
+    registry._probe_cache.clear()
+    started = time.monotonic()
+    assert registry.hub_reachable() is False
+    assert time.monotonic() - started < 3
+    monkeypatch.setattr(registry, "hub_cached", lambda repo_id: False)
+    available, why = registry.availability(get_spec("bert-base"))
+    assert not available and "cannot be reached" in why and "prefetch.py bert-base" in why
+    registry._probe_cache.clear()
+
+
+def _fake_hub_cache(cache: os.PathLike, repo_id: str, files_from) -> None:
+    """Lay out a model folder as the Hugging Face cache does (refs/main -> snapshots/<rev>)."""
+    revision = "0" * 40
+    repo_dir = os.path.join(cache, "models--" + repo_id.replace("/", "--"))
+    snapshot = os.path.join(repo_dir, "snapshots", revision)
+    os.makedirs(os.path.join(repo_dir, "refs"))
+    shutil.copytree(files_from, snapshot)
+    with open(os.path.join(repo_dir, "refs", "main"), "w") as fh:
+        fh.write(revision)
+
+
+def test_hub_model_loads_from_the_hf_cache_offline(tmp_path):
+    """The real Hub-loading code, offline, on a cache laid out by hand.
+
+    The embedded BERT MLM's files stand in for bert-base-uncased (same BERT architecture
+    and uncased WordPiece vocabulary), placed where a prefetch would have put them.
+    """
+    cache = tmp_path / "hub"
+    _fake_hub_cache(cache, "bert-base-uncased", registry.local_path(get_spec(MLM_KEY)))
+    script = textwrap.dedent(
+        """
+        import json
+        from models import fill_mask, list_models, load_model
+        info = {m.key: m for m in list_models()}
+        r = fill_mask("bert-base", "The capital of France is [MASK].", top_k=3)
+        loaded = load_model("bert-base", head="mlm")
+        print(json.dumps({
+            "available": info["bert-base"].available,
+            "why": info["bert-base"].availability,
+            "default": [k for k, m in info.items() if m.default],
+            "roberta": info["roberta-base"].available,
+            "top": [p.token for p in r.masks[0].predictions],
+            "class": type(loaded.model).__name__,
+        }))
+        """
+    )
+    env = dict(os.environ, HF_HUB_CACHE=str(cache), HF_HUB_OFFLINE="1")
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    assert data["available"] is True and "Hugging Face cache" in data["why"]
+    assert data["default"] == ["bert-base"]  # online-zoo BERT is preferred once it is there
+    assert data["roberta"] is False
+    assert data["class"] == "BertForMaskedLM" and len(data["top"]) == 3

@@ -1,0 +1,42 @@
+"""tokenize: pieces, ids, special tokens, segment ids and offsets."""
+
+from __future__ import annotations
+
+import pytest
+
+from models import InputError, load_tokenizer, tokenize
+
+
+def test_single_text(encoder_key):
+    text = "Tokenization splits unbelievable words."
+    r = tokenize(encoder_key, text)
+    tok = load_tokenizer(encoder_key)
+    assert list(r.ids) == tok(text)["input_ids"]
+    assert r.tokens[0] == "[CLS]" and r.tokens[-1] == "[SEP]"
+    assert any(t.startswith("##") for t in r.tokens)  # WordPiece continuation pieces
+    assert r.special_tokens_mask[0] == 1 and r.special_tokens_mask[-1] == 1
+    assert sum(r.special_tokens_mask) == 2
+    assert set(r.token_type_ids) == {0}
+    assert len({len(r.tokens), len(r.ids), len(r.offsets), len(r.token_type_ids)}) == 1
+    for token, (start, end), special in zip(r.tokens, r.offsets, r.special_tokens_mask):
+        if not special:  # each piece maps back to its characters (uncased model)
+            assert token.removeprefix("##") == text[start:end].lower()
+
+
+def test_pair_has_segment_ids(encoder_key):
+    r = tokenize(encoder_key, "The bank was closed.", text_pair="We sat by the river.")
+    sep = [i for i, t in enumerate(r.tokens) if t == "[SEP]"]
+    assert len(sep) == 2
+    assert set(r.token_type_ids[: sep[0] + 1]) == {0}
+    assert set(r.token_type_ids[sep[0] + 1 :]) == {1}
+
+
+@pytest.mark.parametrize("bad", ["", "  ", None, 3])
+def test_bad_text(encoder_key, bad):
+    with pytest.raises(InputError):
+        tokenize(encoder_key, bad)
+
+
+def test_bad_pair(encoder_key):
+    with pytest.raises(InputError, match="second text"):
+        tokenize(encoder_key, "fine", text_pair=" ")
