@@ -23,12 +23,19 @@ N_OUTPUTS = 4  # table, plot, filled sentence, status
 
 
 def model_choices(models) -> list[tuple[str, str]]:
-    """Dropdown entries (label, key): fill-mask models first, unavailable ones marked."""
-    usable = [m for m in models if m.has_mlm_head]
-    return [
-        (m.display_name + ("" if m.available else " (not available here)"), m.key)
-        for m in sorted(usable, key=lambda m: (not m.available, not m.embedded))
-    ]
+    """Dropdown entries (label, key) for the whole registry, marked with why one can't run.
+
+    Usable models come first; a model without an MLM head stays listed (and explains
+    itself when chosen), since that is worth knowing about it.
+    """
+
+    def label(m) -> str:
+        if not m.has_mlm_head:
+            return f"{m.display_name} (no MLM head)"
+        return m.display_name + ("" if m.available else " (not available here)")
+
+    ordered = sorted(models, key=lambda m: (not m.has_mlm_head, not m.available, not m.embedded))
+    return [(label(m), m.key) for m in ordered]
 
 
 def model_card(model_key: str) -> str:
@@ -130,6 +137,7 @@ def build_fill_mask_tab(demo: gr.Blocks) -> None:
                 table = gr.Dataframe(
                     headers=["mask", "rank", "token", "probability"],
                     label="Predictions",
+                    elem_id="fill-mask-table",
                     interactive=False,
                 )
 

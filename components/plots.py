@@ -72,7 +72,7 @@ def fill_mask_figure(result: FillMaskResult) -> go.Figure:
             row=row,
             col=1,
         )
-        fig.update_xaxes(range=[0, max(scores) * 1.15 or 1], tickformat=".0%", row=row, col=1)
+        fig.update_xaxes(range=[0, max(scores) * 1.15 or 1], tickformat=".1%", row=row, col=1)
         fig.update_yaxes(type="category", row=row, col=1)
     height = 80 + n * (40 + 26 * max(len(m.predictions) for m in result.masks))
     fig.update_layout(

@@ -8,7 +8,7 @@ import types
 import pytest
 import torch
 
-from conftest import MLM_KEY
+from helpers import MLM_KEY
 from models import (
     ModelUnavailableError,
     fill_mask,

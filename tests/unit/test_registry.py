@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import MLM_KEY, REPO
+from helpers import MLM_KEY, REPO
 from models import SPECS, UnknownModelError, get_spec, list_models
 from models import registry
 

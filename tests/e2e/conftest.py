@@ -1,0 +1,55 @@
+"""Playwright on Debian's Chromium (never a downloaded browser)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    executable = shutil.which("chromium")
+    assert executable, "Debian's chromium is not on the PATH: run `make setup-test`"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture()
+def page(browser, app_server):
+    """A fresh page on the running app that records every request leaving the machine."""
+    from urllib.parse import urlparse
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.external_requests = []
+    page.dialogs = []
+
+    def on_request(request):
+        url = urlparse(request.url)
+        if url.scheme in ("http", "https", "ws", "wss") and url.hostname not in ("127.0.0.1", "localhost"):
+            page.external_requests.append(request.url)
+
+    def on_dialog(dialog):
+        page.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("request", on_request)
+    page.on("dialog", on_dialog)
+    page.goto(app_server)
+    yield page
+    context.close()

@@ -1,0 +1,68 @@
+"""A person in Chromium: type a sentence, run fill-mask, see predictions, click to mask."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from helpers import MLM_KEY, screenshot
+from models import fill_mask
+
+TIMEOUT = 60_000
+
+
+def filled_box(page):
+    return page.get_by_label("Sentence with the top prediction in place")
+
+
+def test_fill_mask_end_to_end(page):
+    expect(page.get_by_role("heading", name="Encoder Lab")).to_be_visible(timeout=TIMEOUT)
+    # the page answers the default example on load
+    expect(filled_box(page)).to_have_value(re.compile(r"^The capital of France is \S+\.$"), timeout=TIMEOUT)
+
+    text = "The [MASK] sat on the mat."
+    page.get_by_label("Text with masks").fill(text)
+    page.get_by_role("button", name="Predict").click()
+    expected = fill_mask(MLM_KEY, text, top_k=5)
+    top = expected.masks[0].predictions[0].token
+    expect(filled_box(page)).to_have_value(f"The {top} sat on the mat.", timeout=TIMEOUT)
+
+    # the table lists the five predictions, the chart draws five bars
+    table = page.locator("#fill-mask-table")
+    for pred in expected.masks[0].predictions:
+        expect(table).to_contain_text(pred.token)
+    expect(page.locator(".js-plotly-plot .bars path").first).to_be_attached(timeout=TIMEOUT)
+    assert page.locator(".js-plotly-plot .bars path").count() == 5
+    screenshot(page, "fill-mask")
+
+    # click the word "mat" to mask it: the text gains a second mask, predictions follow
+    page.get_by_text("mat", exact=True).click()
+    expect(page.get_by_label("Text with masks")).to_have_value("The [MASK] sat on the [MASK].")
+    expect(filled_box(page)).not_to_contain_text("[MASK]", timeout=TIMEOUT)
+    expect(page.locator(".js-plotly-plot .bars path")).to_have_count(10, timeout=TIMEOUT)
+    screenshot(page, "fill-mask-two-masks")
+
+    assert page.external_requests == [], page.external_requests
+
+
+def test_error_is_shown_readably(page):
+    expect(filled_box(page)).not_to_have_value("", timeout=TIMEOUT)
+    page.get_by_label("Text with masks").fill("A sentence without any mask.")
+    page.get_by_role("button", name="Predict").click()
+    expect(page.get_by_text("Your text has no mask").first).to_be_visible(timeout=TIMEOUT)
+    screenshot(page, "fill-mask-error")
+
+
+def test_typed_markup_stays_text(page):
+    expect(filled_box(page)).not_to_have_value("", timeout=TIMEOUT)
+    payload = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script> [MASK] <b>bold</b>'
+    page.get_by_label("Text with masks").fill(payload)
+    page.get_by_role("button", name="Predict").click()
+    expect(filled_box(page)).to_have_value(re.compile(r"^<img src=x"), timeout=TIMEOUT)
+    page.wait_for_timeout(500)
+    assert page.evaluate("window.__xss") is None
+    assert page.dialogs == []
+    assert page.locator('img[src="x"]').count() == 0
+    assert page.locator("b", has_text="bold").count() == 0
+    screenshot(page, "fill-mask-markup")

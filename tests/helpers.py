@@ -1,0 +1,46 @@
+"""Constants and helpers shared by the test suites (importable, unlike conftest)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO / "artifacts"
+
+# The embedded MLM every fill-mask test uses (works with no network).
+MLM_KEY = "splade-tiny"
+ENCODER_KEY = "minilm-l6"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_http(url: str, timeout_s: float = 120.0, proc: subprocess.Popen | None = None) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited early with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"{url} did not answer within {timeout_s}s")
+
+
+SCREENSHOTS = ARTIFACTS / "screenshots"
+
+
+def screenshot(page, name: str) -> None:
+    """Save a full-page screenshot for a person to look at (artifacts/ is git-ignored)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
