@@ -1,0 +1,61 @@
+"""Figure and table builders on small hand-made results: structure and escaping."""
+
+from __future__ import annotations
+
+from components import plots
+from models import FillMaskResult, MaskPrediction, Prediction, list_models
+
+
+def _result(tokens_per_mask):
+    masks = tuple(
+        MaskPrediction(
+            index=i,
+            position=2 + 3 * i,
+            predictions=tuple(
+                Prediction(token=t, token_id=100 + j, score=s, raw_token=t)
+                for j, (t, s) in enumerate(preds)
+            ),
+        )
+        for i, preds in enumerate(tokens_per_mask)
+    )
+    return FillMaskResult("splade-tiny", "x", ("[CLS]",), masks, "x")
+
+
+def test_predictions_frame_rows_in_mask_then_rank_order():
+    df = plots.predictions_frame(_result([[("cat", 0.5), ("dog", 0.25)], [("mat", 0.75)]]))
+    assert list(df.columns) == ["mask", "rank", "token", "probability"]
+    assert df[["mask", "rank", "token"]].values.tolist() == [[1, 1, "cat"], [1, 2, "dog"], [2, 1, "mat"]]
+    assert df["probability"].tolist() == [0.5, 0.25, 0.75]
+
+
+def test_figure_has_one_panel_per_mask_best_on_top():
+    fig = plots.fill_mask_figure(_result([[("cat", 0.5), ("dog", 0.25)], [("mat", 0.75)]]))
+    assert len(fig.data) == 2
+    first = fig.data[0]
+    assert list(first.x) == [0.25, 0.5]  # drawn bottom-up: the best bar ends on top
+    assert list(first.y) == ["2. dog", "1. cat"]
+    assert [a.text for a in fig.layout.annotations] == ["mask 1 (token position 2)", "mask 2 (token position 5)"]
+
+
+def test_tokens_are_escaped_in_figures():
+    evil = '<a href="javascript:alert(1)">x</a>'
+    fig = plots.fill_mask_figure(_result([[("<s>", 0.6), (evil, 0.3)]]))
+    labels = list(fig.data[0].y)
+    assert "1. &lt;s&gt;" in labels
+    assert all("<" not in label for label in labels)
+    err = plots.error_figure("<script>alert(1)</script>")
+    assert "<script>" not in err.layout.annotations[0].text
+
+
+def test_spaces_in_tokens_are_visible():
+    assert plots.show_token(" cat") == "␣cat"
+    assert plots.show_token("cat") == "cat"
+    assert plots.show_token("") == "∅"
+
+
+def test_models_frame_lists_every_model_with_provenance():
+    models = list_models()
+    df = plots.models_frame(models)
+    assert len(df) == len(models)
+    assert df["provenance"].str.len().min() > 20
+    assert df["available here"].str.contains("default").sum() == 1
