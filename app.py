@@ -18,6 +18,7 @@ import gradio as gr
 from components import copy
 from components.fill_mask_tab import build_fill_mask_tab
 from components.models_tab import build_models_tab
+from components.pretrain_tab import build_pretrain_tab
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -28,6 +29,7 @@ def build_demo() -> gr.Blocks:
         gr.Markdown(copy.INTRO)
         with gr.Tabs():
             build_fill_mask_tab(demo)
+            build_pretrain_tab()
             build_models_tab()
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo

@@ -116,3 +116,49 @@ def models_frame(models: tuple[ModelInfo, ...]) -> pd.DataFrame:
             for m in models
         ]
     )
+
+
+def training_figure(steps, loss, eval_steps=(), top1=(), top5=(), title: str = "") -> go.Figure:
+    """Training loss per step, and held-out top-1 / top-5 accuracy on a second axis."""
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(
+        go.Scatter(x=list(steps), y=list(loss), mode="lines", name="training loss (nats)",
+                   line=dict(color="#4c78a8")),
+        secondary_y=False,
+    )
+    if eval_steps:
+        fig.add_trace(
+            go.Scatter(x=list(eval_steps), y=list(top1), mode="lines+markers", name="held-out top-1",
+                       line=dict(color="#f58518")),
+            secondary_y=True,
+        )
+        fig.add_trace(
+            go.Scatter(x=list(eval_steps), y=list(top5), mode="lines+markers", name="held-out top-5",
+                       line=dict(color="#54a24b", dash="dot")),
+            secondary_y=True,
+        )
+        fig.update_yaxes(title_text="accuracy", tickformat=".0%", rangemode="tozero", secondary_y=True)
+    fig.update_yaxes(title_text="loss (nats)", secondary_y=False)
+    fig.update_xaxes(title_text="step")
+    fig.update_layout(
+        title=plot_text(title) if title else None,
+        height=380,
+        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        template="plotly_white",
+        legend=dict(orientation="h", y=-0.25),
+    )
+    return fig
+
+
+def probes_frame(probes) -> pd.DataFrame:
+    """Probe sentences and the model's top guesses: [(sentence, [(token, p), ...])]."""
+    return pd.DataFrame(
+        [
+            {
+                "sentence": sentence,
+                "top guesses": ", ".join(f"{show_token(t.strip()) or t} ({p:.1%})" for t, p in top),
+            }
+            for sentence, top in probes
+        ],
+        columns=["sentence", "top guesses"],
+    )

@@ -15,7 +15,18 @@ from .errors import (
     UnknownModelError,
 )
 from .fill_mask import MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
+from .evaluation import FillMaskEval, evaluate_fill_mask
 from .loading import get_device, load_model, load_tokenizer, set_device
+from .masking import MaskingPolicy, apply_masking
+from .pretrain import (
+    TINY_MAX_STEPS,
+    PretrainConfig,
+    TrainEvent,
+    TrainingHistory,
+    load_history,
+    train_mlm,
+    train_tiny,
+)
 from .registry import SPECS, default_model_key, get_spec, list_models
 from .results import (
     FillMaskResult,
@@ -31,6 +42,17 @@ from .validation import MAX_TEXT_CHARS
 __all__ = [
     "CapabilityError",
     "EncoderLabError",
+    "FillMaskEval",
+    "MaskingPolicy",
+    "PretrainConfig",
+    "TINY_MAX_STEPS",
+    "TrainEvent",
+    "TrainingHistory",
+    "apply_masking",
+    "evaluate_fill_mask",
+    "load_history",
+    "train_mlm",
+    "train_tiny",
     "FillMaskResult",
     "InputError",
     "MAX_MASKS",

@@ -20,6 +20,9 @@ from typing import Any, Callable
 
 import torch
 
+# Imported eagerly: transformers' lazy imports are not safe from concurrent worker threads.
+from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
+
 from . import registry
 from .errors import CapabilityError, ModelUnavailableError
 from .results import ModelSpec
@@ -178,8 +181,6 @@ def load_tokenizer(model_key: str):
         with _tokenizer_lock:
             if model_key in _tokenizers:
                 return _tokenizers[model_key]
-        from transformers import AutoTokenizer
-
         name, kwargs = _pretrained_args(spec)
         try:
             tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=False, **kwargs)
@@ -212,8 +213,6 @@ def load_model(model_key: str, head: str = "base", attn_implementation: str | No
 
 
 def _load(spec: ModelSpec, head: str, attn_implementation: str | None, device) -> LoadedModel:
-    from transformers import AutoModel, AutoModelForMaskedLM
-
     tokenizer = load_tokenizer(spec.key)
     name, kwargs = _pretrained_args(spec)
     dtype = dtype_for(device)

@@ -24,6 +24,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+# Imported eagerly: transformers' lazy imports are not safe from concurrent worker threads.
+from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, get_linear_schedule_with_warmup
+
 from .masking import MaskingPolicy, apply_masking
 
 
@@ -129,7 +132,6 @@ def build_model(cfg: PretrainConfig, minilm_dir: Path | None):
     embeddings frozen; the decoder is tied to the (frozen) word embeddings; a new head.
     init="scratch": a small BERT with the same vocabulary, every weight trained.
     """
-    from transformers import BertConfig, BertForMaskedLM
     from transformers.utils import logging as hf_logging
 
     if cfg.init == "minilm":
@@ -283,8 +285,6 @@ def train_mlm(
     Dynamic masking: every batch is masked afresh with the project's masking core.
     AdamW, linear warm-up then linear decay. Stops early when ``should_stop()`` is true.
     """
-    from transformers import get_linear_schedule_with_warmup
-
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     device = device or torch.device("cpu")
@@ -311,7 +311,7 @@ def train_mlm(
     step = 0
     if 0 in snapshot_steps:
         yield TrainEvent(0, cfg.steps, float("nan"), 0.0, 0.0, 0.0,
-                         eval=evaluate_masked(model, tokenizer, eval_set, max_len=cfg.max_len),
+                         eval=evaluate_masked(model, tokenizer, eval_set, max_len=cfg.max_len) if eval_set else None,
                          probes=probe_predictions(model, tokenizer, probes))
     while step < cfg.steps:
         if should_stop is not None and should_stop():
@@ -335,7 +335,7 @@ def train_mlm(
         schedule.step()
         step += 1
         tokens += int(attention.sum())
-        recent = (recent + [float(loss)])[-log_every:]
+        recent = (recent + [loss.item()])[-log_every:]
         is_eval = step % cfg.eval_every == 0 or step == cfg.steps
         is_snapshot = step in snapshot_steps
         if step % log_every == 0 or is_eval or is_snapshot:
@@ -343,7 +343,7 @@ def train_mlm(
             yield TrainEvent(
                 step, cfg.steps, sum(recent) / len(recent), schedule.get_last_lr()[0],
                 tokens / max(elapsed, 1e-9), elapsed,
-                eval=evaluate_masked(model, tokenizer, eval_set, max_len=cfg.max_len) if is_eval else None,
+                eval=evaluate_masked(model, tokenizer, eval_set, max_len=cfg.max_len) if is_eval and eval_set else None,
                 probes=probe_predictions(model, tokenizer, probes) if is_snapshot else None,
                 done=step == cfg.steps,
             )
@@ -365,11 +365,87 @@ def save_json(path: Path, data) -> None:
 
 
 @torch.no_grad()
-def evaluate_cloze(model, tokenizer, items: list[dict], k: int = 5) -> dict:
+def evaluate_cloze(model, tokenizer, items: list[dict], k: int = 5) -> dict:  # noqa: D401
     """Share of everyday cloze sentences whose top-k holds an acceptable answer."""
     rows = []
     for (text, top), item in zip(probe_predictions(model, tokenizer, [i["text"] for i in items], k), items):
         answers = {a.lower() for a in item["answers"]}
         guesses = [t.strip().lower() for t, _ in top]
         rows.append({"text": text, "top": guesses, "hit": any(g in answers for g in guesses)})
-    return {"top5": sum(r["hit"] for r in rows) / max(len(rows), 1), "items": rows}
+    return {"hit_rate": sum(r["hit"] for r in rows) / max(len(rows), 1), "items": rows}
+
+
+# --- the record of a finished run ("watch BERT learn") ----------------------------------
+
+
+@dataclass(frozen=True)
+class TrainingHistory:
+    """What a training run left behind: its loss curve, evaluations and snapshots."""
+
+    steps: tuple[int, ...]  # logged steps
+    loss: tuple[float, ...]  # mean training loss of the recent steps, per logged step
+    eval_steps: tuple[int, ...]
+    eval_top1: tuple[float, ...]  # held-out top-1 at each evaluation
+    eval_top5: tuple[float, ...]
+    eval_loss: tuple[float, ...]
+    snapshots: tuple[dict, ...]  # {"step", "fraction", "probes": [(sentence, [(token, p)])]}
+    total_steps: int
+    tokens_seen: int  # training tokens (padding excluded) up to the last logged step
+
+
+def load_history(run_dir: Path) -> TrainingHistory:
+    """Read log.jsonl and snapshots.json of a run folder."""
+    run_dir = Path(run_dir)
+    records = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines() if line.strip()]
+    snapshots = json.loads((run_dir / "snapshots.json").read_text()) if (run_dir / "snapshots.json").is_file() else []
+    logged = [r for r in records if r["loss"] is not None]
+    evals = [r for r in records if r.get("eval")]
+    last = records[-1] if records else {"steps": 0, "tokens_per_s": 0, "elapsed_s": 0}
+    return TrainingHistory(
+        steps=tuple(r["step"] for r in logged),
+        loss=tuple(r["loss"] for r in logged),
+        eval_steps=tuple(r["step"] for r in evals),
+        eval_top1=tuple(r["eval"]["top1"] for r in evals),
+        eval_top5=tuple(r["eval"]["top5"] for r in evals),
+        eval_loss=tuple(r["eval"]["loss"] for r in evals),
+        snapshots=tuple(snapshots),
+        total_steps=int(last.get("steps", 0)),
+        tokens_seen=int(round(last.get("tokens_per_s", 0) * last.get("elapsed_s", 0))),
+    )
+
+
+# --- "train a tiny BERT now" ------------------------------------------------------------
+
+TINY_MAX_STEPS = 1000
+
+
+def train_tiny(steps: int = 150, seed: int = 0, batch_size: int = 32,
+               sentences: list[str] | None = None, probes: list[str] | None = None,
+               should_stop: Callable[[], bool] | None = None) -> Iterator[TrainEvent]:
+    """Train a 2-layer, 128-wide BERT from scratch for a few steps on the CPU, live.
+
+    Uses the MiniLM (bert-base-uncased) vocabulary, the bundled training sample
+    (``data/train_sample.txt``, taken from the training split only) unless ``sentences``
+    is given, and the same masking core and optimiser as the real run. Yields a
+    ``TrainEvent`` every few steps; probe predictions at 0, 10, 50 and 100 % of the steps.
+    """
+    from .errors import InputError
+    from .registry import REPO_ROOT, get_spec, local_path
+    from .validation import check_int
+
+    steps = check_int(steps, "steps", 1, TINY_MAX_STEPS)
+    seed = check_int(seed, "seed", 0, 2**31 - 1)
+    minilm = local_path(get_spec("minilm-l6"))
+    if minilm is None or not (minilm / "config.json").is_file():
+        raise InputError("The MiniLM tokenizer is not installed: run `make setup`.")
+    tokenizer = AutoTokenizer.from_pretrained(str(minilm))
+    if sentences is None:
+        sentences = read_sentences(REPO_ROOT / "data" / "train_sample.txt")
+    probes = probes or ["The cat sat on the [MASK].", "She opened the [MASK] and walked in.",
+                        "I drink a cup of [MASK] every morning."]
+    cfg = PretrainConfig(init="scratch", steps=steps, batch_size=batch_size, lr_head=2e-3,
+                         lr_encoder=2e-3, warmup=0.05, seed=seed, eval_every=10**9,
+                         snapshot_fractions=(0.0, 0.1, 0.5, 1.0), max_len=48)
+    model = build_model(cfg, minilm)
+    yield from train_mlm(cfg, model, tokenizer, sentences, [], probes,
+                         should_stop=should_stop, log_every=max(1, min(10, steps // 20)))

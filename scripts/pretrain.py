@@ -98,11 +98,11 @@ def main(argv: list[str] | None = None) -> int:
 
     full = pretrain.evaluate_masked(model, tokenizer, heldout, max_len=cfg.max_len)
     cloze = pretrain.evaluate_cloze(model, tokenizer, json.loads((REPO / "data" / "everyday_cloze.json").read_text())["items"])
-    final = {"heldout": dataclasses.asdict(full), "everyday_top5": cloze["top5"],
+    final = {"heldout": dataclasses.asdict(full), "everyday_top5": cloze["hit_rate"],
              "everyday": cloze["items"], "minutes": (time.time() - started) / 60}
     pretrain.save_json(args.out / "final.json", final)
     print(f"held-out top1 {full.top1:.3f} top5 {full.top5:.3f} loss {full.loss:.3f} "
-          f"({full.n_tokens} tokens); everyday top5 {cloze['top5']:.3f}", flush=True)
+          f"({full.n_tokens} tokens); everyday top5 {cloze['hit_rate']:.3f}", flush=True)
     return 0
 
 

@@ -1,0 +1,148 @@
+"""Pre-training core: loss at masked positions, a tiny live run, the shipped weights' round trip."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from helpers import REPO
+from models import (
+    InputError,
+    MaskingPolicy,
+    apply_masking,
+    evaluate_fill_mask,
+    list_models,
+    load_history,
+    load_tokenizer,
+    registry,
+    train_tiny,
+)
+from models import pretrain
+
+SHIPPED = REPO / "weights" / "minilm-mlm"
+
+
+def _script(name):
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def minilm_dir():
+    return registry.local_path(registry.get_spec("minilm-l6"))
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return load_tokenizer("minilm-l6")
+
+
+def test_loss_at_masked_positions_equals_cross_entropy_over_full_logits(minilm_dir, tok):
+    cfg = pretrain.PretrainConfig(init="scratch", scratch_layers=1, scratch_hidden=64)
+    model = pretrain.build_model(cfg, minilm_dir).eval()
+    enc = tok(["The cat sat on the mat.", "A longer sentence about the river bank and money."],
+              padding=True, return_special_tokens_mask=True, return_tensors="pt")
+    special = enc["special_tokens_mask"].bool()
+    inputs, labels, _ = apply_masking(enc["input_ids"], special, MaskingPolicy(rate=0.5),
+                                      mask_token_id=tok.mask_token_id, vocab_size=len(tok),
+                                      generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        ours = pretrain.mlm_loss(model, inputs, enc["attention_mask"], labels)
+        logits = model(input_ids=inputs, attention_mask=enc["attention_mask"]).logits
+        direct = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
+    assert torch.allclose(ours, direct, atol=1e-5)
+
+
+def test_tiny_model_learns_and_reports(tok):
+    sentences = [line for line in (REPO / "data" / "train_sample.txt").read_text().splitlines()[:2000]]
+    events = list(train_tiny(steps=40, seed=1, batch_size=16, sentences=sentences))
+    assert events[0].step == 0 and events[0].probes  # the random-weights snapshot
+    assert events[-1].step == 40 and events[-1].done and events[-1].probes
+    losses = [e.loss for e in events if e.step > 0]
+    assert losses[-1] < losses[0] - 1.0  # from ~ln(30522) = 10.3 nats down
+    assert all(e.tokens_per_s > 0 for e in events[1:])
+
+
+def test_tiny_training_stops_when_asked():
+    calls = iter(range(100))
+    events = list(train_tiny(steps=500, sentences=["The cat sat on the mat."] * 200,
+                             should_stop=lambda: next(calls) >= 5))
+    assert max(e.step for e in events) <= 5
+
+
+@pytest.mark.parametrize("steps", [0, -1, 10_001, 2.5])
+def test_tiny_training_bad_steps(steps):
+    with pytest.raises(InputError):
+        next(train_tiny(steps=steps))
+
+
+def test_overlay_round_trip_keeps_every_trained_tensor(tmp_path, minilm_dir, tok):
+    """Train briefly, save only the trained tensors, assemble the folder, load it back."""
+    cfg = pretrain.PretrainConfig(steps=3, batch_size=8, eval_every=10**9, snapshot_fractions=())
+    model = pretrain.build_model(cfg, minilm_dir)
+    for _ in pretrain.train_mlm(cfg, model, tok, ["The cat sat on the mat."] * 50, [], []):
+        pass
+    overlay = tmp_path / "trained.safetensors"
+    _script("pretrain").save_trained(model, overlay, cfg)
+    folder = _script("fetch_embedded").assemble_mlm(tmp_path, overlay=overlay)
+    from transformers import AutoModelForMaskedLM
+
+    loaded = AutoModelForMaskedLM.from_pretrained(str(folder)).eval()
+    assert loaded.cls.predictions.decoder.weight is loaded.bert.embeddings.word_embeddings.weight
+    bias = model.cls.predictions.bias.detach().half().float()
+    assert bias.abs().sum() > 0  # trained, so not zeros...
+    assert torch.equal(loaded.cls.predictions.bias.detach(), bias)  # ...and not dropped on save
+    assert torch.equal(loaded.cls.predictions.decoder.bias.detach(), bias)
+    # the loaded model computes what the trained one does (up to the float16 storage)
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            p.data = p.data.half().float()
+    enc = tok("The cat sat on the [MASK].", return_tensors="pt")
+    with torch.no_grad():
+        assert torch.allclose(loaded(**enc).logits, model.eval()(**enc).logits, atol=1e-4)
+
+
+shipped = pytest.mark.skipif(not (SHIPPED / "trained.safetensors").is_file(), reason="no shipped weights")
+
+
+@shipped
+def test_shipped_model_is_the_default_and_small():
+    size = (SHIPPED / "trained.safetensors").stat().st_size
+    assert size <= 25 * 2**20
+    defaults = [m.key for m in list_models() if m.default]
+    assert defaults in (["minilm-mlm"], ["bert-base"])  # bert-base only where the Hub is reachable
+
+
+@shipped
+def test_shipped_model_scores_as_its_card_says():
+    final = json.loads((SHIPPED / "final.json").read_text())
+    everyday = evaluate_fill_mask("minilm-mlm", "everyday")
+    assert abs(everyday.top5 - final["everyday_top5"]) < 1e-9
+    held = evaluate_fill_mask("minilm-mlm", "heldout", limit=400)
+    base = pretrain.unigram_baseline(load_tokenizer("minilm-l6"),
+                                     pretrain.read_sentences(REPO / "data" / "train_sample.txt"),
+                                     pretrain.read_sentences(REPO / "data" / "heldout.txt")[:400])
+    assert held.top1 > base.top1 + 0.1 and held.top5 > base.top5 + 0.1
+    splade = evaluate_fill_mask("splade-tiny", "heldout", limit=400)
+    assert held.top5 > splade.top5
+
+
+@shipped
+def test_shipped_history_has_snapshots_and_a_falling_loss():
+    history = load_history(SHIPPED)
+    assert list(history.steps) == sorted(history.steps)
+    fractions = [s["fraction"] for s in history.snapshots]
+    assert fractions[0] == 0 and fractions[-1] == 1
+    assert history.loss[-1] < history.loss[0]
+    assert history.eval_top5[-1] > history.eval_top5[0]
+
+
+def test_evaluate_refuses_unknown_split():
+    with pytest.raises(InputError, match="Unknown split"):
+        evaluate_fill_mask("splade-tiny", "train")
