@@ -17,6 +17,7 @@ import gradio as gr
 
 from components import copy
 from components.fill_mask_tab import build_fill_mask_tab
+from components.masking_tab import build_masking_tab
 from components.models_tab import build_models_tab
 from components.pretrain_tab import build_pretrain_tab
 
@@ -29,6 +30,7 @@ def build_demo() -> gr.Blocks:
         gr.Markdown(copy.INTRO)
         with gr.Tabs():
             build_fill_mask_tab(demo)
+            build_masking_tab()
             build_pretrain_tab()
             build_models_tab()
     demo.queue(default_concurrency_limit=2, max_size=64)

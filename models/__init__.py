@@ -18,6 +18,17 @@ from .fill_mask import MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
 from .evaluation import FillMaskEval, evaluate_fill_mask
 from .loading import get_device, load_model, load_tokenizer, set_device
 from .masking import MaskingPolicy, apply_masking
+from .masking_lab import (
+    POLICY_PRESETS,
+    MaskedLMLoss,
+    MaskingSimulation,
+    MaskingStatistics,
+    compare_policies,
+    masked_lm_loss,
+    masking_statistics,
+    next_sentence,
+    simulate_masking,
+)
 from .pretrain import (
     TINY_MAX_STEPS,
     PretrainConfig,
@@ -43,7 +54,16 @@ __all__ = [
     "CapabilityError",
     "EncoderLabError",
     "FillMaskEval",
+    "MaskedLMLoss",
     "MaskingPolicy",
+    "MaskingSimulation",
+    "MaskingStatistics",
+    "POLICY_PRESETS",
+    "compare_policies",
+    "masked_lm_loss",
+    "masking_statistics",
+    "next_sentence",
+    "simulate_masking",
     "PretrainConfig",
     "TINY_MAX_STEPS",
     "TrainEvent",

@@ -21,13 +21,18 @@ from typing import Any, Callable
 import torch
 
 # Imported eagerly: transformers' lazy imports are not safe from concurrent worker threads.
-from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
+from transformers import (
+    AutoModel,
+    AutoModelForMaskedLM,
+    AutoModelForNextSentencePrediction,
+    AutoTokenizer,
+)
 
 from . import registry
 from .errors import CapabilityError, ModelUnavailableError
 from .results import ModelSpec
 
-HEADS = ("base", "mlm")
+HEADS = ("base", "mlm", "nsp")
 _DEVICE_NAMES = ("auto", "cpu", "cuda", "mps")
 
 
@@ -194,7 +199,8 @@ def load_tokenizer(model_key: str):
 def load_model(model_key: str, head: str = "base", attn_implementation: str | None = None):
     """A cached ``LoadedModel``.
 
-    head: "base" (the bare encoder) or "mlm" (with the masked-LM head).
+    head: "base" (the bare encoder), "mlm" (with the masked-LM head) or "nsp" (BERT's
+    next-sentence-prediction head).
     attn_implementation: None (transformers' default, e.g. SDPA) or "eager", which is
     what returns attention weights.
     """
@@ -207,6 +213,8 @@ def load_model(model_key: str, head: str = "base", attn_implementation: str | No
             f"{spec.display_name} ({spec.key}) has no trained masked-LM head, so it cannot "
             f"fill masks. Models that can: {', '.join(mlm)}."
         )
+    if head == "nsp" and not spec.has_nsp_head:
+        raise CapabilityError(f"{spec.display_name} ({spec.key}) has no next-sentence-prediction head.")
     device = get_device()
     key = (model_key, head, attn_implementation, str(device))
     return MODEL_CACHE.get(key, lambda: _load(spec, head, attn_implementation, device))
@@ -218,7 +226,7 @@ def _load(spec: ModelSpec, head: str, attn_implementation: str | None, device) -
     dtype = dtype_for(device)
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
-    auto = AutoModelForMaskedLM if head == "mlm" else AutoModel
+    auto = {"mlm": AutoModelForMaskedLM, "nsp": AutoModelForNextSentencePrediction}.get(head, AutoModel)
     try:
         model = auto.from_pretrained(name, dtype=dtype, trust_remote_code=False, **kwargs)
         model.to(device).eval()

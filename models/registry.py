@@ -89,6 +89,7 @@ SPECS: tuple[ModelSpec, ...] = (
         has_mlm_head=True,
         returns_attention=True,
         provenance="Google's BERT-base (Devlin et al. 2018), from the Hugging Face Hub.",
+        has_nsp_head=True,
     ),
     ModelSpec(
         key="bert-large",
@@ -100,6 +101,7 @@ SPECS: tuple[ModelSpec, ...] = (
         has_mlm_head=True,
         returns_attention=True,
         provenance="Google's BERT-large (Devlin et al. 2018), from the Hugging Face Hub.",
+        has_nsp_head=True,
     ),
     ModelSpec(
         key="roberta-base",
@@ -312,6 +314,7 @@ def list_models() -> tuple[ModelInfo, ...]:
             returns_attention=spec.returns_attention,
             provenance=spec.provenance,
             embedded=spec.embedded,
+            has_nsp_head=spec.has_nsp_head,
             available=states[spec.key][0],
             availability=states[spec.key][1],
             default=spec.key == default_key,

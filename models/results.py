@@ -19,6 +19,7 @@ class ModelSpec:
     returns_attention: bool  # can return attention weights (with eager attention)
     provenance: str  # where the weights come from, in one honest line
     embedded: bool = False  # installed by the project's setup, works offline
+    has_nsp_head: bool = False  # ships BERT's next-sentence-prediction head
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class ModelInfo:
     returns_attention: bool
     provenance: str
     embedded: bool
+    has_nsp_head: bool
     available: bool  # can be loaded now
     availability: str  # why (not) available, in one line
     default: bool  # the app's default fill-mask model

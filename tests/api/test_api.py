@@ -83,3 +83,62 @@ def test_models_endpoint(client):
     table = client.predict(api_name="/list_models")
     keys = [row[0] for row in table["data"]]
     assert MLM_KEY in keys and "bert-base" in keys and "modernbert-base" in keys
+
+
+def test_train_tiny_streams_and_refuses_a_second_run(client):
+    job = client.submit(200, 0, api_name="/train_tiny")
+    import time
+
+    deadline = time.monotonic() + 60
+    while not job.outputs() and time.monotonic() < deadline:  # first update: the lock is held
+        time.sleep(0.2)
+    with pytest.raises(AppError, match="already going"):
+        client.predict(20, 1, api_name="/train_tiny")
+    plot, status, probes = job.result(timeout=600)
+    assert "Step 200 of 200" in status and "Done." in status
+    assert len(probes["data"]) == 3
+
+
+def test_training_snapshot_endpoint(client):
+    from models import load_history
+    from models.registry import REPO_ROOT
+
+    run = REPO_ROOT / "weights" / "minilm-mlm"
+    if not (run / "snapshots.json").is_file():
+        pytest.skip("no recorded run")
+    history = load_history(run)
+    table = client.predict(0, api_name="/training_snapshot")
+    assert [row[0] for row in table["data"]] == [p[0] for p in history.snapshots[0]["probes"]]
+
+
+LAB = ["He sat on the bank of the river and watched the water.", MLM_KEY, 0.3, 0.8, 0.1, 0.1, False, 2, "dynamic", 3]
+
+
+def test_simulate_masking_endpoint(client):
+    from models import simulate_masking
+
+    strips, summary = client.predict(*LAB, api_name="/simulate_masking")
+    sim = simulate_masking(MLM_KEY, LAB[0], 0.3, 0.8, 0.1, 0.1, False, 2, True, 3)
+    assert strips.count('class="strip"') == 2
+    assert f"selected per epoch: {', '.join(str(len(e.selected)) for e in sim.epochs)}" in summary
+
+
+def test_masked_lm_loss_endpoint(client):
+    from models import masked_lm_loss, simulate_masking
+
+    table, explain = client.predict(*LAB, 1, api_name="/masked_lm_loss")
+    core = masked_lm_loss(MLM_KEY, simulate_masking(MLM_KEY, LAB[0], 0.3, 0.8, 0.1, 0.1, False, 2, True, 3))
+    assert f"Loss = {core.loss:.4f} nats" in explain
+    assert len(table["data"]) == len(core.positions)
+
+
+def test_bad_split_refused(client):
+    bad = list(LAB)
+    bad[3] = 0.5  # 0.5 + 0.1 + 0.1 != 1
+    with pytest.raises(AppError, match="add up to 1"):
+        client.predict(*bad, api_name="/simulate_masking")
+
+
+def test_next_sentence_without_nsp_head(client):
+    with pytest.raises(AppError, match="not available|no next-sentence"):
+        client.predict("bert-base", "It rained.", "The streets were wet.", api_name="/next_sentence")

