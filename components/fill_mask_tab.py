@@ -113,6 +113,7 @@ def build_fill_mask_tab(demo: gr.Blocks) -> None:
                 words = gr.HighlightedText(
                     value=show_words(copy.EXAMPLES[0]),
                     label="Click a word to mask it",
+                    elem_id="fill-mask-words",
                     color_map={"mask": "#f4a261"},
                     show_legend=False,
                     show_inline_category=False,

@@ -47,6 +47,8 @@ def run_simulation(text, model_key, rate, mask, rand, keep, whole_word, epochs, 
 def run_loss(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed, epoch):
     """The MLM loss at the selected positions of one epoch (the ``masked_lm_loss`` API)."""
     with readable_errors("The MLM loss"):
+        if not 1 <= int(epoch or 0) <= int(epochs):
+            raise gr.Error(f"Choose an epoch between 1 and {int(epochs)}.")
         sim = _simulate(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed)
         loss = masked_lm_loss(model_key, sim, int(epoch) - 1)
         first = loss.positions[0]

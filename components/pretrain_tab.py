@@ -49,7 +49,7 @@ def snapshot_table(index: int | None) -> pd.DataFrame:
     return plots.probes_frame(history.snapshots[int(index)]["probes"])
 
 
-def train_now(steps: float, seed: float):
+def train_now(steps: float, seed: float, progress=gr.Progress()):
     """Train a tiny BERT from scratch, streaming the loss curve (the ``train_tiny`` API)."""
     if not _training_lock.acquire(blocking=False):
         raise gr.Error(
@@ -60,6 +60,7 @@ def train_now(steps: float, seed: float):
         steps_done, losses, probes = [], [], []
         with readable_errors("Training"):
             for event in train_tiny(int(steps), int(seed)):
+                progress((event.step, event.steps), desc="Training", unit="steps")
                 if event.probes:
                     probes = event.probes
                 if event.step == 0:
@@ -103,8 +104,8 @@ def build_pretrain_tab() -> None:
         snapshot.change(snapshot_table, snapshot, probes, api_name="training_snapshot")
         if history is not None:
             gr.Markdown(
-                f"Recorded run: {history.total_steps:,} steps, about {history.tokens_seen:,} "
-                "training tokens seen."
+                f"Recorded run: {history.steps[-1]:,} steps of {history.total_steps:,} planned, "
+                f"about {history.tokens_seen:,} training tokens seen."
             )
 
         gr.Markdown(copy.TRAIN_NOW_HELP)

@@ -20,7 +20,7 @@ DEST = REPO / "weights" / "minilm-mlm"
 FILES = ("trained.safetensors", "config.json", "log.jsonl", "snapshots.json", "final.json")
 
 
-def model_card(run: Path, baseline: dict | None) -> str:
+def model_card(run: Path, baseline: dict | None, note: str = "") -> str:
     config = json.loads((run / "config.json").read_text())
     final = json.loads((run / "final.json").read_text())
     sources = json.loads((REPO / "data" / "corpus_sources.json").read_text())
@@ -43,7 +43,10 @@ def model_card(run: Path, baseline: dict | None) -> str:
         "weights (`scripts/fetch_embedded.py`).",
         "",
         "**How it was trained.** `python scripts/pretrain.py` with:",
-        f"{config['steps']:,} steps of {config['batch_size']} sentences (at most {config['max_len']} tokens),",
+        (f"{config['stopped_at_step']:,} of a planned {config['steps']:,} steps (stopped at a checkpoint "
+         "for lack of time, before the learning rate had decayed to zero)" if config.get("stopped_at_step")
+         else f"{config['steps']:,} steps")
+        + f" of {config['batch_size']} sentences (at most {config['max_len']} tokens),",
         f"masking {config['rate']:.0%} of the tokens (80 % [MASK], 10 % random, 10 % kept), a fresh draw",
         "per batch (dynamic masking) with the project's masking core (`models/masking.py`);",
         f"AdamW (head lr {config['lr_head']}, encoder lr {config['lr_encoder']}, weight decay",
@@ -62,6 +65,7 @@ def model_card(run: Path, baseline: dict | None) -> str:
         lines.append(f"| {s['name']}: {s['description']} | {s['package']} {s['version']} | {s['sentences']:,} | {s['licence'][:90]} |")
     lines += [
         "",
+        *([note, ""] if note else []),
         "**Scores** (`python scripts/evaluate.py`; held-out: 15 % of the tokens of every",
         "held-out sentence masked with a fixed seed; everyday: the 36 sentences of",
         "`data/everyday_cloze.json`, written for this project, a hit when an accepted answer is",
@@ -98,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path)
     parser.add_argument("--baseline", type=Path, help="JSON with the unigram baseline's top1/top5/loss")
+    parser.add_argument("--note", default="", help="a paragraph added to the card (e.g. about the corpus build)")
     args = parser.parse_args(argv)
     missing = [f for f in FILES if not (args.run / f).is_file()]
     if missing:
@@ -107,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in FILES:
         shutil.copy2(args.run / name, DEST / name)
     baseline = json.loads(args.baseline.read_text()) if args.baseline else None
-    (DEST / "MODEL_CARD.md").write_text(model_card(args.run, baseline), encoding="utf-8")
+    (DEST / "MODEL_CARD.md").write_text(model_card(args.run, baseline, args.note), encoding="utf-8")
     print(f"exported {args.run} to {DEST}")
     return 0
 

@@ -53,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--finish", action="store_true",
+                        help="stop an interrupted run at its last checkpoint: evaluate it and "
+                             "write final.json and a last snapshot (the learning rate had not decayed)")
     for f in dataclasses.fields(pretrain.PretrainConfig):
         if f.name == "snapshot_fractions":
             continue
@@ -69,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     train = pretrain.read_sentences(args.corpus / "train.txt")
     heldout = pretrain.read_sentences(args.corpus / "heldout.txt")
     model = pretrain.build_model(cfg, minilm)
+    if args.finish:
+        return finish(args, cfg, model, tokenizer, heldout)
     n_trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
     args.out.mkdir(parents=True, exist_ok=True)
     pretrain.save_json(args.out / "config.json", {
@@ -95,15 +100,47 @@ def main(argv: list[str] | None = None) -> int:
                 snapshots.append({"step": event.step, "fraction": event.step / cfg.steps, "probes": event.probes})
                 pretrain.save_json(args.out / "snapshots.json", snapshots)
     save_trained(model, args.out / "trained.safetensors", cfg)
+    write_final(args.out, cfg, model, tokenizer, heldout, started)
+    return 0
 
+
+def finish(args, cfg, model, tokenizer, heldout) -> int:
+    """Load the last checkpoint of an interrupted run; record where it stopped."""
+    from safetensors.torch import load_file
+
+    config = json.loads((args.out / "config.json").read_text())
+    cfg = dataclasses.replace(cfg, **{k: v for k, v in config.items()
+                                      if k in {f.name for f in dataclasses.fields(cfg)} and k != "snapshot_fractions"})
+    model = pretrain.build_model(cfg, local_path(get_spec("minilm-l6")))
+    state = {k: v.float() for k, v in load_file(str(args.out / "trained.safetensors")).items()}
+    missing = set(pretrain.trained_state(model)) - set(state)
+    if missing:
+        raise SystemExit(f"checkpoint lacks {sorted(missing)[:5]}")
+    model.load_state_dict(state, strict=False)
+    records = [json.loads(line) for line in (args.out / "log.jsonl").read_text().splitlines() if line.strip()]
+    step = max(r["step"] for r in records if r.get("eval"))  # checkpoints are written at evaluations
+    snapshots = json.loads((args.out / "snapshots.json").read_text())
+    snapshots = [s for s in snapshots if s["step"] <= step]
+    if snapshots[-1]["step"] != step:
+        snapshots.append({"step": step, "fraction": step / cfg.steps,
+                          "probes": pretrain.probe_predictions(model, tokenizer, PROBES)})
+    pretrain.save_json(args.out / "snapshots.json", snapshots)
+    last = [r for r in records if r["step"] <= step]
+    (args.out / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in last))
+    config["stopped_at_step"] = step
+    pretrain.save_json(args.out / "config.json", config)
+    write_final(args.out, cfg, model, tokenizer, heldout, time.time() - last[-1]["elapsed_s"])
+    return 0
+
+
+def write_final(out: Path, cfg, model, tokenizer, heldout, started: float) -> None:
     full = pretrain.evaluate_masked(model, tokenizer, heldout, max_len=cfg.max_len)
     cloze = pretrain.evaluate_cloze(model, tokenizer, json.loads((REPO / "data" / "everyday_cloze.json").read_text())["items"])
     final = {"heldout": dataclasses.asdict(full), "everyday_top5": cloze["hit_rate"],
              "everyday": cloze["items"], "minutes": (time.time() - started) / 60}
-    pretrain.save_json(args.out / "final.json", final)
+    pretrain.save_json(out / "final.json", final)
     print(f"held-out top1 {full.top1:.3f} top5 {full.top5:.3f} loss {full.loss:.3f} "
           f"({full.n_tokens} tokens); everyday top5 {cloze['hit_rate']:.3f}", flush=True)
-    return 0
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ def test_fill_mask_end_to_end(page):
     screenshot(page, "fill-mask")
 
     # click the word "mat" to mask it: the text gains a second mask, predictions follow
-    page.get_by_text("mat", exact=True).click()
+    page.locator("#fill-mask-words").get_by_text("mat", exact=True).click()
     expect(page.get_by_label("Text with masks")).to_have_value("The [MASK] sat on the [MASK].")
     expect(filled_box(page)).not_to_contain_text("[MASK]", timeout=TIMEOUT)
     expect(page.locator(".js-plotly-plot .bars path")).to_have_count(10, timeout=TIMEOUT)

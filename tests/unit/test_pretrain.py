@@ -137,8 +137,8 @@ def test_shipped_model_scores_as_its_card_says():
 def test_shipped_history_has_snapshots_and_a_falling_loss():
     history = load_history(SHIPPED)
     assert list(history.steps) == sorted(history.steps)
-    fractions = [s["fraction"] for s in history.snapshots]
-    assert fractions[0] == 0 and fractions[-1] == 1
+    assert history.snapshots[0]["step"] == 0
+    assert history.snapshots[-1]["step"] == history.steps[-1]  # the last snapshot is the shipped state
     assert history.loss[-1] < history.loss[0]
     assert history.eval_top5[-1] > history.eval_top5[0]
 

@@ -125,3 +125,39 @@ def test_hub_model_loads_from_the_hf_cache_offline(tmp_path):
     assert data["default"] == ["bert-base"]  # online-zoo BERT is preferred once it is there
     assert data["roberta"] is False
     assert data["class"] == "BertForMaskedLM" and len(data["top"]) == 3
+
+
+def test_next_sentence_plumbing_on_a_local_bert_for_pretraining(tmp_path):
+    """bert-base's NSP path, offline, on a small random-init BertForPreTraining (plumbing only).
+
+    The weights are random, so the probability means nothing; the test checks that the
+    Hub-loading path finds the NSP head and that P(IsNext) is the softmax of its logits.
+    """
+    from transformers import BertConfig, BertForPreTraining
+
+    src = registry.local_path(get_spec(MLM_KEY))
+    folder = tmp_path / "bert"
+    shutil.copytree(src, folder)
+    (folder / "model.safetensors").unlink()
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64)
+    BertForPreTraining(config).save_pretrained(folder)
+    cache = tmp_path / "hub"
+    _fake_hub_cache(cache, "bert-base-uncased", folder)
+    script = textwrap.dedent(
+        """
+        import json, torch
+        from models import next_sentence, load_model
+        p = next_sentence("bert-base", "It rained all day.", "The streets were wet.")
+        loaded = load_model("bert-base", head="nsp")
+        enc = loaded.tokenizer("It rained all day.", "The streets were wet.", return_tensors="pt")
+        direct = loaded.model(**enc).logits[0].softmax(-1)[0].item()
+        print(json.dumps({"p": p, "direct": direct, "class": type(loaded.model).__name__}))
+        """
+    )
+    env = dict(os.environ, HF_HUB_CACHE=str(cache), HF_HUB_OFFLINE="1")
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    assert data["class"] == "BertForNextSentencePrediction"
+    assert 0 < data["p"] < 1 and abs(data["p"] - data["direct"]) < 1e-6
