@@ -18,6 +18,12 @@ def escape(text: str) -> str:
     return html.escape(text, quote=False)
 
 
+def quoted(token: str) -> str:
+    """A token shown inside Markdown prose: escaped, in bold quotes (not a code span, whose
+    content Markdown would show with the escapes visible, and which a backtick could end)."""
+    return "“**" + escape(token).replace("*", "\\*").replace("_", "\\_").replace("`", "\\`") + "**”"
+
+
 @contextmanager
 def readable_errors(task: str):
     """Turn any failure inside a handler into a ``gr.Error`` a person can read.

@@ -17,7 +17,7 @@ from models.fill_mask import MASK_PATTERN
 from models.loading import is_loaded
 
 from . import copy, plots
-from .common import escape, readable_errors
+from .common import escape, quoted, readable_errors
 
 N_OUTPUTS = 4  # table, plot, filled sentence, status
 
@@ -48,7 +48,7 @@ def model_card(model_key: str) -> str:
         f"**{escape(info.display_name)}** (`{info.key}`, family {info.family}): "
         f"{escape(info.provenance)}  \n"
         f"Status: {state}: {escape(info.availability)}  \n"
-        f"Its own mask token is `{escape(info.mask_token)}`; "
+        f"Its own mask token is {quoted(info.mask_token)}; "
         "you may write [MASK] or &lt;mask&gt; either way."
     )
 

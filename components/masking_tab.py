@@ -20,7 +20,7 @@ from models.evaluation import heldout_sentences
 from models.masking_lab import MAX_EPOCHS
 
 from . import copy, plots
-from .common import escape, readable_errors
+from .common import quoted, readable_errors
 
 STATS_SENTENCES = 1000
 
@@ -55,9 +55,9 @@ def run_loss(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, 
         explain = (
             f"**Loss = {loss.loss:.4f} nats**, the mean of −log p over the {len(loss.positions)} "
             f"selected position(s) only; top-1 accuracy {loss.top1_accuracy:.0%}.  \n"
-            f"Worked example, position {first.position}: the model saw `{escape(first.shown)}` where "
-            f"`{escape(first.original)}` was. Its logits at that position go through a softmax over "
-            f"the whole vocabulary; p(`{escape(first.original)}`) = {first.p_original:.6f}, rank "
+            f"Worked example, position {first.position}: the model saw {quoted(first.shown)} where "
+            f"{quoted(first.original)} was. Its logits at that position go through a softmax over "
+            f"the whole vocabulary; p({quoted(first.original)}) = {first.p_original:.6f}, rank "
             f"{first.rank}, so −log p = −ln({first.p_original:.6f}) = {first.nll:.4f} nats."
         )
         return plots.loss_frame(loss), explain
@@ -140,8 +140,15 @@ def build_masking_tab() -> None:
             score = gr.Button("Compute the MLM loss")
             compare = gr.Button("Compare 80/10/10, 100 % [MASK], all kept")
         explain = gr.Markdown()
-        loss_table = gr.Dataframe(label="Selected positions", interactive=False)
-        compare_table = gr.Dataframe(label="Same text, same selection, three policies", interactive=False)
+        loss_table = gr.Dataframe(
+            headers=["position", "original", "model saw", "fate", "p(original)", "rank", "-log p (nats)",
+                     "model's top guess"],
+            label="Selected positions", interactive=False,
+        )
+        compare_table = gr.Dataframe(
+            headers=["policy", "selected", "loss (nats)", "top-1 accuracy"],
+            label="Same text, same selection, three policies", interactive=False,
+        )
         score.click(run_loss, params + [epoch], [loss_table, explain], api_name="masked_lm_loss")
         compare.click(run_compare, [text, model, rate, whole_word, seed], compare_table, api_name="compare_policies")
 

@@ -100,6 +100,7 @@ def build_pretrain_tab() -> None:
             label="Probe sentences and top guesses",
             interactive=False,
             wrap=True,
+            column_widths=["40%", "60%"],
         )
         snapshot.change(snapshot_table, snapshot, probes, api_name="training_snapshot")
         if history is not None:
@@ -116,7 +117,8 @@ def build_pretrain_tab() -> None:
             stop = gr.Button("Stop")
         live_status = gr.Markdown("")
         live_plot = gr.Plot(label="Live training loss")
-        live_probes = gr.Dataframe(label="Its guesses on probe sentences", interactive=False, wrap=True)
+        live_probes = gr.Dataframe(label="Its guesses on probe sentences", interactive=False, wrap=True,
+                                   column_widths=["40%", "60%"])
         run = start.click(
             train_now,
             [steps, seed],

