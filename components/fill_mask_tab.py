@@ -13,6 +13,7 @@ from models import (
     mask_word,
     text_segments,
 )
+from models import registry
 from models.fill_mask import MASK_PATTERN
 from models.loading import is_loaded
 
@@ -40,15 +41,17 @@ def model_choices(models) -> list[tuple[str, str]]:
 
 def model_card(model_key: str) -> str:
     """A short Markdown card: provenance, availability, mask token."""
-    info = next((m for m in list_models() if m.key == model_key), None)
-    if info is None:
+    try:
+        spec = get_spec(model_key)
+    except EncoderLabError:
         return ""
-    state = "available" if info.available else "**not available here**"
+    available, why = registry.availability(spec)
+    state = "available" if available else "**not available here**"
     return (
-        f"**{escape(info.display_name)}** (`{info.key}`, family {info.family}): "
-        f"{escape(info.provenance)}  \n"
-        f"Status: {state}: {escape(info.availability)}  \n"
-        f"Its own mask token is {quoted(info.mask_token)}; "
+        f"**{escape(spec.display_name)}** (`{spec.key}`, family {spec.family}): "
+        f"{escape(spec.provenance)}  \n"
+        f"Status: {state}: {escape(why)}  \n"
+        f"Its own mask token is {quoted(spec.mask_token)}; "
         "you may write [MASK] or &lt;mask&gt; either way."
     )
 

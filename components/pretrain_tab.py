@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import gradio as gr
@@ -17,7 +18,9 @@ RUN_DIR = REPO_ROOT / "weights" / "minilm-mlm"
 _training_lock = threading.Lock()  # one live training run per server: the CPU is shared
 
 
+@functools.lru_cache(maxsize=1)
 def _history():
+    """The recorded run (read once: the shipped files do not change while the app runs)."""
     try:
         return load_history(RUN_DIR)
     except FileNotFoundError:
