@@ -34,13 +34,13 @@ MODELS_HELP = (
 PRETRAIN_HELP = (
     "## Watch BERT learn\n"
     "No pretrained English masked-LM that fills masks sensibly can be installed offline, so "
-    "the app's default fill-mask model is one this project trained itself, with the very "
+    "the app's default offline fill-mask model is one this project trained itself, with the very "
     "objective this app teaches: 15 % of the tokens selected, 80 % of those replaced by "
     "[MASK], 10 % by a random token, 10 % kept; a fresh draw for every batch (dynamic "
     "masking); the loss is the cross-entropy at the selected positions only. It starts "
     "from the all-MiniLM-L6-v2 encoder (real pretrained weights) with a new MLM head, and "
-    "was trained on public-domain English text (novels, speeches, WordNet examples, "
-    "stories). Below: its loss curve, its accuracy on held-out sentences it never saw, and "
+    "was trained on public-domain and permissively licensed English text (novels, speeches, "
+    "WordNet examples, stories; see weights/minilm-mlm/MODEL_CARD.md). Below: its loss curve, its accuracy on held-out sentences it never saw, and "
     "what it guessed for a few probe sentences as training went on: from frequent "
     "tokens, to grammatical words, to sensible ones."
 )
