@@ -17,7 +17,7 @@ import torch
 
 from . import registry
 from .errors import CapabilityError, InputError
-from .loading import LoadedModel, load_model
+from .loading import LoadedModel, load_model, require_head
 from .results import FillMaskResult, MaskPrediction, Prediction
 from .validation import check_int, check_text
 
@@ -42,9 +42,7 @@ def fill_mask(model_key: str, text: str, top_k: int = 5) -> FillMaskResult:
     Raises ``EncoderLabError`` subclasses on bad input (unknown model, a model with no MLM
     head, empty text, no mask, too many masks, text too long, top_k out of range).
     """
-    spec = registry.get_spec(model_key)
-    if not spec.has_mlm_head:
-        load_model(model_key, head="mlm")  # raises the CapabilityError with the alternatives
+    require_head(registry.get_spec(model_key), "mlm")  # before any work on the text
     top_k = check_int(top_k, "top_k", 1, MAX_TOP_K)
     text = check_text(text)
     spans = [m.span() for m in MASK_PATTERN.finditer(text)]

@@ -196,15 +196,8 @@ def load_tokenizer(model_key: str):
         return tokenizer
 
 
-def load_model(model_key: str, head: str = "base", attn_implementation: str | None = None):
-    """A cached ``LoadedModel``.
-
-    head: "base" (the bare encoder), "mlm" (with the masked-LM head) or "nsp" (BERT's
-    next-sentence-prediction head).
-    attn_implementation: None (transformers' default, e.g. SDPA) or "eager", which is
-    what returns attention weights.
-    """
-    spec = registry.get_spec(model_key)
+def require_head(spec: ModelSpec, head: str) -> None:
+    """A ``CapabilityError`` that says why, when the checkpoint lacks the asked-for head."""
     if head not in HEADS:
         raise ValueError(f"Unknown head {head!r}; choose one of {', '.join(HEADS)}.")
     if head == "mlm" and not spec.has_mlm_head:
@@ -214,7 +207,24 @@ def load_model(model_key: str, head: str = "base", attn_implementation: str | No
             f"fill masks. Models that can: {', '.join(mlm)}."
         )
     if head == "nsp" and not spec.has_nsp_head:
-        raise CapabilityError(f"{spec.display_name} ({spec.key}) has no next-sentence-prediction head.")
+        raise CapabilityError(
+            f"{spec.display_name} ({spec.key}) has no next-sentence-prediction head. Only the "
+            "original BERT checkpoints (bert-base, bert-large) were pre-trained with NSP; "
+            "RoBERTa showed that dropping NSP (and training on longer contiguous text) works as "
+            "well or better, and most later encoders dropped it too."
+        )
+
+
+def load_model(model_key: str, head: str = "base", attn_implementation: str | None = None):
+    """A cached ``LoadedModel``.
+
+    head: "base" (the bare encoder), "mlm" (with the masked-LM head) or "nsp" (BERT's
+    next-sentence-prediction head).
+    attn_implementation: None (transformers' default, e.g. SDPA) or "eager", which is
+    what returns attention weights.
+    """
+    spec = registry.get_spec(model_key)
+    require_head(spec, head)
     device = get_device()
     key = (model_key, head, attn_implementation, str(device))
     return MODEL_CACHE.get(key, lambda: _load(spec, head, attn_implementation, device))

@@ -13,7 +13,7 @@ import torch
 
 from . import registry
 from .errors import CapabilityError, InputError
-from .loading import load_model, load_tokenizer
+from .loading import load_model, load_tokenizer, require_head
 from .masking import FATES, KEPT, MASKED, NOT_SELECTED, RANDOM, MaskingPolicy, apply_masking, word_ids_from_offsets
 from .validation import check_int, check_text
 
@@ -155,7 +155,9 @@ def masked_lm_loss(model_key: str, simulation: MaskingSimulation, epoch: int = 0
         raise InputError("masked_lm_loss needs the result of simulate_masking.")
     epoch = check_int(epoch, "epoch", 0, len(simulation.epochs) - 1)
     loaded = load_model(model_key, head="mlm")
-    if load_tokenizer(model_key).get_vocab() != load_tokenizer(simulation.model_key).get_vocab():
+    if model_key != simulation.model_key and (
+        load_tokenizer(model_key).get_vocab() != load_tokenizer(simulation.model_key).get_vocab()
+    ):
         raise InputError(
             f"The simulation was tokenised by {simulation.model_key}, whose vocabulary differs "
             f"from {model_key}'s: simulate with {model_key} first."
@@ -247,13 +249,7 @@ def next_sentence(model_key: str, a: str, b: str) -> float:
     """P(IsNext): does sentence B follow sentence A? Needs a model with an NSP head."""
     spec = registry.get_spec(model_key)
     a, b = check_text(a, "first sentence"), check_text(b, "second sentence")
-    if not spec.has_nsp_head:
-        raise CapabilityError(
-            f"{spec.display_name} ({spec.key}) has no next-sentence-prediction head. Only the "
-            "original BERT checkpoints (bert-base, bert-large) were pre-trained with NSP; "
-            "RoBERTa showed that dropping NSP (and training on longer contiguous text) works as "
-            "well or better, and most later encoders dropped it too."
-        )
+    require_head(spec, "nsp")
     loaded = load_model(model_key, head="nsp")
     enc = loaded.tokenizer(a, b, return_tensors="pt", truncation=True).to(loaded.device)
     with torch.inference_mode():

@@ -189,27 +189,37 @@ def mlm_loss(model, ids, attention, labels) -> torch.Tensor:
 # --- evaluation -------------------------------------------------------------------------
 
 
-@torch.no_grad()
-def evaluate_masked(model, tokenizer, sentences: list[str], *, seed: int = 1234,
-                    rate: float = 0.15, batch_size: int = 64, max_len: int = 64) -> EvalResult:
-    """Top-1 / top-5 / loss at a fixed, seeded 15 % of positions, all replaced by [MASK]."""
-    model.eval()
-    device = next(model.parameters()).device
+def _eval_batches(tokenizer, sentences: list[str], *, seed: int, rate: float, batch_size: int,
+                  max_len: int) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """(inputs, attention, labels) batches, a fixed seeded ``rate`` of tokens -> [MASK].
+
+    Every scorer (a model, the unigram baseline) draws the same positions from this.
+    """
     generator = torch.Generator().manual_seed(seed)
     policy = MaskingPolicy(rate=rate, mask=1.0, random=0.0, keep=0.0)
     special_ids = set(tokenizer.all_special_ids)
     seqs = encode_sentences(tokenizer, sentences, max_len)
-    hits1 = hits5 = n = 0
-    total = 0.0
     for start in range(0, len(seqs), batch_size):
         ids, attention, special = collate(seqs[start : start + batch_size], tokenizer.pad_token_id, special_ids)
         inputs, labels, _ = apply_masking(
             ids, special, policy, mask_token_id=tokenizer.mask_token_id,
             vocab_size=len(tokenizer), generator=generator,
         )
+        if (labels != -100).any():
+            yield inputs, attention, labels
+
+
+@torch.no_grad()
+def evaluate_masked(model, tokenizer, sentences: list[str], *, seed: int = 1234,
+                    rate: float = 0.15, batch_size: int = 64, max_len: int = 64) -> EvalResult:
+    """Top-1 / top-5 / loss at a fixed, seeded 15 % of positions, all replaced by [MASK]."""
+    model.eval()
+    device = next(model.parameters()).device
+    hits1 = hits5 = n = 0
+    total = 0.0
+    for inputs, attention, labels in _eval_batches(tokenizer, sentences, seed=seed, rate=rate,
+                                                   batch_size=batch_size, max_len=max_len):
         selected = labels != -100
-        if not selected.any():
-            continue
         out = model(input_ids=inputs.to(device), attention_mask=attention.to(device))
         logits = out.logits[selected.to(device)].float()  # (N, V)
         target = labels[selected].to(device)
@@ -226,22 +236,15 @@ def evaluate_masked(model, tokenizer, sentences: list[str], *, seed: int = 1234,
 def unigram_baseline(tokenizer, train: list[str], heldout: list[str], *, seed: int = 1234,
                      rate: float = 0.15, max_len: int = 64) -> EvalResult:
     """Always guess the most frequent training tokens: the floor any MLM must beat."""
-    special_ids = set(tokenizer.all_special_ids)
     counts = np.zeros(len(tokenizer), dtype=np.int64)
     for seq in encode_sentences(tokenizer, train, max_len):
         np.add.at(counts, seq, 1)
-    counts[list(special_ids)] = 0
+    counts[list(tokenizer.all_special_ids)] = 0
     ranked = np.argsort(-counts)[:5]
     probs = counts / counts.sum()
-    generator = torch.Generator().manual_seed(seed)
-    policy = MaskingPolicy(rate=rate, mask=1.0, random=0.0, keep=0.0)
-    seqs = encode_sentences(tokenizer, heldout, max_len)
     hits1 = hits5 = n = 0
     total = 0.0
-    for start in range(0, len(seqs), 64):
-        ids, _, special = collate(seqs[start : start + 64], tokenizer.pad_token_id, special_ids)
-        _, labels, _ = apply_masking(ids, special, policy, mask_token_id=tokenizer.mask_token_id,
-                                     vocab_size=len(tokenizer), generator=generator)
+    for _, _, labels in _eval_batches(tokenizer, heldout, seed=seed, rate=rate, batch_size=64, max_len=max_len):
         target = labels[labels != -100].numpy()
         hits1 += int((target == ranked[0]).sum())
         hits5 += int(np.isin(target, ranked).sum())
