@@ -11,6 +11,7 @@ All masks of a text are predicted in one forward pass, each independently of the
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -97,9 +98,51 @@ def _encode(loaded: LoadedModel, text: str, spans: list[tuple[int, int]]) -> _En
 def _forward(loaded: LoadedModel, encoded: _Encoded) -> torch.Tensor:
     """Logits at the mask positions: (masks, vocab), float32, on the CPU."""
     inputs = {k: v.to(loaded.device) for k, v in encoded.inputs.items()}
-    with torch.inference_mode():
-        logits = loaded.model(**inputs).logits  # (1, T, V)
-        return logits[0, encoded.positions].float().cpu()  # (M, V)
+    return masked_logits(loaded.model, inputs, encoded.positions).float().cpu()
+
+
+# --- the MLM head at the masked positions only -------------------------------------------
+# The vocabulary projection (hidden x ~30k) costs about as much as the whole encoder of a
+# small model. The pipeline projects every position and then keeps the masked ones; here a
+# forward hook on the encoder keeps only the masked positions' hidden states, so the head
+# runs on those alone. The head acts position by position, so the logits are the same.
+# The positions travel in a thread-local: one hook per model serves concurrent requests.
+
+_gather = threading.local()
+_hook_lock = threading.Lock()
+
+
+def _keep_positions(_module, _args, output):
+    positions = getattr(_gather, "positions", None)
+    if positions is None:
+        return None
+    if isinstance(output, tuple):
+        return (output[0][:, positions],) + output[1:]
+    output.last_hidden_state = output.last_hidden_state[:, positions]  # (B, M, H)
+    return output
+
+
+def _ensure_hook(model) -> None:
+    with _hook_lock:
+        if not getattr(model, "_encoder_lab_gather", False):
+            model.base_model.register_forward_hook(_keep_positions)
+            model._encoder_lab_gather = True
+
+
+def masked_logits(model, inputs: dict, positions: list[int]) -> torch.Tensor:
+    """(M, V) logits of an MLM model for one input (batch of 1), at ``positions`` only."""
+    _ensure_hook(model)
+    index = torch.as_tensor(positions, dtype=torch.long, device=inputs["input_ids"].device)
+    _gather.positions = index
+    try:
+        with torch.inference_mode():
+            logits = model(**inputs).logits  # (1, M, V)
+    finally:
+        _gather.positions = None
+    if logits.shape[1] != len(positions):  # a head that re-pads its output: project all
+        with torch.inference_mode():
+            logits = model(**inputs).logits[:, index]
+    return logits[0]
 
 
 def _decode(

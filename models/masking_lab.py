@@ -20,6 +20,7 @@ from .validation import check_int, check_text
 MAX_EPOCHS = 20
 MAX_LAB_TOKENS = 256
 MAX_DRAWS = 5000
+MAX_STAT_SENTENCES = 5000
 
 
 @dataclass(frozen=True)
@@ -214,8 +215,11 @@ def masking_statistics(model_key: str, sentences: list[str], rate: float = 0.15,
     policy = _policy(rate, mask, random, keep, whole_word)
     draws = check_int(draws, "draws", 1, MAX_DRAWS)
     seed = check_int(seed, "seed", 0, 2**31 - 1)
-    if not sentences or not all(isinstance(s, str) and s.strip() for s in sentences):
-        raise InputError("Give at least one non-empty sentence.")
+    if isinstance(sentences, str) or not sentences:
+        raise InputError("Give a list of at least one non-empty sentence.")
+    if len(sentences) > MAX_STAT_SENTENCES:
+        raise InputError(f"Give at most {MAX_STAT_SENTENCES:,} sentences; got {len(sentences):,}.")
+    sentences = [check_text(s, f"sentence {i + 1}") for i, s in enumerate(sentences)]
     tokenizer = load_tokenizer(model_key)
     enc = tokenizer(list(sentences), padding=True, truncation=True, max_length=128,
                     return_special_tokens_mask=True, return_offsets_mapping=True, return_tensors="np")

@@ -19,6 +19,13 @@ def check_text(text, what: str = "text") -> str:
             f"The {what} is {len(text):,} characters long; the limit is {MAX_TEXT_CHARS:,}. "
             "Shorten it."
         )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone UTF-16 surrogate, e.g. "\ud800" sent as JSON
+        raise InputError(
+            f"The {what} contains an invalid character at position {exc.start} "
+            f"(a lone surrogate, U+{ord(text[exc.start]):04X}); remove it."
+        ) from None
     return text
 
 

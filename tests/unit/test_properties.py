@@ -1,0 +1,125 @@
+"""Property-based tests: arbitrary unicode into every public core function.
+
+Emoji, right-to-left scripts, zero-width and control characters, lone surrogates (which a
+JSON request can carry), markup and mask spellings, and 100k-character texts. The rule:
+each call returns a result or raises the project's own error (``EncoderLabError``), never
+another exception, never a hang (a generous per-example deadline).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import models
+from models import EncoderLabError
+
+PIECES = [
+    "[MASK]", "<mask>", "[mask]", "[CLS]", "[SEP]", "<s>", "</s>", "##ing", "Ġthe", "▁de",
+    "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "&amp;", "\"'`",
+    "👩‍👩‍👧", "🇫🇷", "😀" * 5, "مرحبا بالعالم", "שלום", "\u202e\u202d", "\u200b\u200c\u200d\ufeff",
+    "\x00", "\x07\x1b[31m", "\r\n\t", "e\u0301\u0301\u0301", "𝕳𝖊𝖑𝖑𝖔", "ﷺ", "\ud800", "\udfff",
+    "The cat sat on the mat.", " ", "bank", "  ",
+]
+
+texts = st.one_of(
+    st.text(st.characters(), max_size=80),  # any code point, surrogates included
+    st.lists(st.sampled_from(PIECES), min_size=0, max_size=12).map("".join),
+    st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=8)), max_size=8).map(" ".join),
+)
+
+HUGE = "a\u200b🙂 " * 25_000  # 100,000 characters
+CHECKS = settings(
+    max_examples=25,
+    deadline=timedelta(seconds=30),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    database=None,
+)
+
+
+def project_error_or_result(call, *args, **kwargs):
+    """Run ``call``: a project error is an acceptable outcome, any other exception is not."""
+    try:
+        return call(*args, **kwargs)
+    except EncoderLabError as exc:
+        assert str(exc).strip(), "a project error must say what is wrong"
+        return None
+
+
+@CHECKS
+@given(text=texts, pair=st.one_of(st.none(), texts))
+@example(text=HUGE, pair=None)
+@example(text="a", pair=HUGE)
+def test_tokenize(mlm_key, text, pair):
+    result = project_error_or_result(models.tokenize, mlm_key, text, pair)
+    if result is not None:
+        assert len(result.tokens) == len(result.ids) == len(result.offsets)
+
+
+@CHECKS
+@given(text=texts, top_k=st.integers(-3, 60))
+@example(text=HUGE + "[MASK]", top_k=5)
+@example(text="[MASK]" * 11, top_k=5)
+def test_fill_mask(mlm_key, mlm_loaded, text, top_k):
+    result = project_error_or_result(models.fill_mask, mlm_key, text, top_k)
+    if result is not None:
+        assert 1 <= len(result.masks) <= models.MAX_MASKS
+        assert all(len(m.predictions) == top_k for m in result.masks)
+
+
+@CHECKS
+@given(text=st.one_of(texts, st.just(HUGE)), index=st.integers(-5, 50))
+def test_text_segments_and_mask_word(text, index):
+    segments = models.text_segments(text)
+    assert "".join(s for s, _ in segments) == text  # the segments give back the text
+    masked = models.mask_word(text, index)
+    assert isinstance(masked, str)
+
+
+@CHECKS
+@given(text=texts, rate=st.one_of(st.floats(-0.5, 1.5), st.just(float("nan"))), seed=st.integers(-1, 2**32),
+       whole_word=st.booleans(), epochs=st.integers(0, 12))
+@example(text=HUGE, rate=0.15, seed=0, whole_word=False, epochs=1)
+def test_simulate_masking_and_loss(mlm_key, mlm_loaded, text, rate, seed, whole_word, epochs):
+    sim = project_error_or_result(
+        models.simulate_masking, mlm_key, text, rate=rate, whole_word=whole_word, epochs=epochs, seed=seed
+    )
+    if sim is not None:
+        loss = project_error_or_result(models.masked_lm_loss, mlm_key, sim, 0)
+        if loss is not None:
+            assert loss.loss >= 0
+
+
+@CHECKS
+@given(text=texts)
+def test_compare_policies(mlm_key, mlm_loaded, text):
+    result = project_error_or_result(models.compare_policies, mlm_key, text, 0.5)
+    if result is not None:
+        assert set(result) == set(models.POLICY_PRESETS)
+
+
+@CHECKS
+@given(sentences=st.lists(texts, max_size=5), draws=st.integers(-1, 3))
+@example(sentences=[HUGE], draws=1)
+def test_masking_statistics(mlm_key, sentences, draws):
+    project_error_or_result(models.masking_statistics, mlm_key, sentences, draws=draws)
+
+
+@CHECKS
+@given(a=texts, b=texts)
+def test_next_sentence(mlm_key, a, b):
+    # The embedded models have no NSP head: a CapabilityError (or an input error) every time.
+    with pytest.raises(EncoderLabError):
+        models.next_sentence(mlm_key, a, b)
+
+
+@CHECKS
+@given(key=st.one_of(st.text(max_size=30), st.sampled_from(["", "bert-base", "../etc", "minilm-mlm "])),
+       text=texts)
+def test_any_model_key(key, text):
+    """Unknown keys, online-only models and odd strings: a project error, never a crash."""
+    project_error_or_result(models.fill_mask, key, text)
+    project_error_or_result(models.tokenize, key, text)
