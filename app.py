@@ -1,6 +1,7 @@
 """Encoder Lab: assembles the tabs and starts the Gradio server.
 
     python app.py [--host HOST] [--port PORT] [--device auto|cpu|cuda|mps] [--share]
+                  [--allow-model OWNER/NAME ...]
 
 Gradio's own environment variables (GRADIO_SERVER_NAME, GRADIO_SERVER_PORT, ...) work
 too; command-line flags win over them.
@@ -16,6 +17,7 @@ import components  # noqa: F401  (sets analytics/telemetry off before gradio is 
 import gradio as gr
 
 from components import copy
+from components.server import MAX_REQUEST_BYTES, RequestSizeLimit
 from components.fill_mask_tab import build_fill_mask_tab
 from components.masking_tab import build_masking_tab
 from components.models_tab import build_models_tab
@@ -43,7 +45,14 @@ def launch_kwargs() -> dict:
         font=["system-ui", "-apple-system", "Segoe UI", "Roboto", "sans-serif"],
         font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "monospace"],
     )
-    return {"theme": theme, "css_paths": [ASSETS / "style.css"]}
+    from starlette.middleware import Middleware
+
+    return {
+        "theme": theme,
+        "css_paths": [ASSETS / "style.css"],
+        "max_file_size": MAX_REQUEST_BYTES,  # the app takes no uploads; bound them anyway
+        "app_kwargs": {"middleware": [Middleware(RequestSizeLimit, max_bytes=MAX_REQUEST_BYTES)]},
+    }
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -57,14 +66,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="where models run (default: CUDA, then MPS, then CPU)",
     )
     parser.add_argument("--share", action="store_true", help="open a public Gradio share link")
+    parser.add_argument(
+        "--allow-model",
+        action="append",
+        default=[],
+        metavar="OWNER/NAME",
+        help="also allow this Hugging Face Hub model (repeatable; safetensors only, no remote "
+        "code). By default only the registry's models load.",
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    from models import set_device
+    from models import EncoderLabError, registry, set_device
 
     set_device(args.device)
+    try:  # a bad operator setting stops the start, not every later request
+        registry.allow_hub_models(args.allow_model)
+    except EncoderLabError as exc:
+        raise SystemExit(f"error: {exc}") from None
     build_demo().launch(
         server_name=args.host,
         server_port=args.port,

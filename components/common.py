@@ -7,6 +7,7 @@ import logging
 from contextlib import contextmanager
 
 import gradio as gr
+import torch
 
 from models import EncoderLabError
 
@@ -37,6 +38,14 @@ def readable_errors(task: str):
         raise
     except EncoderLabError as exc:
         raise gr.Error(escape(str(exc))) from exc
+    except torch.OutOfMemoryError as exc:  # the GPU (or MPS) is full: free what we can, say so
+        log.warning("%s ran out of device memory", task)
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        raise gr.Error(
+            f"{task} ran out of GPU memory. Try a shorter text, fewer sentences or a smaller "
+            "model; other requests are not affected."
+        ) from exc
     except Exception as exc:  # unexpected: log it whole, tell the user in one line
         log.exception("%s failed", task)
         raise gr.Error(

@@ -95,7 +95,10 @@ def _pretrained_args(spec: ModelSpec) -> tuple[str, dict]:
     if spec.source_kind == "hub":
         # Available but not reachable means cached: never let transformers retry the network.
         offline = registry.hub_offline() or not registry.hub_reachable()
-        return spec.source, {"local_files_only": offline}
+        kwargs = {"local_files_only": offline}
+        if registry.is_operator_added(spec):
+            kwargs["use_safetensors"] = True  # never unpickle an unvetted checkpoint
+        return spec.source, kwargs
     return str(registry.local_path(spec)), {"local_files_only": True}
 
 
@@ -238,7 +241,9 @@ def _load(spec: ModelSpec, head: str, attn_implementation: str | None, device) -
         kwargs["attn_implementation"] = attn_implementation
     auto = {"mlm": AutoModelForMaskedLM, "nsp": AutoModelForNextSentencePrediction}.get(head, AutoModel)
     try:
-        model = auto.from_pretrained(name, dtype=dtype, trust_remote_code=False, **kwargs)
+        model, info = auto.from_pretrained(
+            name, dtype=dtype, trust_remote_code=False, output_loading_info=True, **kwargs
+        )
         model.to(device).eval()
     except torch.OutOfMemoryError as exc:
         raise ModelUnavailableError(
@@ -247,6 +252,15 @@ def _load(spec: ModelSpec, head: str, attn_implementation: str | None, device) -
         ) from exc
     except Exception as exc:  # a corrupt folder, missing files, a bad config
         raise _load_failed(spec, exc) from exc
+    # The pooler (BERT's [CLS] dense + tanh for NSP) is absent from MLM-only checkpoints and
+    # the app never reads its output; any other missing weight would be random: refuse.
+    missing = [k for k in info.get("missing_keys", ()) if k and "pooler." not in k]
+    if missing:
+        raise CapabilityError(
+            f"{spec.display_name} ({spec.key}) has no trained weights for "
+            f"{len(missing)} parameter(s) of its {head} model (e.g. {sorted(missing)[0]}); "
+            f"it cannot be used for this."
+        )
     nbytes = sum(t.numel() * t.element_size() for t in model.parameters())
     nbytes += sum(t.numel() * t.element_size() for t in model.buffers())
     return LoadedModel(spec, model, tokenizer, device, dtype, nbytes)

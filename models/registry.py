@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import socket
 import threading
 import time
@@ -186,13 +187,68 @@ DEFAULT_PREFERENCE: tuple[str, ...] = ("bert-base", "minilm-mlm", "splade-tiny")
 _BY_KEY = {spec.key: spec for spec in SPECS}
 
 
+# --- operator opt-in: other Hub models ---------------------------------------------------
+# Only registry models load. An operator may allow more Hub ids (``python app.py
+# --allow-model org/name`` or ENCODER_LAB_EXTRA_MODELS="org/a,org/b"); those load from
+# safetensors only, never with remote code, and must carry a trained head for the task.
+
+EXTRA_MODELS_ENV = "ENCODER_LAB_EXTRA_MODELS"
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
+
+
+def allowed_hub_models() -> tuple[str, ...]:
+    """The Hub ids the operator allowed beyond the registry (validated, in order)."""
+    ids = [x.strip() for x in os.environ.get(EXTRA_MODELS_ENV, "").split(",") if x.strip()]
+    bad = [x for x in ids if not _HUB_ID.match(x) or ".." in x]
+    if bad:
+        raise UnknownModelError(
+            f"{EXTRA_MODELS_ENV} holds invalid Hub ids: {', '.join(map(repr, bad))} "
+            "(expected owner/name)."
+        )
+    return tuple(dict.fromkeys(x for x in ids if x not in _BY_KEY))
+
+
+def allow_hub_models(ids: list[str]) -> tuple[str, ...]:
+    """Allow more Hub ids for this process (the app's ``--allow-model``); returns them all."""
+    current = [x for x in os.environ.get(EXTRA_MODELS_ENV, "").split(",") if x.strip()]
+    os.environ[EXTRA_MODELS_ENV] = ",".join(current + [x.strip() for x in ids])
+    return allowed_hub_models()
+
+
+def operator_spec(repo_id: str) -> ModelSpec:
+    return ModelSpec(
+        key=repo_id,
+        display_name=repo_id,
+        family="other",
+        source=repo_id,
+        source_kind="hub",
+        mask_token="",  # read from its tokenizer
+        has_mlm_head=True,  # checked when loaded: a missing head is refused, never random
+        returns_attention=True,
+        provenance=(
+            "Allowed by this server's operator; not vetted by Encoder Lab. Loaded from "
+            "safetensors only, never with remote code."
+        ),
+    )
+
+
+def is_operator_added(spec: ModelSpec) -> bool:
+    return spec.key not in _BY_KEY
+
+
+def all_specs() -> tuple[ModelSpec, ...]:
+    """The registry, then any Hub ids the operator allowed."""
+    return SPECS + tuple(operator_spec(x) for x in allowed_hub_models())
+
+
 def get_spec(model_key: str) -> ModelSpec:
     """The spec for a registry key, or an ``UnknownModelError`` listing the valid keys."""
-    if not isinstance(model_key, str) or model_key not in _BY_KEY:
-        raise UnknownModelError(
-            f"Unknown model {model_key!r}. Choose one of: {', '.join(_BY_KEY)}."
-        )
-    return _BY_KEY[model_key]
+    if isinstance(model_key, str) and model_key in _BY_KEY:
+        return _BY_KEY[model_key]
+    if isinstance(model_key, str) and model_key in allowed_hub_models():
+        return operator_spec(model_key)
+    keys = list(_BY_KEY) + list(allowed_hub_models())
+    raise UnknownModelError(f"Unknown model {model_key!r}. Choose one of: {', '.join(keys)}.")
 
 
 def models_dir() -> Path:
@@ -300,7 +356,8 @@ def availability(spec: ModelSpec) -> tuple[bool, str]:
 
 def list_models() -> tuple[ModelInfo, ...]:
     """Every registry model with its availability now; exactly one available MLM is default."""
-    states = {spec.key: availability(spec) for spec in SPECS}
+    specs = all_specs()
+    states = {spec.key: availability(spec) for spec in specs}
     default_key = default_model_key(states)
     return tuple(
         ModelInfo(
@@ -319,7 +376,7 @@ def list_models() -> tuple[ModelInfo, ...]:
             availability=states[spec.key][1],
             default=spec.key == default_key,
         )
-        for spec in SPECS
+        for spec in specs
     )
 
 

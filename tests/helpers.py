@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import subprocess
 import time
@@ -44,3 +46,14 @@ def screenshot(page, name: str) -> None:
     """Save a full-page screenshot for a person to look at (artifacts/ is git-ignored)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def fake_hub_cache(cache: os.PathLike, repo_id: str, files_from) -> None:
+    """Lay out a model folder as the Hugging Face cache does (refs/main -> snapshots/<rev>)."""
+    revision = "0" * 40
+    repo_dir = os.path.join(cache, "models--" + repo_id.replace("/", "--"))
+    snapshot = os.path.join(repo_dir, "snapshots", revision)
+    os.makedirs(os.path.join(repo_dir, "refs"))
+    shutil.copytree(files_from, snapshot)
+    with open(os.path.join(repo_dir, "refs", "main"), "w") as fh:
+        fh.write(revision)

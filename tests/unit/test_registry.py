@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from helpers import MLM_KEY, REPO
+from helpers import MLM_KEY, REPO, fake_hub_cache
 from models import SPECS, UnknownModelError, get_spec, list_models
 from models import registry
 
@@ -79,17 +79,6 @@ def test_unreachable_hub_is_detected_fast(monkeypatch):
     registry._probe_cache.clear()
 
 
-def _fake_hub_cache(cache: os.PathLike, repo_id: str, files_from) -> None:
-    """Lay out a model folder as the Hugging Face cache does (refs/main -> snapshots/<rev>)."""
-    revision = "0" * 40
-    repo_dir = os.path.join(cache, "models--" + repo_id.replace("/", "--"))
-    snapshot = os.path.join(repo_dir, "snapshots", revision)
-    os.makedirs(os.path.join(repo_dir, "refs"))
-    shutil.copytree(files_from, snapshot)
-    with open(os.path.join(repo_dir, "refs", "main"), "w") as fh:
-        fh.write(revision)
-
-
 def test_hub_model_loads_from_the_hf_cache_offline(tmp_path):
     """The real Hub-loading code, offline, on a cache laid out by hand.
 
@@ -97,7 +86,7 @@ def test_hub_model_loads_from_the_hf_cache_offline(tmp_path):
     and uncased WordPiece vocabulary), placed where a prefetch would have put them.
     """
     cache = tmp_path / "hub"
-    _fake_hub_cache(cache, "bert-base-uncased", registry.local_path(get_spec(MLM_KEY)))
+    fake_hub_cache(cache, "bert-base-uncased", registry.local_path(get_spec(MLM_KEY)))
     script = textwrap.dedent(
         """
         import json
@@ -143,7 +132,7 @@ def test_next_sentence_plumbing_on_a_local_bert_for_pretraining(tmp_path):
                         intermediate_size=64)
     BertForPreTraining(config).save_pretrained(folder)
     cache = tmp_path / "hub"
-    _fake_hub_cache(cache, "bert-base-uncased", folder)
+    fake_hub_cache(cache, "bert-base-uncased", folder)
     script = textwrap.dedent(
         """
         import json, torch

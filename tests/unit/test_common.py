@@ -1,0 +1,33 @@
+"""The UI's error translation: project errors, device out-of-memory, unexpected failures."""
+
+from __future__ import annotations
+
+import gradio as gr
+import pytest
+import torch
+
+from components.common import readable_errors
+from models import InputError
+
+
+def test_project_error_keeps_its_message_escaped():
+    with pytest.raises(gr.Error) as info:
+        with readable_errors("Fill-mask"):
+            raise InputError("bad <b>input</b>")
+    assert info.value.message == "bad &lt;b&gt;input&lt;/b&gt;"
+
+
+def test_out_of_memory_is_reported_not_crashed():
+    with pytest.raises(gr.Error) as info:
+        with readable_errors("Embedding"):
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert "ran out of GPU memory" in info.value.message
+    assert "other requests are not affected" in info.value.message
+
+
+def test_unexpected_error_is_one_readable_line():
+    with pytest.raises(gr.Error) as info:
+        with readable_errors("Attention"):
+            raise KeyError("<script>")
+    assert "Attention failed unexpectedly (KeyError" in info.value.message
+    assert "<script>" not in info.value.message
