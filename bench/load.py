@@ -1,0 +1,206 @@
+"""Load: N concurrent gradio_client users x M requests over the app's endpoints.
+
+    .venv/bin/python bench/load.py [--users 20] [--requests 25] [--url URL]
+
+Without --url it starts `python app.py` on a free port (as a user would) and measures the
+server process's memory (RSS, sampled every 0.2 s). Prints errors, p50/p95 latency per
+endpoint and overall, and the server memory after warm-up vs at the end. Targets: 0 errors,
+memory flat after warm-up. A smaller run of the same code is in tests/api/test_load.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+MLM = os.environ.get("ENCODER_LAB_LOAD_MODEL", "minilm-mlm")
+TEXT = "The cat sat on the [MASK] and looked at the [MASK]."
+LAB = [TEXT.replace("[MASK]", "mat"), MLM, 0.15, 0.8, 0.1, 0.1, False, 2, "dynamic", 0]
+
+# (api_name, arguments): every request a user sends, in turn (user i starts at item i).
+MIX: list[tuple[str, tuple]] = [
+    ("/fill_mask", (TEXT, MLM, 5)),
+    ("/fill_mask_live", ("Paris is the [MASK] of France.", MLM, 5, True)),
+    ("/list_models", ()),
+    ("/model_card", (MLM,)),
+    ("/simulate_masking", tuple(LAB)),
+    ("/masked_lm_loss", tuple(LAB) + (1,)),
+    ("/compare_policies", (LAB[0], MLM, 0.3, False, 0)),
+    ("/masking_statistics", (MLM, 0.15, 0.8, 0.1, 0.1, False, 20, 0)),
+    ("/training_snapshot", (0,)),
+]
+
+
+def register(api_name: str, args: tuple) -> None:
+    """Add an endpoint to the mix (tabs added later put theirs here)."""
+    MIX.append((api_name, args))
+
+
+@dataclass
+class LoadResult:
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def all_latencies(self) -> list[float]:
+        return [x for v in self.latencies.values() for x in v]
+
+
+def run_load(url: str, users: int, requests: int, mix=None) -> LoadResult:
+    """``users`` threads, each its own Client, each sending ``requests`` requests."""
+    from gradio_client import Client
+
+    mix = mix or MIX
+    result = LoadResult()
+    lock = threading.Lock()
+    barrier = threading.Barrier(users)
+
+    def user(i: int) -> None:
+        try:
+            client = Client(url, verbose=False, download_files=False)
+        except Exception as exc:  # noqa: BLE001  (recorded, not raised: a load test counts)
+            with lock:
+                result.errors.append(f"user {i}: connect: {exc}")
+            barrier.abort()
+            return
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            return
+        for r in range(requests):
+            name, args = mix[(i + r) % len(mix)]
+            start = time.perf_counter()
+            try:
+                client.predict(*args, api_name=name)
+            except Exception as exc:  # noqa: BLE001
+                with lock:
+                    result.errors.append(f"user {i} {name}: {type(exc).__name__}: {exc}"[:300])
+                continue
+            with lock:
+                result.latencies.setdefault(name, []).append(time.perf_counter() - start)
+
+    threads = [threading.Thread(target=user, args=(i,)) for i in range(users)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    result.wall_s = time.perf_counter() - start
+    return result
+
+
+def percentile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+class RssSampler:
+    """The RSS of a process, sampled in a background thread."""
+
+    def __init__(self, pid: int, every_s: float = 0.2):
+        self.pid, self.every_s, self.samples = pid, every_s, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def rss_mb(self) -> float:
+        with open(f"/proc/{self.pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.samples.append(self.rss_mb())
+            except OSError:
+                return
+            time.sleep(self.every_s)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def start_app() -> tuple[subprocess.Popen, str]:
+    from helpers import free_port, wait_for_http
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    wait_for_http(url, proc=proc)
+    return proc, url
+
+
+def report(result: LoadResult) -> None:
+    print(f"{'endpoint':<22} {'n':>5} {'p50 ms':>9} {'p95 ms':>9}")
+    for name, values in sorted(result.latencies.items()):
+        print(f"{name:<22} {len(values):>5} {percentile(values, 50) * 1e3:>9.0f} "
+              f"{percentile(values, 95) * 1e3:>9.0f}")
+    values = result.all_latencies()
+    if values:
+        print(f"{'all':<22} {len(values):>5} {percentile(values, 50) * 1e3:>9.0f} "
+              f"{percentile(values, 95) * 1e3:>9.0f}")
+        print(f"throughput: {len(values) / result.wall_s:.1f} requests/s over {result.wall_s:.1f} s")
+    print(f"errors: {len(result.errors)}")
+    for e in result.errors[:10]:
+        print("  ", e)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=20)
+    parser.add_argument("--requests", type=int, default=25)
+    parser.add_argument("--url", default=None, help="an app already running (memory not measured)")
+    args = parser.parse_args()
+    from bench_common import machine_line
+
+    print(machine_line())
+    proc = None
+    url = args.url
+    if url is None:
+        proc, url = start_app()
+    try:
+        # Warm-up: one request per endpoint, so that every model is loaded before measuring.
+        run_load(url, users=1, requests=len(MIX))
+        if proc is None:
+            result = run_load(url, args.users, args.requests)
+            report(result)
+            return
+        with RssSampler(proc.pid) as rss:
+            after_warmup = rss.rss_mb()
+            result = run_load(url, args.users, args.requests)
+            # A second, equal round: memory must not keep growing with more traffic.
+            mid = rss.rss_mb()
+            result2 = run_load(url, args.users, args.requests)
+            end = rss.rss_mb()
+        print(f"users {args.users} x requests {args.requests}, two rounds, {len(MIX)} endpoints\n")
+        report(result)
+        print("\nsecond round:")
+        report(result2)
+        print(f"\nserver RSS MB: after warm-up {after_warmup:.0f}, after round 1 {mid:.0f}, "
+              f"after round 2 {end:.0f}, peak {max(rss.samples):.0f}; "
+              f"round-2 growth {end - mid:+.0f} MB")
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()

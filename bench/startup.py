@@ -1,0 +1,76 @@
+"""Start-up: `python app.py` to a page that answers fill-mask, on the embedded default.
+
+    .venv/bin/python bench/startup.py [--runs 3]
+
+Each run starts a fresh process, then polls the page until it answers (page served), then
+calls /fill_mask through gradio_client until it returns (first answer includes loading the
+model). Prints each phase per run and the medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
+
+
+def one_run() -> tuple[float, float]:
+    from gradio_client import Client
+
+    from helpers import free_port
+    from models import default_model_key
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError("app.py exited")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.05)
+        page = time.perf_counter() - start
+        client = Client(url, verbose=False, download_files=False)
+        client.predict("The capital of France is [MASK].", default_model_key(), 5, api_name="/fill_mask")
+        answered = time.perf_counter() - start
+        return page, answered
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    from bench_common import machine_line
+    from models import default_model_key
+
+    print(machine_line())
+    print(f"default model: {default_model_key()}")
+    pages, answers = [], []
+    for i in range(args.runs):
+        page, answered = one_run()
+        pages.append(page)
+        answers.append(answered)
+        print(f"run {i + 1}: page served {page:.1f} s, first fill-mask answer {answered:.1f} s")
+    print(f"median: page served {statistics.median(pages):.1f} s, "
+          f"first fill-mask answer {statistics.median(answers):.1f} s")
+
+
+if __name__ == "__main__":
+    main()
