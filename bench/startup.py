@@ -14,7 +14,6 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,7 +24,7 @@ sys.path.insert(0, str(REPO))
 def one_run() -> tuple[float, float]:
     from gradio_client import Client
 
-    from helpers import free_port
+    from helpers import free_port, wait_for_http
     from models import default_model_key
 
     port = free_port()
@@ -34,15 +33,7 @@ def one_run() -> tuple[float, float]:
     proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError("app.py exited")
-            try:
-                with urllib.request.urlopen(url, timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.05)
+        wait_for_http(url, proc=proc, poll_s=0.05)
         page = time.perf_counter() - start
         client = Client(url, verbose=False, download_files=False)
         client.predict("The capital of France is [MASK].", default_model_key(), 5, api_name="/fill_mask")

@@ -23,7 +23,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_http(url: str, timeout_s: float = 120.0, proc: subprocess.Popen | None = None) -> None:
+def wait_for_http(url: str, timeout_s: float = 120.0, proc: subprocess.Popen | None = None,
+                  poll_s: float = 0.3) -> None:
     import urllib.request
 
     deadline = time.monotonic() + timeout_s
@@ -35,7 +36,7 @@ def wait_for_http(url: str, timeout_s: float = 120.0, proc: subprocess.Popen | N
                 if resp.status == 200:
                     return
         except OSError:
-            time.sleep(0.3)
+            time.sleep(poll_s)
     raise TimeoutError(f"{url} did not answer within {timeout_s}s")
 
 
