@@ -77,11 +77,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def prepare_embedded() -> None:
+    """Install the embedded weights (what `make setup` does); the app runs without them."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parent / "scripts" / "fetch_embedded.py"
+    done = subprocess.run([sys.executable, str(script)], check=False)
+    if done.returncode:
+        print(f"warning: {script.name} failed ({done.returncode}); embedded models unavailable")
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     from models import EncoderLabError, registry, set_device
 
     set_device(args.device)
+    if os.environ.get("SPACE_ID"):  # on a Hugging Face Space, `make setup` never ran
+        prepare_embedded()
     try:  # a bad operator setting stops the start, not every later request
         registry.allow_hub_models(args.allow_model)
     except EncoderLabError as exc:

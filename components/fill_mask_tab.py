@@ -19,6 +19,7 @@ from models.loading import is_loaded
 
 from . import copy, plots
 from .common import escape, quoted, readable_errors
+from .server import on_gpu
 
 N_OUTPUTS = 4  # table, plot, filled sentence, status
 
@@ -69,6 +70,7 @@ def _outputs(result):
     )
 
 
+@on_gpu
 def predict(text: str, model_key: str, top_k: float, progress=gr.Progress()):
     """Run fill-mask; errors become a readable message (the ``fill_mask`` API)."""
     with readable_errors("Fill-mask"):
@@ -77,6 +79,7 @@ def predict(text: str, model_key: str, top_k: float, progress=gr.Progress()):
         return _outputs(fill_mask(model_key, text, int(top_k)))
 
 
+@on_gpu
 def predict_live(text: str, model_key: str, top_k: float, live: bool):
     """As-you-type fill-mask: never pops up errors, writes them in the status line."""
     if not live:

@@ -21,6 +21,7 @@ from models.masking_lab import MAX_EPOCHS
 
 from . import copy, plots
 from .common import quoted, readable_errors
+from .server import on_gpu
 
 STATS_SENTENCES = 1000
 
@@ -44,6 +45,7 @@ def run_simulation(text, model_key, rate, mask, rand, keep, whole_word, epochs, 
         return plots.token_strip_html(sim), summary
 
 
+@on_gpu
 def run_loss(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed, epoch):
     """The MLM loss at the selected positions of one epoch (the ``masked_lm_loss`` API)."""
     with readable_errors("The MLM loss"):
@@ -63,6 +65,7 @@ def run_loss(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, 
         return plots.loss_frame(loss), explain
 
 
+@on_gpu
 def run_compare(text, model_key, rate, whole_word, seed):
     """80/10/10 vs 100 % [MASK] vs all kept on the same selection (``compare_policies`` API)."""
     with readable_errors("The comparison"):
@@ -90,6 +93,7 @@ def run_statistics(model_key, rate, mask, rand, keep, whole_word, draws, seed):
         return plots.rates_figure(stats), note
 
 
+@on_gpu
 def run_nsp(model_key, a, b):
     """P(IsNext) for sentence B after sentence A (the ``next_sentence`` API)."""
     with readable_errors("Next sentence prediction"):

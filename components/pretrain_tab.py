@@ -13,6 +13,7 @@ from models.registry import REPO_ROOT
 
 from . import copy, plots
 from .common import readable_errors
+from .server import on_gpu
 
 RUN_DIR = REPO_ROOT / "weights" / "minilm-mlm"
 _training_lock = threading.Lock()  # one live training run per server: the CPU is shared
@@ -52,6 +53,7 @@ def snapshot_table(index: int | None) -> pd.DataFrame:
     return plots.probes_frame(history.snapshots[int(index)]["probes"])
 
 
+@on_gpu
 def train_now(steps: float, seed: float, progress=gr.Progress()):
     """Train a tiny BERT from scratch, streaming the loss curve (the ``train_tiny`` API)."""
     if not _training_lock.acquire(blocking=False):

@@ -31,3 +31,40 @@ def test_unexpected_error_is_one_readable_line():
             raise KeyError("<script>")
     assert "Attention failed unexpectedly (KeyError" in info.value.message
     assert "<script>" not in info.value.message
+
+
+def test_on_gpu_is_a_no_op_without_the_spaces_package():
+    from components.server import on_gpu
+
+    def handler(x):
+        return x + 1
+
+    assert on_gpu(handler) is handler
+
+
+def test_on_gpu_uses_zerogpu_when_spaces_is_installed(tmp_path, monkeypatch):
+    """A stand-in `spaces` package on the path: its GPU decorator wraps the handler."""
+    (tmp_path / "spaces.py").write_text(
+        "wrapped = []\n"
+        "def GPU(fn):\n"
+        "    wrapped.append(fn.__name__)\n"
+        "    def run(*a, **k):\n"
+        "        return ('on gpu', fn(*a, **k))\n"
+        "    return run\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    from components import server
+
+    importlib.invalidate_caches()
+
+    def handler(x):
+        return x + 1
+
+    decorated = server.on_gpu(handler)
+    import spaces
+
+    assert spaces.wrapped == ["handler"]
+    assert decorated(1) == ("on gpu", 2)
+    monkeypatch.delitem(__import__("sys").modules, "spaces")
