@@ -13,6 +13,11 @@ from models import EncoderLabError
 
 log = logging.getLogger("encoder_lab")
 
+# Event settings for requests that keep the CPU/GPU busy for seconds (benchmarks, rate
+# statistics over many draws): they share one queue slot, so at most one of them runs at a
+# time and the quick requests (fill-mask, attention, ...) keep their own slots.
+HEAVY = {"concurrency_id": "heavy", "concurrency_limit": 1}
+
 
 def escape(text: str) -> str:
     """User- or model-supplied text made safe to show inside Markdown/HTML."""

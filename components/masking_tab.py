@@ -20,7 +20,7 @@ from models.evaluation import heldout_sentences
 from models.masking_lab import MAX_EPOCHS
 
 from . import copy, plots
-from .common import quoted, readable_errors
+from .common import HEAVY, quoted, readable_errors
 from .server import on_gpu
 
 STATS_SENTENCES = 1000
@@ -163,7 +163,7 @@ def build_masking_tab() -> None:
         stats_note = gr.Markdown()
         stats_plot = gr.Plot(label="Configured vs observed rates")
         measure.click(run_statistics, [model, rate, mask, rand, keep, whole_word, draws, seed],
-                      [stats_plot, stats_note], api_name="masking_statistics")
+                      [stats_plot, stats_note], api_name="masking_statistics", **HEAVY)
 
         gr.Markdown(copy.NSP_HELP)
         with gr.Row():
