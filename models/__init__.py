@@ -14,6 +14,7 @@ from .errors import (
     ModelUnavailableError,
     UnknownModelError,
 )
+from .benchmark import BenchmarkPoint, BenchmarkResult, benchmark_forward
 from .compare import (
     ArchitectureFacts,
     CompareFillMaskResult,
@@ -64,6 +65,9 @@ from .tokenization import tokenize
 from .validation import MAX_TEXT_CHARS
 
 __all__ = [
+    "BenchmarkPoint",
+    "BenchmarkResult",
+    "benchmark_forward",
     "ArchitectureFacts",
     "CompareFillMaskResult",
     "CompareTokensResult",
