@@ -2,7 +2,8 @@
 
 ``benchmark_forward(model_key, lengths, batch_size)`` times the bare encoder (no head) on
 the current device (``models.loading.get_device()``): warm-up runs first, then the median
-of several timed runs per length, with the peak memory.
+of several timed runs per length (in rounds that visit every length, so that load from
+elsewhere on the machine does not fall on one length only), with the peak memory.
 
 * Real weights when the model is available here; otherwise the architecture is built from
   its config with random weights (speed does not depend on the values) and the result is
@@ -51,12 +52,11 @@ class DeviceLimits:
     max_tokens: int  # batch_size x length of one forward pass
     time_budget_s: float  # measuring time per model; lengths left over are skipped
     warmup: int  # untimed runs per length
-    repeats: int  # timed runs per length (fewer when one run is slow)
+    repeats: int  # timed runs per length (at least 3 when the time budget runs short)
 
 
 CPU_LIMITS = DeviceLimits(max_batch=8, max_tokens=2048, time_budget_s=20.0, warmup=1, repeats=5)
 GPU_LIMITS = DeviceLimits(max_batch=64, max_tokens=262_144, time_budget_s=60.0, warmup=3, repeats=10)
-SLOW_RUN_S = 1.0  # a single run slower than this: only 3 timed runs
 
 
 @dataclass(frozen=True)
@@ -254,51 +254,67 @@ def _inputs(model: torch.nn.Module, batch: int, length: int, device: torch.devic
     return {"input_ids": ids.to(device), "attention_mask": torch.ones_like(ids).to(device)}
 
 
-def _time_length(model, device, limits: DeviceLimits, batch: int, length: int) -> BenchmarkPoint:
-    inputs = _inputs(model, batch, length, device)
-    with torch.inference_mode():
-        slowest = 0.0
-        for _ in range(limits.warmup):
-            start = time.perf_counter()
-            model(**inputs)
-            _sync(device)
-            slowest = max(slowest, time.perf_counter() - start)
-        repeats = 3 if slowest > SLOW_RUN_S else limits.repeats
-        times = []
-        if device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(device)
-            before = torch.cuda.memory_allocated(device)
-        for _ in range(repeats):
-            start = time.perf_counter()
-            model(**inputs)
-            _sync(device)
-            times.append(time.perf_counter() - start)
-        if device.type == "cuda":
-            peak = (torch.cuda.max_memory_allocated(device) - before) / 2**20
-        else:
-            with LiveTensorBytes() as tracked:  # an extra run: tracking slows every operator
-                model(**inputs)
-            peak = tracked.peak / 2**20
-    median = statistics.median(times)
-    return BenchmarkPoint(
-        length=length,
-        batch_size=batch,
-        median_ms=median * 1000,
-        min_ms=min(times) * 1000,
-        max_ms=max(times) * 1000,
-        runs=repeats,
-        tokens_per_s=batch * length / median,
-        peak_memory_mb=round(peak, 3),
-    )
+def _run_once(model, inputs: dict, device: torch.device) -> float:
+    """One forward pass, in seconds (the device synchronised before the clock stops)."""
+    start = time.perf_counter()
+    model(**inputs)
+    _sync(device)
+    return time.perf_counter() - start
 
 
-def _forecast_s(points: list[BenchmarkPoint], length: int, limits: DeviceLimits) -> float:
-    """A low guess of how long measuring ``length`` takes: the last time, scaled linearly."""
-    if not points:
-        return 0.0
-    last = points[-1]
-    runs = limits.warmup + limits.repeats + 1
-    return last.median_ms / 1000 * length / last.length * runs
+def _peak_memory_mb(model, inputs: dict, device: torch.device) -> float:
+    """Peak activation memory of one forward pass (see ``memory_measure``)."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+        model(**inputs)
+        _sync(device)
+        return (torch.cuda.max_memory_allocated(device) - before) / 2**20
+    with LiveTensorBytes() as tracked:  # tracking slows every operator: never a timed run
+        model(**inputs)
+    return tracked.peak / 2**20
+
+
+def _measure(model, device, limits: DeviceLimits, batch: int, lengths: list[int]):
+    """Warm-up, then timed rounds: each round runs every length once, so a burst of load
+    from elsewhere on the machine slows all lengths alike instead of one.
+
+    Returns (points, skipped). A length whose warm-up would overrun the time budget is
+    skipped; timed rounds stop early (at least 3) when the budget runs out.
+    """
+    started = time.monotonic()
+    inputs, last, skipped = {}, {}, []
+    for n in lengths:  # warm-up, shortest first; a forecast keeps within the budget
+        forecast = max(last.values(), default=0.0) * n / max(last, default=n) * (limits.warmup + 3)
+        if time.monotonic() - started + forecast > limits.time_budget_s:
+            skipped.append((n, f"would not finish within the time budget of {limits.time_budget_s:.0f} s per model"))
+            continue
+        inputs[n] = _inputs(model, batch, n, device)
+        last[n] = max(_run_once(model, inputs[n], device) for _ in range(limits.warmup))
+    times: dict[int, list[float]] = {n: [] for n in inputs}
+    for round_ in range(limits.repeats):
+        left = limits.time_budget_s - (time.monotonic() - started)
+        if round_ >= 3 and sum(last.values()) > left:
+            break
+        for n in inputs:
+            last[n] = _run_once(model, inputs[n], device)
+            times[n].append(last[n])
+    points = []
+    for n, runs in times.items():
+        median = statistics.median(runs)
+        points.append(
+            BenchmarkPoint(
+                length=n,
+                batch_size=batch,
+                median_ms=median * 1000,
+                min_ms=min(runs) * 1000,
+                max_ms=max(runs) * 1000,
+                runs=len(runs),
+                tokens_per_s=batch * n / median,
+                peak_memory_mb=round(_peak_memory_mb(model, inputs[n], device), 3),
+            )
+        )
+    return points, skipped
 
 
 def benchmark_forward(model_key: str, lengths=DEFAULT_LENGTHS, batch_size: int = 1) -> BenchmarkResult:
@@ -340,13 +356,9 @@ def benchmark_forward(model_key: str, lengths=DEFAULT_LENGTHS, batch_size: int =
         raise InputError("A benchmark is already running; timings would disturb each other. Try again when it ends.")
     try:
         model, weights = _model_for(model_key, device)
-        started = time.monotonic()
-        points: list[BenchmarkPoint] = []
-        for n in lengths:
-            if time.monotonic() - started + _forecast_s(points, n, limits) > limits.time_budget_s:
-                skipped.append((n, f"would not finish within the time budget of {limits.time_budget_s:.0f} s per model"))
-                continue
-            points.append(_time_length(model, device, limits, batch, n))
+        with torch.inference_mode():
+            points, over_budget = _measure(model, device, limits, batch, lengths)
+        skipped += over_budget
     finally:
         _running.release()
     return BenchmarkResult(

@@ -11,20 +11,19 @@ from models.benchmark import PRETRAINED, RANDOM_INIT, LiveTensorBytes, _random_i
 
 @pytest.fixture(scope="module")
 def minilm():
-    return benchmark_forward("minilm-l6", [64, 128, 256], batch_size=1)
+    return benchmark_forward("minilm-l6", [32, 128, 512], batch_size=1)
 
 
 def test_pretrained_timings_are_sane(minilm):
     assert minilm.weights == PRETRAINED and minilm.label == "minilm-l6"
-    assert [p.length for p in minilm.points] == [64, 128, 256]
+    assert [p.length for p in minilm.points] == [32, 128, 512]
     for p in minilm.points:
         assert p.runs >= 3 and p.batch_size == 1
         assert 0 < p.min_ms <= p.median_ms <= p.max_ms
         assert p.tokens_per_s == pytest.approx(p.length / (p.median_ms / 1000))
-    # longer input is never faster by 2x (best-of-runs, robust to a busy machine)
+    # longer input is never faster by 2x (best of the runs: robust to a busy machine)
     for short, long in zip(minilm.points, minilm.points[1:]):
         assert long.min_ms >= 0.5 * short.min_ms, (short, long)
-    assert minilm.points[-1].min_ms > minilm.points[0].min_ms
 
 
 def test_peak_memory_holds_at_least_the_output(minilm):
