@@ -32,8 +32,8 @@ from transformers import AutoModel
 from transformers.initialization import no_init_weights
 
 from . import registry
-from .compare import architecture_facts, load_config
-from .errors import InputError, ModelUnavailableError
+from .compare import SkippedModel, architecture_facts, check_model_keys, load_config
+from .errors import EncoderLabError, InputError, ModelUnavailableError
 from .loading import dtype_for, get_device, load_model
 from .validation import check_int
 
@@ -375,3 +375,23 @@ def benchmark_forward(model_key: str, lengths=DEFAULT_LENGTHS, batch_size: int =
         warmup_runs=limits.warmup,
         memory_measure=memory_measure(device),
     )
+
+
+def benchmark_models(model_keys, lengths=DEFAULT_LENGTHS, batch_size: int = 1, on_model=None):
+    """``benchmark_forward`` for each model in turn: (results, models that could not run).
+
+    A model whose request is refused (e.g. every length beyond its context) is listed with
+    the reason and the others still run. ``on_model(index, key)`` is called before each.
+    """
+    keys = check_model_keys(model_keys)
+    results, refused = [], []
+    for index, key in enumerate(keys):
+        if on_model is not None:
+            on_model(index, key)
+        try:
+            results.append(benchmark_forward(key, lengths, batch_size))
+        except EncoderLabError as exc:
+            refused.append(SkippedModel(key, str(exc)))
+    if not results:
+        raise InputError(" ".join(f"{s.model_key}: {s.reason}" for s in refused))
+    return tuple(results), tuple(refused)

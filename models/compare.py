@@ -525,7 +525,9 @@ def compare_fill_mask(model_keys, text: str, top_k: int = 5) -> CompareFillMaskR
     )
 
 
-def _continues_word(piece: str, kind: str) -> bool:
+def continues_word(piece: str, kind: str) -> bool:
+    """Does this piece continue the word before it? WordPiece marks continuations with ##;
+    byte-level BPE and SentencePiece mark word starts instead (Ġ, ▁)."""
     if kind.startswith("WordPiece"):
         return piece.startswith("##")
     return not piece.startswith(("Ġ", "▁")) and piece.strip() != ""
@@ -540,7 +542,7 @@ def _pieces(key: str, tokenized: TokenizationResult) -> ModelPieces:
         tokens=tokenized.tokens,
         pieces=pieces,
         piece_count=len(pieces),
-        continuation_count=sum(_continues_word(p, kind) for p in pieces[1:]),
+        continuation_count=sum(continues_word(p, kind) for p in pieces[1:]),
     )
 
 
