@@ -88,7 +88,7 @@ def build_compare_tab() -> None:
         gr.Markdown(copy.SAME_INPUT_HELP)
         chosen = gr.CheckboxGroup(
             model_choices(models, need_mlm=True), value=runnable_mlm + ["bert-base", "roberta-base"],
-            label="Models to compare",
+            label="Models to compare", elem_id="compare-models",
         )
         text = gr.Textbox(label="Text for every model", value=copy.COMPARE_EXAMPLE, lines=2, max_length=MAX_TEXT_CHARS)
         with gr.Row():
@@ -105,6 +105,7 @@ def build_compare_tab() -> None:
         bench_models = gr.CheckboxGroup(
             model_choices(models), value=["minilm-l6", "bert-base", "modernbert-base"],
             label="Models to time (unavailable ones run random-init: timing only)",
+            elem_id="compare-bench-models",
         )
         with gr.Row():
             lengths = gr.CheckboxGroup(copy.LENGTH_CHOICES, value=copy.DEFAULT_LENGTHS, label="Sequence lengths")
