@@ -141,7 +141,7 @@ def tokens_html(result: CompareTokensResult) -> str:
             for i, p in enumerate(m.pieces)
         )
         rows.append(
-            f"<div class='compare-tokens-row' data-model='{plot_text(m.model_key)}'>"
+            f"<div class='compare-tokens-row'>"
             f"<p><b>{plot_text(m.model_key)}</b> ({plot_text(m.tokenizer_kind)}): "
             f"{m.piece_count} pieces, {m.continuation_count} continue a word</p>{chips}</div>"
         )
