@@ -17,11 +17,12 @@ import components  # noqa: F401  (sets analytics/telemetry off before gradio is 
 import gradio as gr
 
 from components import copy
-from components.server import MAX_REQUEST_BYTES, RequestSizeLimit
+from components.compare_tab import build_compare_tab
 from components.fill_mask_tab import build_fill_mask_tab
 from components.masking_tab import build_masking_tab
 from components.models_tab import build_models_tab
 from components.pretrain_tab import build_pretrain_tab
+from components.server import MAX_REQUEST_BYTES, RequestSizeLimit
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -35,6 +36,7 @@ def build_demo() -> gr.Blocks:
             build_masking_tab()
             build_pretrain_tab()
             build_models_tab()
+            build_compare_tab()
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo
 

@@ -14,6 +14,20 @@ from .errors import (
     ModelUnavailableError,
     UnknownModelError,
 )
+from .benchmark import BenchmarkPoint, BenchmarkResult, benchmark_forward
+from .compare import (
+    ArchitectureFacts,
+    CompareFillMaskResult,
+    CompareTokensResult,
+    MaskAgreement,
+    ModelPieces,
+    SkippedModel,
+    TrainingRecipe,
+    architecture_table,
+    compare_fill_mask,
+    compare_tokens,
+    training_recipes,
+)
 from .fill_mask import MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
 from .evaluation import FillMaskEval, evaluate_fill_mask
 from .loading import get_device, load_model, load_tokenizer, set_device
@@ -51,6 +65,20 @@ from .tokenization import tokenize
 from .validation import MAX_TEXT_CHARS
 
 __all__ = [
+    "BenchmarkPoint",
+    "BenchmarkResult",
+    "benchmark_forward",
+    "ArchitectureFacts",
+    "CompareFillMaskResult",
+    "CompareTokensResult",
+    "MaskAgreement",
+    "ModelPieces",
+    "SkippedModel",
+    "TrainingRecipe",
+    "architecture_table",
+    "compare_fill_mask",
+    "compare_tokens",
+    "training_recipes",
     "CapabilityError",
     "EncoderLabError",
     "FillMaskEval",

@@ -1,0 +1,131 @@
+"""The Compare tab: layout and event wiring; the work is done by ``models.compare`` and
+``models.benchmark``, the views by ``components.compare_plots``."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from models import (
+    MAX_TEXT_CHARS,
+    architecture_table,
+    compare_fill_mask,
+    compare_tokens,
+    list_models,
+    training_recipes,
+)
+from models.benchmark import CPU_LIMITS, benchmark_models
+
+from . import compare_copy as copy
+from . import compare_plots as views
+from .common import HEAVY, readable_errors
+from .server import on_gpu
+
+
+def model_choices(models, need_mlm: bool = False) -> list[tuple[str, str]]:
+    """Checkbox entries (label, key) for the whole registry, marked when one cannot run here."""
+
+    def label(m) -> str:
+        if need_mlm and not m.has_mlm_head:
+            return f"{m.key} (no MLM head)"
+        return m.key + ("" if m.available else " (not available here)")
+
+    return [(label(m), m.key) for m in models]
+
+
+def show_architecture():
+    """The architecture table (the ``architecture_table`` API)."""
+    with readable_errors("Architecture table"):
+        return views.architecture_frame(architecture_table())
+
+
+@on_gpu
+def run_compare_fill_mask(model_keys, text: str, top_k: float):
+    """Side-by-side top-k, agreement, models left out (the ``compare_fill_mask`` API)."""
+    with readable_errors("Compare fill-mask"):
+        result = compare_fill_mask(model_keys, text, int(top_k))
+        return views.fill_mask_frame(result), views.agreement_html(result), views.skipped_html(result.skipped)
+
+
+def run_compare_tokens(model_keys, text: str):
+    """Each model's pieces, counts, models left out (the ``compare_tokens`` API)."""
+    with readable_errors("Compare tokens"):
+        result = compare_tokens(model_keys, text)
+        return views.tokens_html(result), views.tokens_frame(result), views.skipped_html(result.skipped)
+
+
+@on_gpu
+def run_benchmark(model_keys, lengths, batch_size: float, progress=gr.Progress()):
+    """Time vs length chart, timings table, notes (the ``benchmark_forward`` API)."""
+    with readable_errors("Benchmark"):
+        keys = list(model_keys or [])
+        results, refused = benchmark_models(
+            keys,
+            [int(n) for n in lengths or []],
+            int(batch_size),
+            on_model=lambda i, key: progress(i / max(len(keys), 1), desc=f"Timing {key}…"),
+        )
+        return (
+            views.benchmark_figure(list(results)),
+            views.benchmark_frame(list(results)),
+            views.benchmark_notes_html(list(results), refused),
+        )
+
+
+def build_compare_tab() -> None:
+    """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
+    models = list_models()
+    runnable_mlm = [m.key for m in models if m.available and m.has_mlm_head]
+    with gr.Tab("Compare", id="compare"):
+        gr.Markdown(copy.COMPARE_HELP)
+        arch = gr.Dataframe(
+            value=show_architecture(), label="Architectures (computed from configs)",
+            elem_id="compare-architecture", interactive=False, wrap=True,
+        )
+        recompute = gr.Button("Recompute from the configs")
+        gr.Markdown(copy.RECIPES_HELP)
+        gr.Dataframe(
+            value=views.recipes_frame(training_recipes()), label="Training recipes (papers)",
+            elem_id="compare-recipes", interactive=False, wrap=True,
+        )
+
+        gr.Markdown(copy.SAME_INPUT_HELP)
+        chosen = gr.CheckboxGroup(
+            model_choices(models, need_mlm=True), value=runnable_mlm + ["bert-base", "roberta-base"],
+            label="Models to compare", elem_id="compare-models",
+        )
+        text = gr.Textbox(label="Text for every model", value=copy.COMPARE_EXAMPLE, lines=2, max_length=MAX_TEXT_CHARS)
+        with gr.Row():
+            top_k = gr.Slider(1, 20, value=5, step=1, label="Top-k")
+            predict = gr.Button("Compare predictions", variant="primary")
+            pieces = gr.Button("Compare tokens")
+        skipped = gr.HTML(elem_id="compare-skipped")
+        side = gr.Dataframe(label="Top-k per model", elem_id="compare-fill-mask", interactive=False, wrap=True)
+        agreement = gr.HTML(elem_id="compare-agreement")
+        tokens_view = gr.HTML(elem_id="compare-tokens")
+        tokens_table = gr.Dataframe(label="Pieces per model", elem_id="compare-tokens-table", interactive=False, wrap=True)
+
+        gr.Markdown(copy.SPEED_HELP)
+        bench_models = gr.CheckboxGroup(
+            model_choices(models), value=["minilm-l6", "bert-base", "modernbert-base"],
+            label="Models to time (unavailable ones run random-init: timing only)",
+            elem_id="compare-bench-models",
+        )
+        with gr.Row():
+            lengths = gr.CheckboxGroup(copy.LENGTH_CHOICES, value=copy.DEFAULT_LENGTHS, label="Sequence lengths")
+            batch = gr.Slider(1, CPU_LIMITS.max_batch, value=1, step=1, label="Batch size")
+            run = gr.Button("Time forward passes", variant="primary")
+        bench_plot = gr.Plot(label="Forward time vs sequence length", elem_id="compare-bench-plot")
+        bench_notes = gr.HTML(elem_id="compare-bench-notes")
+        bench_table = gr.Dataframe(label="Timings", elem_id="compare-bench-table", interactive=False, wrap=True)
+
+        recompute.click(show_architecture, None, arch, api_name="architecture_table")
+        predict.click(
+            run_compare_fill_mask, [chosen, text, top_k], [side, agreement, skipped], api_name="compare_fill_mask"
+        )
+        pieces.click(
+            run_compare_tokens, [chosen, text], [tokens_view, tokens_table, skipped], api_name="compare_tokens"
+        )
+        run.click(
+            run_benchmark, [bench_models, lengths, batch], [bench_plot, bench_table, bench_notes],
+            api_name="benchmark_forward", **HEAVY,
+        )

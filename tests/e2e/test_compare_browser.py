@@ -1,0 +1,50 @@
+"""The Compare tab in Chromium: computed architecture table, side-by-side predictions and
+pieces, models left out with why, and the time-vs-length chart."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from helpers import screenshot
+from models import list_models
+
+TIMEOUT = 90_000
+
+
+def test_compare_tab(page):
+    page.get_by_role("tab", name="Compare").click()
+    arch = page.locator("#compare-architecture")
+    expect(arch).to_contain_text("modernbert-base", timeout=TIMEOUT)
+    expect(arch).to_contain_text("149014272")  # ModernBERT-base, counted on the meta device
+    expect(page.locator("#compare-recipes")).to_contain_text("arXiv:1907.11692")
+
+    # same input, several models: markup typed in the text stays text
+    page.get_by_label("Text for every model").fill('The <img src=x onerror="window.__xss=1"> capital of France is [MASK].')
+    page.get_by_role("button", name="Compare predictions").click()
+    side = page.locator("#compare-fill-mask")
+    expect(side).to_contain_text("splade-tiny", timeout=TIMEOUT)
+    expect(side).to_contain_text("minilm-mlm")
+    expect(page.locator("#compare-agreement")).to_contain_text("Mask 1")
+    if not next(m for m in list_models() if m.key == "bert-base").available:
+        expect(page.locator("#compare-skipped")).to_contain_text("bert-base")
+        expect(page.locator("#compare-skipped")).to_contain_text("not available")
+    screenshot(page, "compare-fill-mask")
+
+    page.get_by_role("button", name="Compare tokens").click()
+    expect(page.locator("#compare-tokens")).to_contain_text("WordPiece", timeout=TIMEOUT)
+    expect(page.locator("#compare-tokens .piece").first).to_be_attached()
+    assert page.locator('img[src="x"]').count() == 0 and page.evaluate("window.__xss") is None
+
+    # time two small models only (keeps the test short on a CPU)
+    group = page.locator("#compare-bench-models")
+    for key in ("minilm-l6", "bert-base", "modernbert-base"):
+        group.get_by_role("checkbox", name=re.compile(rf"^{key}\b")).uncheck()
+    group.get_by_role("checkbox", name="splade-tiny").check()
+    page.get_by_role("button", name="Time forward passes").click()
+    expect(page.locator("#compare-bench-table")).to_contain_text("pretrained weights", timeout=TIMEOUT)
+    expect(page.locator("#compare-bench-plot .js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=TIMEOUT)
+    expect(page.locator("#compare-bench-notes")).to_contain_text("Peak memory")
+    screenshot(page, "compare-benchmark")
+    assert page.external_requests == [] and page.dialogs == []
