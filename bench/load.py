@@ -39,6 +39,9 @@ MIX: list[tuple[str, tuple]] = [
     ("/compare_policies", (LAB[0], MLM, 0.3, False, 0)),
     ("/masking_statistics", (MLM, 0.15, 0.8, 0.1, 0.1, False, 20, 0)),
     ("/training_snapshot", (0,)),
+    ("/compare_fill_mask", (["minilm-mlm", "splade-tiny"], TEXT, 5)),
+    ("/compare_tokens", (["minilm-mlm", "splade-tiny"], "Tokenisation differs by model.")),
+    ("/architecture_table", ()),
 ]
 
 
