@@ -23,7 +23,7 @@ import torch
 from . import registry
 from .errors import InputError
 from .fill_mask import max_input_tokens
-from .loading import LoadedModel, load_model
+from .loading import LoadedModel, ModelCache, get_device, load_model
 from .validation import check_text
 
 # Thresholds of the one-click head filters: (statistic, at least). Shares are averages
@@ -58,6 +58,10 @@ class AttentionResult:
     sep_positions: tuple[int, ...]  # where the separator/end tokens are ([SEP] or </s>)
     weights: np.ndarray  # (layers, heads, T, T) float32; weights[l, h, i] sums to 1
     attn_implementation: str  # what produced the weights, e.g. "eager"
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.weights.nbytes)
 
     @property
     def num_layers(self) -> int:
@@ -102,6 +106,10 @@ class HeadStatistics:
 
 # --- extract ----------------------------------------------------------------------------
 
+# Recent results, bounded by the bytes of their weights: the tab's views (heatmap, grid,
+# statistics, bertviz) all read the same text without running the model again.
+RESULT_CACHE = ModelCache(256 * 2**20)
+
 
 @dataclass(frozen=True)
 class _Encoded:
@@ -121,10 +129,15 @@ def extract_attention(model_key: str, text: str, text_pair: str | None = None) -
     """
     registry.get_spec(model_key)
     text = check_text(text)
-    if text_pair is not None and text_pair.strip() == "":
+    if isinstance(text_pair, str) and not text_pair.strip():
         text_pair = None  # an empty second box means "no pair"
     if text_pair is not None:
         text_pair = check_text(text_pair, what="second text")
+    key = (model_key, text, text_pair, str(get_device()))
+    return RESULT_CACHE.get(key, lambda: _extract(model_key, text, text_pair))
+
+
+def _extract(model_key: str, text: str, text_pair: str | None) -> AttentionResult:
     loaded = attention_model(model_key)
     encoded = _encode(loaded, text, text_pair)
     weights = _forward(loaded, encoded)
@@ -220,7 +233,9 @@ def _forward(loaded: LoadedModel, encoded: _Encoded) -> np.ndarray:
             f"{loaded.spec.key} returned no attention weights even with eager attention."
         )
     stacked = torch.stack([a[0] for a in attentions])  # (L, H, T, T)
-    return stacked.float().cpu().numpy()
+    weights = stacked.float().cpu().numpy()
+    weights.flags.writeable = False  # results are cached and shared: read-only
+    return weights
 
 
 # --- statistics -------------------------------------------------------------------------

@@ -98,6 +98,13 @@ def test_pair_uses_the_bert_pair_format_and_token_type_ids(bank_pair):
     assert bank_pair.text_pair == BANK_B
 
 
+def test_results_are_cached_and_read_only():
+    first = extract_attention("splade-tiny", "A cached sentence.")
+    assert extract_attention("splade-tiny", "A cached sentence.") is first
+    with pytest.raises(ValueError, match="read-only"):
+        first.weights[0, 0, 0, 0] = 1.0
+
+
 def test_empty_second_text_means_a_single_text():
     result = extract_attention("splade-tiny", BANK_A, "  ")
     assert result.text_pair is None and set(result.segment_ids) == {0}
