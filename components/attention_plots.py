@@ -201,7 +201,7 @@ def grid_image(result: AttentionResult):
 def png_bytes(image) -> bytes:
     """The image as a PNG (what the browser receives for the grid)."""
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", optimize=True)
+    image.save(buffer, format="PNG")
     return buffer.getvalue()
 
 
