@@ -126,38 +126,37 @@ def measure_paint(url: str, texts: list[str]) -> dict[str, float]:
             "warm median": statistics.median(warm), "warm max": max(warm)}
 
 
+def report(url: str) -> None:
+    text = text_of(TOKENS)
+    baseline = bertviz_model_view_bytes(text)
+    ours = our_payload_bytes(url, text)
+    server_ms = ours.pop("_server_ms")
+    view = ours["heatmap JSON (head)"] + ours["grid PNG"]
+    print(f"Input: {TOKENS} tokens, {KEY} (6 layers x 12 heads = 72 heads)")
+    print(f"bertviz model_view HTML (bertviz as is):      {baseline:>12,} bytes")
+    for name, size in ours.items():
+        print(f"{name:<48}{size:>10,} bytes")
+    print(f"our attention view (heatmap + grid):          {view:>12,} bytes")
+    print(f"ratio ours / bertviz: {view / baseline:.4f} (1/{baseline / view:.0f}); target <= 0.1: "
+          f"{'PASS' if view <= baseline / 10 else 'FAIL'}")
+    print(f"/attention round trip through gradio_client (cached result), median: {server_ms:.0f} ms")
+    paint = measure_paint(url, [text_of(TOKENS, salt=f"Run{i}.") for i in range(3)])
+    for name, ms in paint.items():
+        print(f"first paint in Chromium, {name:<12}{ms:>8.0f} ms")
+    print(f"target < 1000 ms (cold max): {'PASS' if paint['cold max'] < 1000 else 'FAIL'}")
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (other work shares them)")
+
+
 def main() -> None:
     port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    server = subprocess.Popen([sys.executable, "app.py", "--port", str(port), "--host", "127.0.0.1"],
-                              cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        text = text_of(TOKENS)
-        baseline = bertviz_model_view_bytes(text)
-        wait_for_http(url, proc=server)
-        ours = our_payload_bytes(url, text)
-        server_ms = ours.pop("_server_ms")
-        view = ours["heatmap JSON (head)"] + ours["grid PNG"]
-        print(f"Input: {TOKENS} tokens, {KEY} (6 layers x 12 heads = 72 heads)")
-        print(f"bertviz model_view HTML (bertviz as is):      {baseline:>12,} bytes")
-        for name, size in ours.items():
-            print(f"{name:<48}{size:>10,} bytes")
-        print(f"our attention view (heatmap + grid):          {view:>12,} bytes")
-        print(f"ratio ours / bertviz: {view / baseline:.4f} (1/{baseline / view:.0f}); target <= 0.1: "
-              f"{'PASS' if view <= baseline / 10 else 'FAIL'}")
-        print(f"/attention round trip through gradio_client (cached result), median: {server_ms:.0f} ms")
-        texts = [text_of(TOKENS, salt=f"Run{i}.") for i in range(3)]
-        paint = measure_paint(url, texts)
-        for name, ms in paint.items():
-            print(f"first paint in Chromium, {name:<12}{ms:>8.0f} ms")
-        print(f"target < 1000 ms (cold max): {'PASS' if paint['cold max'] < 1000 else 'FAIL'}")
-        print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (other work shares them)")
-    finally:
-        server.terminate()
+    command = [sys.executable, "app.py", "--port", str(port), "--host", "127.0.0.1"]
+    with subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as server:
+        url = f"http://127.0.0.1:{port}/"
         try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
+            wait_for_http(url, proc=server)
+            report(url)
+        finally:
+            server.terminate()  # the with block then waits for it
 
 
 if __name__ == "__main__":
