@@ -17,6 +17,7 @@ import components  # noqa: F401  (sets analytics/telemetry off before gradio is 
 import gradio as gr
 
 from components import copy
+from components.attention_tab import build_attention_tab
 from components.compare_tab import build_compare_tab
 from components.fill_mask_tab import build_fill_mask_tab
 from components.masking_tab import build_masking_tab
@@ -34,6 +35,7 @@ def build_demo() -> gr.Blocks:
         with gr.Tabs():
             build_fill_mask_tab(demo)
             build_masking_tab()
+            build_attention_tab()
             build_pretrain_tab()
             build_models_tab()
             build_compare_tab()

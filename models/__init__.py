@@ -7,6 +7,16 @@ No Gradio and no plotting here: functions take plain arguments and return frozen
 dataclasses of Python / NumPy values.
 """
 
+from .attention import (
+    HEAD_FILTERS,
+    AttentionResult,
+    HeadStatistics,
+    attention_head_stats,
+    attention_rollout,
+    extract_attention,
+    filter_heads,
+    head_statistics,
+)
 from .errors import (
     CapabilityError,
     EncoderLabError,
@@ -79,6 +89,14 @@ __all__ = [
     "compare_fill_mask",
     "compare_tokens",
     "training_recipes",
+    "AttentionResult",
+    "HEAD_FILTERS",
+    "HeadStatistics",
+    "attention_head_stats",
+    "attention_rollout",
+    "extract_attention",
+    "filter_heads",
+    "head_statistics",
     "CapabilityError",
     "EncoderLabError",
     "FillMaskEval",

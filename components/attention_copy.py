@@ -1,0 +1,66 @@
+"""UI text of the Attention tab, kept apart from its layout code."""
+
+from components.attention_plots import BERTVIZ_MAX_TOKENS, VIEW_MAX_TOKENS
+
+HELP = (
+    "## Where does each token look?\n"
+    "In every layer, each **head** gives every token (a *query*) a probability distribution "
+    "over all the tokens of the input (the *keys*): one **row** of the heatmap is that "
+    "distribution, so it sums to 1, and the token's new representation is the weighted mix "
+    "of the others' values with those weights. An encoder has **no causal mask**: a token "
+    "may look right as well as left, at every position of the whole input (a decoder such as "
+    "GPT hides the future; BERT does not, which is why it is trained by filling masks rather "
+    "than by predicting the next word).  \n"
+    "Try the **bank** pair: *I sat by the river bank.* / *I deposited cash at the bank.* In "
+    "layers where *bank* puts weight on *river* or on *cash*, the model is gathering the "
+    "context that tells the two senses apart. Many heads do simpler things: look at the "
+    "previous or the next token, at [SEP] (often a \"no-op\" place to park attention), or at "
+    "[CLS]. Attention weights show where information *may* flow, not why the model decides."
+)
+
+PAIR_NOTE = (
+    "With a second text the two are joined in the model's own pair format ([CLS] A [SEP] "
+    "B [SEP] for BERT, &lt;s&gt; A &lt;/s&gt;&lt;/s&gt; B &lt;/s&gt; for RoBERTa). Segment ids come from the "
+    "tokenizer's token_type_ids where it makes them; RoBERTa-style tokenizers have none, so "
+    "the segments are read from the special-token positions."
+)
+
+VIEWS_HELP = (
+    "**Heatmap**: one head, the average over a layer's heads, or the **attention rollout** "
+    "(Abnar & Zuidema 2020: each layer's head-average plus the identity for the residual "
+    "connection, rows renormalised, multiplied through the layers: how much each input "
+    "token flows into each position by that layer). **Grid**: every layer (rows) × every "
+    "head (columns) at a glance; darker = more weight (square-root scale, each pixel the "
+    f"largest weight of its block). Click a cell to open that head. Both show at most "
+    f"{VIEW_MAX_TOKENS} tokens; a longer input shows its first {VIEW_MAX_TOKENS}."
+)
+
+STATS_HELP = (
+    "**Per-head statistics** (averages over the rows): entropy in bits (0 = every row on "
+    "one token; entropy / max = 1 for a uniform head), the share of weight on [CLS], on "
+    "[SEP], on the token itself, on the previous and the next token, and the mean of the "
+    "rows' largest weight. Sort by clicking a column header; filters keep heads whose share "
+    "is at least 0.5 (broad: entropy / max at least 0.75). Click a row to open that head."
+)
+
+BERTVIZ_HELP = (
+    "**bertviz** (Jesse Vig's library) draws the same weights as lines: the head view "
+    "(one layer, every head in its own colour; hover a token) and the model view (every "
+    "layer × head; click one to enlarge). Its JavaScript (require.js, d3, jQuery) is served "
+    f"by this app, not by a CDN. It ships every weight as text, so it shows at most "
+    f"{BERTVIZ_MAX_TOKENS} tokens. The neuron view is not offered: it needs bertviz's own "
+    "copies of old BERT/GPT-2 model classes loaded from the Hub."
+)
+
+LIBS_MISSING = (
+    "bertviz's JavaScript libraries (require.js, d3, jQuery) are not installed on this "
+    "server, so its views cannot be drawn here. Run `make setup` (it installs them from npm "
+    "into .cache/static) and restart the app. The heatmap, grid and statistics work without them."
+)
+
+EXAMPLES = [
+    ["I sat by the river bank.", "I deposited cash at the bank."],
+    ["The animal didn't cross the street because it was too tired.", ""],
+    ["The cat sat on the mat.", "It was warm there."],
+    ["She said that the keys to the cabinet are on the table.", ""],
+]

@@ -1,0 +1,239 @@
+"""The Attention tab: layout and event wiring; the work is done by ``models.attention``
+and the views are drawn by ``components.attention_plots``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+import gradio as gr
+
+from models import (
+    HEAD_FILTERS,
+    MAX_TEXT_CHARS,
+    attention_head_stats,
+    extract_attention,
+    filter_heads,
+    list_models,
+)
+from models.registry import REPO_ROOT
+
+from . import attention_copy as copy
+from . import attention_plots as plots
+from .common import readable_errors
+from .server import on_gpu
+
+VENDOR_DIR = REPO_ROOT / ".cache" / "static" / "node_modules"
+ALL_HEADS = "all heads"
+MODES = [("one head", "head"), ("average over heads", "mean"), ("rollout", "rollout")]
+BERTVIZ_VIEWS = [("head view", "head"), ("model view", "model")]
+PREFERRED = ("bert-base", "minilm-l6")
+# Slider bounds before a model is shown (then fitted to it); API callers may ask for any
+# layer/head up to these, and values beyond the model's are clamped and said.
+MAX_LAYERS, MAX_HEADS = 48, 64
+
+
+def vendor_files() -> dict[str, Path]:
+    return {name: VENDOR_DIR / rel for name, rel in plots.BERTVIZ_LIBS.items()}
+
+
+def library_urls() -> dict[str, str] | None:
+    """URLs (relative to the app's root) of bertviz's libraries, or None when missing."""
+    files = vendor_files()
+    if not all(path.is_file() for path in files.values()):
+        return None
+    return {name: "gradio_api/file=" + quote(str(path)) for name, path in files.items()}
+
+
+def model_choices(models) -> list[tuple[str, str]]:
+    """Every registry model, usable ones first, the others marked."""
+    ordered = sorted(models, key=lambda m: (not m.available, not m.embedded))
+    return [(m.display_name + ("" if m.available else " (not available here)"), m.key) for m in ordered]
+
+
+@on_gpu  # the only place this tab runs a model
+def _result(text, text_pair, model_key):
+    return extract_attention(model_key, text, text_pair or None)
+
+
+def _in_range(value, top: int) -> int:
+    return max(0, min(int(value or 0), top))
+
+
+def status_line(result, layer: int, head: int) -> str:
+    seg = {
+        "single text": "one text, segment 0",
+        "token_type_ids": "a pair: segments from the tokenizer's token_type_ids",
+        "special-token positions": "a pair: this tokenizer has no token_type_ids, so segments "
+        "are read from the special-token positions",
+    }[result.segment_source]
+    notes = [
+        f"**{len(result.tokens)} tokens**, {result.num_layers} layers × {result.num_heads} heads "
+        f"(`{result.model_key}`, {result.attn_implementation} attention); {seg}. "
+        f"Showing layer {layer}, head {head}."
+    ]
+    notes.append(plots.truncation_note(result, plots.VIEW_MAX_TOKENS, "the heatmap and the grid"))
+    return "  \n".join(n for n in notes if n)
+
+
+def token_segments(result) -> list[tuple[str, str]]:
+    """Tokens for HighlightedText, labelled with their segment."""
+    return [(f"{tok} ", f"segment {'AB'[seg]}") for tok, seg in zip(result.tokens, result.segment_ids)]
+
+
+def attention(text, text_pair, model_key, layer, head, mode):
+    """Tokens, status, heatmap and grid (the ``attention`` API)."""
+    with readable_errors("Attention"):
+        result = _result(text, text_pair, model_key)
+        layer = _in_range(layer, result.num_layers - 1)
+        head = _in_range(head, result.num_heads - 1)
+        image, _ = plots.grid_image(result)
+        return (
+            token_segments(result),
+            status_line(result, layer, head),
+            plots.attention_heatmap(result, layer, head, mode or "head"),
+            image,
+        )
+
+
+def controls(text, text_pair, model_key, layer, head):
+    """Layer and head sliders fitted to the model just shown."""
+    result = _result(text, text_pair, model_key)
+    top_layer, top_head = result.num_layers - 1, result.num_heads - 1
+    return (
+        gr.update(maximum=top_layer, value=_in_range(layer, top_layer)),
+        gr.update(maximum=top_head, value=_in_range(head, top_head)),
+    )
+
+
+def heatmap(text, text_pair, model_key, layer, head, mode):
+    with readable_errors("Heatmap"):
+        result = _result(text, text_pair, model_key)
+        layer = _in_range(layer, result.num_layers - 1)
+        return plots.attention_heatmap(result, layer, _in_range(head, result.num_heads - 1), mode)
+
+
+def _open(text, text_pair, model_key, layer, head):
+    return layer, head, "head", heatmap(text, text_pair, model_key, layer, head, "head")
+
+
+def open_grid_cell(text, text_pair, model_key, evt: gr.SelectData):
+    """Clicking the grid opens the clicked head in the heatmap."""
+    result = _result(text, text_pair, model_key)
+    cell = plots.GridLayout(result.num_layers, result.num_heads).cell_at(*evt.index[:2])
+    if cell is None:
+        return (gr.skip(),) * 4
+    return _open(text, text_pair, model_key, *cell)
+
+
+def open_table_row(text, text_pair, model_key, evt: gr.SelectData):
+    """Clicking a row of the statistics table opens that head."""
+    row = evt.row_value
+    if not row:
+        return (gr.skip(),) * 4
+    return _open(text, text_pair, model_key, int(row[0]), int(row[1]))
+
+
+def head_stats(text, text_pair, model_key, which):
+    """The per-head statistics table, optionally filtered (the ``head_stats`` API)."""
+    with readable_errors("Head statistics"):
+        stats = attention_head_stats(_result(text, text_pair, model_key))
+        heads = None if which in (None, "", ALL_HEADS) else filter_heads(stats, which)
+        return plots.stats_frame(stats, heads)
+
+
+def bertviz_view(text, text_pair, model_key, view):
+    """bertviz's head or model view in a sandboxed iframe (the ``bertviz_view`` API)."""
+    with readable_errors("bertviz"):
+        urls = library_urls()
+        if urls is None:
+            return plots.notice_html(copy.LIBS_MISSING)
+        result = _result(text, text_pair, model_key)
+        page = plots.bertviz_page(result, view or "head", urls)
+        note = plots.truncation_note(result, plots.BERTVIZ_MAX_TOKENS, "bertviz")
+        frame = plots.iframe(page, f"bertviz {view} view", height=760 if view == "model" else 620)
+        return (plots.notice_html(note) if note else "") + frame
+
+
+def build_attention_tab() -> None:
+    """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
+    files = vendor_files()
+    if all(path.is_file() for path in files.values()):
+        gr.set_static_paths(list(files.values()))  # only these three files, nothing else
+    models = list_models()
+    available = {m.key for m in models if m.available}
+    default = next((k for k in PREFERRED if k in available), None)
+    with gr.Tab("Attention", id="attention") as tab:
+        gr.Markdown(copy.HELP)
+        with gr.Row():
+            with gr.Column(scale=2):
+                text = gr.Textbox(label="Text", value=copy.EXAMPLES[0][0], lines=2, max_length=MAX_TEXT_CHARS)
+                text_pair = gr.Textbox(
+                    label="Second text (optional: makes a sentence pair)",
+                    value=copy.EXAMPLES[0][1],
+                    lines=1,
+                    max_length=MAX_TEXT_CHARS,
+                )
+                model = gr.Dropdown(choices=model_choices(models), value=default, label="Model")
+                button = gr.Button("Show attention", variant="primary")
+                gr.Examples(copy.EXAMPLES, inputs=[text, text_pair], label="Examples")
+                gr.Markdown(copy.PAIR_NOTE)
+            with gr.Column(scale=3):
+                status = gr.Markdown("", elem_id="attention-status")
+                tokens = gr.HighlightedText(
+                    label="Tokens and segment ids",
+                    color_map={"segment A": "#dbe9f6", "segment B": "#fde2c4"},
+                    show_legend=True,
+                    interactive=False,
+                )
+        gr.Markdown(copy.VIEWS_HELP)
+        with gr.Row():
+            layer = gr.Slider(0, MAX_LAYERS - 1, value=0, step=1, label="Layer")
+            head = gr.Slider(0, MAX_HEADS - 1, value=0, step=1, label="Head")
+            mode = gr.Radio(MODES, value="head", label="Heatmap shows")
+        with gr.Row():
+            with gr.Column(scale=1):
+                grid = gr.Image(
+                    label="All layers × all heads (click a cell to open it)",
+                    type="pil",
+                    format="png",
+                    interactive=False,
+                    elem_id="attention-grid",
+                    buttons=[],
+                )
+            with gr.Column(scale=1):
+                plot = gr.Plot(label="Attention heatmap", elem_id="attention-heatmap")
+        gr.Markdown(copy.STATS_HELP)
+        which = gr.Radio([ALL_HEADS, *HEAD_FILTERS], value=ALL_HEADS, label="Show heads that")
+        table = gr.Dataframe(label="Per-head statistics", interactive=False, elem_id="attention-stats")
+        gr.Markdown(copy.BERTVIZ_HELP)
+        with gr.Row():
+            view = gr.Radio(BERTVIZ_VIEWS, value="head", label="bertviz view")
+            draw = gr.Button("Draw with bertviz")
+        bertviz = gr.HTML(
+            "" if library_urls() else plots.notice_html(copy.LIBS_MISSING), elem_id="attention-bertviz"
+        )
+
+        source = [text, text_pair, model]
+        shown = gr.on(
+            [button.click, text.submit, text_pair.submit, tab.select],
+            attention,
+            inputs=[*source, layer, head, mode],
+            outputs=[tokens, status, plot, grid],
+            api_name="attention",
+        )
+        shown.success(controls, [*source, layer, head], [layer, head], api_visibility="private")
+        shown.success(head_stats, [*source, which], table, api_name="head_stats")
+        which.change(head_stats, [*source, which], table, api_visibility="private")
+        gr.on(
+            [layer.release, head.release, mode.input],
+            heatmap,
+            inputs=[*source, layer, head, mode],
+            outputs=plot,
+            api_visibility="private",
+            trigger_mode="always_last",
+        )
+        opened = [layer, head, mode, plot]
+        grid.select(open_grid_cell, source, opened, api_visibility="private")
+        table.select(open_table_row, source, opened, api_visibility="private")
+        gr.on([draw.click, view.change], bertviz_view, [*source, view], bertviz, api_name="bertviz_view")

@@ -1,0 +1,138 @@
+"""The Attention tab in Chromium with every non-local host blocked (see CHROMIUM_FLAGS):
+the heatmap renders, the grid opens a head, the statistics filter, bertviz draws from the
+app's own copies of its libraries, and hostile tokens stay text."""
+
+from __future__ import annotations
+
+import numpy as np
+from playwright.sync_api import expect
+
+from helpers import SCREENSHOTS, screenshot
+from models import AttentionResult, attention_head_stats, extract_attention, filter_heads
+
+TIMEOUT = 60_000
+HOSTILE = "</script><img src=x onerror=alert(1)>"
+
+
+def open_tab(page):
+    page.get_by_role("tab", name="Attention").click()
+    expect(page.locator("#attention-status")).to_contain_text("17 tokens", timeout=TIMEOUT)
+
+
+def heatmap_title(page):
+    return page.locator("#attention-heatmap .gtitle")
+
+
+def test_heatmap_grid_and_statistics(page):
+    open_tab(page)
+    # the Plotly heatmap renders (its cells are drawn as an image inside the SVG)
+    expect(page.locator("#attention-heatmap .hm image").first).to_be_attached(timeout=TIMEOUT)
+    expect(heatmap_title(page)).to_contain_text("layer 0, head 0")
+    expect(page.locator("#attention-heatmap")).to_contain_text("8 [SEP] ·A")
+
+    # clicking the grid's cell for layer 3, head 5 opens that head
+    grid = page.locator("#attention-grid img")
+    expect(grid).to_be_visible(timeout=TIMEOUT)
+    natural = grid.evaluate("img => [img.naturalWidth, img.naturalHeight]")
+    box = grid.bounding_box()
+    x, y = 30 + 5 * 52 + 24, 18 + 3 * 52 + 24  # GridLayout: left 30, top 18, cell 48 + gap 4
+    grid.click(position={"x": x * box["width"] / natural[0], "y": y * box["height"] / natural[1]})
+    expect(heatmap_title(page)).to_contain_text("layer 3, head 5", timeout=TIMEOUT)
+    screenshot(page, "attention-heatmap-grid")
+
+    # the statistics table, then only the heads that look at the previous token
+    table = page.locator("#attention-stats")
+    expect(table).to_contain_text("→ previous", timeout=TIMEOUT)
+    grid_role = table.get_by_role("grid")  # virtualised: count rows by aria-rowcount
+    expect(grid_role).to_have_attribute("aria-rowcount", str(1 + 6 * 12))
+    result = extract_attention("minilm-l6", "I sat by the river bank.", "I deposited cash at the bank.")
+    expected = filter_heads(attention_head_stats(result), "attend to the previous token")
+    assert 0 < len(expected) < 12
+    page.get_by_label("attend to the previous token").check()
+    expect(grid_role).to_have_attribute("aria-rowcount", str(1 + len(expected)), timeout=TIMEOUT)
+    layer, head = expected[0]
+    first_row = table.get_by_role("row").nth(1).get_by_role("gridcell")
+    expect(first_row.nth(0)).to_have_text(str(layer))
+    expect(first_row.nth(1)).to_have_text(str(head))
+    screenshot(page, "attention-statistics")
+
+    # rollout mode
+    page.get_by_label("rollout").check()
+    expect(heatmap_title(page)).to_contain_text("rollout through layers 0–3", timeout=TIMEOUT)
+    assert page.external_requests == [] and page.dialogs == []
+
+
+def bertviz_frame(page):
+    return page.frame_locator("#attention-bertviz iframe")
+
+
+def frame_screenshot(page, selector: str, name: str) -> None:
+    """The iframe itself: a sandboxed frame runs in its own process, which Chromium leaves
+    blank in a full-page screenshot."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    frame = page.locator(selector)
+    frame.scroll_into_view_if_needed()
+    frame.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+
+
+def test_bertviz_draws_offline(page):
+    open_tab(page)
+    page.get_by_role("button", name="Draw with bertviz").click()
+    frame = bertviz_frame(page)
+    # the head view: d3 drew an SVG with the tokens as text and the attention lines
+    expect(frame.locator("svg").first).to_be_attached(timeout=TIMEOUT)
+    expect(frame.locator("svg text", has_text="deposited").first).to_be_attached()
+    assert frame.locator("svg line").count() > 0
+    frame_screenshot(page, "#attention-bertviz iframe", "attention-bertviz-head")
+
+    page.get_by_label("model view").check()
+    expect(frame.locator("svg").first).to_be_attached(timeout=TIMEOUT)
+    expect(frame.get_by_text("Layer 0, Head 0")).to_have_count(0)  # until one is clicked
+    expect(frame.locator("svg rect").first).to_be_attached(timeout=TIMEOUT)
+    frame_screenshot(page, "#attention-bertviz iframe", "attention-bertviz-model")
+    assert page.external_requests == [], page.external_requests
+    assert page.dialogs == []
+
+
+def test_typed_markup_stays_text(page):
+    open_tab(page)
+    page.get_by_label("Text", exact=True).fill('The <img src=x onerror="window.__xss=1"> bank.')
+    page.get_by_label("Second text (optional: makes a sentence pair)").fill("")
+    page.get_by_role("button", name="Show attention").click()
+    expect(page.locator("#attention-status")).to_contain_text("one text, segment 0", timeout=TIMEOUT)
+    page.get_by_role("button", name="Draw with bertviz").click()
+    texts = bertviz_frame(page).locator("svg text")
+    expect(texts.filter(has_text="bank").first).to_be_attached(timeout=TIMEOUT)
+    assert {"<", ">", "="} <= set(texts.all_text_contents())  # WordPiece: '<', 'im', '##g', ...
+    assert page.locator('img[src="x"]').count() == 0
+    assert bertviz_frame(page).locator('img[src="x"]').count() == 0
+    assert page.evaluate("window.__xss") is None
+    assert page.dialogs == [] and page.external_requests == []
+
+
+def test_a_script_ending_token_cannot_break_out_of_bertviz(page):
+    """WordPiece splits '</script>' apart, so a hand-made result carries the whole token
+    into bertviz's JSON; the page built by the app's own builders is put in the live app."""
+    from components import attention_plots as plots
+    from components.attention_tab import library_urls
+
+    tokens = ("[CLS]", HOSTILE, "</script>", "&lt;b&gt;", "[SEP]")
+    t = len(tokens)
+    weights = np.full((1, 2, t, t), 1 / t, dtype=np.float32)
+    result = AttentionResult("hand-made", "x", None, tokens, tuple(range(t)), (0,) * t, "single text",
+                             (1, 0, 0, 0, 1), (0,), (4,), weights, "eager")
+    urls = library_urls()
+    assert urls is not None, "run `make setup`: bertviz's libraries are missing"
+    frame_html = plots.iframe(plots.bertviz_page(result, "head", urls), "hand-made bertviz")
+    open_tab(page)
+    page.evaluate("html => document.querySelector('#attention-bertviz').insertAdjacentHTML('beforeend', html)",
+                  frame_html)
+    frame = page.frame_locator('iframe[title="hand-made bertviz"]')
+    texts = frame.locator("svg text")
+    expect(texts.first).to_be_attached(timeout=TIMEOUT)
+    shown = texts.all_text_contents()
+    assert HOSTILE in shown and "</script>" in shown and "&lt;b&gt;" in shown
+    assert frame.locator("img").count() == 0
+    page.wait_for_timeout(500)  # an onerror handler would have fired by now
+    assert page.dialogs == [], page.dialogs
+    frame_screenshot(page, 'iframe[title="hand-made bertviz"]', "attention-bertviz-hostile-token")
