@@ -293,13 +293,13 @@ def _tiny_modernbert(folder) -> None:
 def test_other_families_on_tiny_random_init_models(tmp_path):
     """RoBERTa (no token_type_ids: segments from </s></s>) and ModernBERT (SDPA by default),
     random-init: plumbing only, the weights mean nothing."""
-    from test_registry import _fake_hub_cache
+    from helpers import fake_hub_cache
 
     cache = tmp_path / "hub"
     _tiny_roberta(tmp_path / "roberta")
     _tiny_modernbert(tmp_path / "modernbert")
-    _fake_hub_cache(cache, "roberta-base", tmp_path / "roberta")
-    _fake_hub_cache(cache, "answerdotai/ModernBERT-base", tmp_path / "modernbert")
+    fake_hub_cache(cache, "roberta-base", tmp_path / "roberta")
+    fake_hub_cache(cache, "answerdotai/ModernBERT-base", tmp_path / "modernbert")
     env = dict(os.environ, HF_HUB_CACHE=str(cache), HF_HUB_OFFLINE="1")
     out = subprocess.run([sys.executable, "-c", _OTHER_FAMILIES], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=180)
