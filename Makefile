@@ -10,7 +10,7 @@ EMBEDDED := .cache/models/.installed
 OVERLAY  := $(wildcard weights/minilm-mlm/trained.safetensors)
 VENDOR   := .cache/static
 
-.PHONY: run test setup setup-test chromium npm clean
+.PHONY: run test setup setup-test chromium npm screenshots clean
 
 run: setup
 	$(PY) app.py
@@ -21,6 +21,11 @@ test: setup-test
 setup: $(VENV)/.runtime-installed $(EMBEDDED) $(VENDOR)/.installed
 
 setup-test: setup $(VENV)/.test-installed chromium
+
+# Refresh the README's pictures: the browser tests take them, a script copies them.
+screenshots: setup-test
+	$(PY) -m pytest tests/e2e -q
+	$(PY) scripts/readme_screenshots.py
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
