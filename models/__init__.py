@@ -14,6 +14,18 @@ from .errors import (
     ModelUnavailableError,
     UnknownModelError,
 )
+from .embeddings import (
+    POOLINGS,
+    SeparationScore,
+    SimilarityResult,
+    WordInContextResult,
+    compare_poolings,
+    embed,
+    project_2d,
+    separation_score,
+    similarity,
+    word_in_context,
+)
 from .fill_mask import MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
 from .evaluation import FillMaskEval, evaluate_fill_mask
 from .loading import get_device, load_model, load_tokenizer, set_device
@@ -51,6 +63,16 @@ from .tokenization import tokenize
 from .validation import MAX_TEXT_CHARS
 
 __all__ = [
+    "POOLINGS",
+    "SeparationScore",
+    "SimilarityResult",
+    "WordInContextResult",
+    "compare_poolings",
+    "embed",
+    "project_2d",
+    "separation_score",
+    "similarity",
+    "word_in_context",
     "CapabilityError",
     "EncoderLabError",
     "FillMaskEval",
