@@ -16,6 +16,7 @@ import components  # noqa: F401  (sets analytics/telemetry off before gradio is 
 import gradio as gr
 
 from components import copy
+from components.embeddings_tab import build_embeddings_tab
 from components.fill_mask_tab import build_fill_mask_tab
 from components.masking_tab import build_masking_tab
 from components.models_tab import build_models_tab
@@ -32,6 +33,7 @@ def build_demo() -> gr.Blocks:
             build_fill_mask_tab(demo)
             build_masking_tab()
             build_pretrain_tab()
+            build_embeddings_tab()
             build_models_tab()
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo

@@ -133,17 +133,22 @@ def check_sentences(sentences, low: int = MIN_SENTENCES, high: int = MAX_SENTENC
     return sentences
 
 
-def resolve_layer(loaded: LoadedModel, layer) -> int:
-    """The layer as 0..L (0 = input embeddings); negative counts from the end."""
-    n = int(loaded.model.config.num_hidden_layers)
+def layer_index(n_layers: int, layer, model_key: str = "the model") -> int:
+    """A layer number as 0..n_layers (0 = input embeddings); negative counts from the end."""
     if isinstance(layer, float) and layer.is_integer():
         layer = int(layer)
-    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not -(n + 1) <= layer <= n:
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not -(n_layers + 1) <= layer <= n_layers:
         raise InputError(
-            f"layer must be a whole number from {-(n + 1)} to {n} for {loaded.spec.key}, which has "
-            f"{n} layers (0 = the input embeddings, {n} or -1 = the last layer); got {layer!r}."
+            f"layer must be a whole number from {-(n_layers + 1)} to {n_layers} for {model_key}, which "
+            f"has {n_layers} layers (0 = the input embeddings, {n_layers} or -1 = the last layer); "
+            f"got {layer!r}."
         )
-    return int(layer) % (n + 1)
+    return int(layer) % (n_layers + 1)
+
+
+def resolve_layer(loaded: LoadedModel, layer) -> int:
+    """The layer as 0..L for this model, or an InputError that gives the range."""
+    return layer_index(int(loaded.model.config.num_hidden_layers), layer, loaded.spec.key)
 
 
 # --- encode, forward, pool --------------------------------------------------------------
@@ -367,6 +372,11 @@ def separation_score(matrix: np.ndarray, groups: Sequence, topics: Sequence | No
             score["unrelated"] = float(values[unrelated].mean())
             score["auc_unrelated"] = roc_auc(values[same], values[unrelated])
     return SeparationScore(gap=score["within"] - score["across"], **score)
+
+
+def best_pooling(scores: dict[str, SeparationScore]) -> str:
+    """The pooling whose scores separate the groups best: highest ROC AUC, then largest gap."""
+    return max(scores, key=lambda p: (round(scores[p].auc, 3), scores[p].gap))
 
 
 def _word_spans(sentences: Sequence[str], word: str) -> list[tuple[int, int]]:
