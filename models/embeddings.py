@@ -44,7 +44,7 @@ MAX_EMBED_SENTENCES = 10_000  # ``embed`` alone (notebooks, benchmarks) takes mo
 #   padded tokens x (1 + padded length / (6 x hidden)) + OVERHEAD x batches,
 # i.e. the compute of the padded batches (the second term is attention's share, quadratic
 # in length) plus a fixed cost per forward call, counted in tokens of compute.
-_OVERHEAD_TOKENS = {"cpu": 48}  # a forward call's fixed cost on the CPU: small
+_OVERHEAD_TOKENS = {"cpu": 128}  # a forward call's fixed cost on the CPU (measured: 64-512 all good)
 _OVERHEAD_TOKENS_ACCELERATOR = 4096  # a GPU call costs as much as thousands of tokens
 MAX_BATCH_TOKENS = 8192  # padded tokens in one forward call (bounds memory)
 MAX_BATCH_SENTENCES = 256
