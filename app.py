@@ -19,6 +19,7 @@ import gradio as gr
 from components import copy
 from components.attention_tab import build_attention_tab
 from components.compare_tab import build_compare_tab
+from components.embeddings_tab import build_embeddings_tab
 from components.fill_mask_tab import build_fill_mask_tab
 from components.masking_tab import build_masking_tab
 from components.models_tab import build_models_tab
@@ -36,9 +37,10 @@ def build_demo() -> gr.Blocks:
             build_fill_mask_tab(demo)
             build_masking_tab()
             build_attention_tab()
+            build_embeddings_tab()
+            build_compare_tab()
             build_pretrain_tab()
             build_models_tab()
-            build_compare_tab()
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo
 

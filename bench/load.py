@@ -42,6 +42,11 @@ MIX: list[tuple[str, tuple]] = [
     ("/compare_fill_mask", (["minilm-mlm", "splade-tiny"], TEXT, 5)),
     ("/compare_tokens", (["minilm-mlm", "splade-tiny"], "Tokenisation differs by model.")),
     ("/architecture_table", ()),
+    ("/attention", ("I sat by the river bank.", "I deposited cash at the bank.", "minilm-l6", 3, 5, "head")),
+    ("/head_stats", ("I sat by the river bank.", "", "minilm-l6", "all heads")),
+    ("/similarity", ("A cat sat on the mat.\nA kitten rested on the rug.\n\nStocks fell today.\n"
+                     "Markets dropped sharply.", "minilm-l6", -1)),
+    ("/word_in_context", ("I sat by the river bank.\nI deposited cash at the bank.", "bank", "minilm-l6", -1)),
 ]
 
 

@@ -38,6 +38,18 @@ from .compare import (
     compare_tokens,
     training_recipes,
 )
+from .embeddings import (
+    POOLINGS,
+    SeparationScore,
+    SimilarityResult,
+    WordInContextResult,
+    compare_poolings,
+    embed,
+    project_2d,
+    separation_score,
+    similarity,
+    word_in_context,
+)
 from .fill_mask import MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
 from .evaluation import FillMaskEval, evaluate_fill_mask
 from .loading import get_device, load_model, load_tokenizer, set_device
@@ -97,6 +109,16 @@ __all__ = [
     "extract_attention",
     "filter_heads",
     "head_statistics",
+    "POOLINGS",
+    "SeparationScore",
+    "SimilarityResult",
+    "WordInContextResult",
+    "compare_poolings",
+    "embed",
+    "project_2d",
+    "separation_score",
+    "similarity",
+    "word_in_context",
     "CapabilityError",
     "EncoderLabError",
     "FillMaskEval",

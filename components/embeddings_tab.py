@@ -1,0 +1,166 @@
+"""The Embeddings tab: layout and event wiring; the work is done by ``models.embeddings``."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import gradio as gr
+
+from models import MAX_TEXT_CHARS, compare_poolings, list_models, project_2d, separation_score, word_in_context
+from models.embeddings import (
+    MAX_SENTENCES,
+    bank_demo,
+    best_pooling,
+    groups_text,
+    layer_index,
+    parse_groups,
+    sentence_groups,
+)
+
+from . import embeddings_copy as copy
+from . import embeddings_plots as plots
+from .common import escape, readable_errors
+from .server import on_gpu
+
+DEFAULT_MODEL = "minilm-l6"
+LAYER_LABEL = "Layer (0 = input embeddings, -1 = last)"
+
+
+def model_choices() -> tuple[list[tuple[str, str]], str | None]:
+    """(label, key) of every registry model, usable ones first, and the default key."""
+    models = sorted(list_models(), key=lambda m: (not m.available, not m.embedded))
+    choices = [(m.display_name + ("" if m.available else " (not available here)"), m.key) for m in models]
+    keys = [m.key for m in models if m.available]
+    return choices, DEFAULT_MODEL if DEFAULT_MODEL in keys else (keys[0] if keys else None)
+
+
+def _csv_file(frame) -> str:
+    """The frame written to a fresh temporary CSV file (Gradio serves the temp folder)."""
+    folder = Path(tempfile.mkdtemp(prefix="encoder-lab-"))
+    path = folder / "similarity.csv"
+    frame.to_csv(path, index=False)
+    return str(path)
+
+
+def _verdict(scores) -> str:
+    best = best_pooling(scores)
+    others = ", ".join(
+        f"{plots.POOLING_NAMES[p]} {s.auc:.3f} (gap {s.gap:.3f})" for p, s in scores.items() if p != best
+    )
+    s = scores[best]
+    return (
+        f"**{plots.POOLING_NAMES[best].capitalize()} separates the groups better here**: ROC AUC "
+        f"{s.auc:.3f} (gap {s.gap:.3f}) vs {others}, over {s.same_pairs} same-group and "
+        f"{s.different_pairs} different-group pairs."
+    )
+
+
+@on_gpu
+def run_similarity(text: str, model_key: str, layer: float):
+    """[CLS] and mean cosine matrices, the separation score, a CSV (the ``similarity`` API)."""
+    with readable_errors("Similarity"):
+        sentences, groups, topics = parse_groups(text)
+        results = compare_poolings(model_key, sentences, layer)
+        if len(set(groups)) > 1 and len(set(groups)) < len(groups):
+            scores = {r.pooling: separation_score(r.matrix, groups, topics) for r in results}
+            summary, table = _verdict(scores), plots.separation_frame(scores)
+        else:
+            summary = (
+                "No separation score: separate the sentences into groups with blank lines "
+                "(at least one group of two or more, and two groups)."
+            )
+            table = None
+        note = f"  \n{len(sentences)} sentences, `{escape(model_key)}`, layer {results[0].layer}."
+        return (
+            plots.similarity_heatmaps(results, groups),
+            summary + note,
+            table,
+            _csv_file(plots.matrix_frame(results)),
+        )
+
+
+@on_gpu
+def run_word(text: str, word: str, model_key: str, layer: float):
+    """The word's cosine across layers and a 2-D projection (the ``word_in_context`` API)."""
+    with readable_errors("Word in context"):
+        sentences = [line.strip() for line in (text or "").splitlines() if line.strip()]
+        result = word_in_context(model_key, sentences, word)
+        n_layers = len(result.layers) - 1
+        shown = layer_index(n_layers, layer, model_key)
+        points = project_2d(result.vectors[:, shown])
+        title = f"“{result.word}” at layer {shown}: its occurrences projected with PCA"
+        mean = result.mean_cosine()
+        pieces = "; ".join(f"{k + 1}: {' + '.join(p)}" for k, p in enumerate(result.pieces))
+        summary = (
+            f"Mean cosine between the occurrences: **{mean[0]:.3f} at layer 0** (input embeddings), "
+            f"**{mean[-1]:.3f} at layer {n_layers}** (last). Pieces averaged per sentence: "
+            f"{escape(pieces)}."
+        )
+        return plots.layer_chart(result), plots.scatter_2d(points, result.sentences, title), summary
+
+
+def fill_set(name: str) -> str:
+    return groups_text(name)
+
+
+def build_embeddings_tab() -> None:
+    """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
+    choices, default = model_choices()
+    bank_word, bank_sentences = bank_demo()
+    with gr.Tab("Embeddings", id="embeddings"):
+        gr.Markdown(copy.EMBEDDINGS_HELP)
+        with gr.Row():
+            with gr.Column(scale=3):
+                sentence_set = gr.Dropdown(
+                    list(sentence_groups()), value=copy.SIMILARITY_DEFAULT_SET, label="Built-in sentence groups"
+                )
+                sentences = gr.Textbox(
+                    label=f"Sentences, one per line (2 to {MAX_SENTENCES}; blank line = new group)",
+                    value=groups_text(copy.SIMILARITY_DEFAULT_SET),
+                    lines=12,
+                    max_lines=30,
+                    max_length=MAX_TEXT_CHARS,
+                )
+            with gr.Column(scale=2):
+                model = gr.Dropdown(choices, value=default, label="Model")
+                layer = gr.Number(value=-1, precision=0, label=LAYER_LABEL)
+                compare = gr.Button("Compare [CLS] and mean pooling", variant="primary")
+                summary = gr.Markdown(elem_id="embeddings-summary")
+                csv = gr.DownloadButton("Download the matrices (CSV)", value=None)
+        heatmaps = gr.Plot(label="Cosine similarity: [CLS] pooling (left) and mean pooling (right)")
+        table = gr.Dataframe(label="How well each pooling separates the groups", interactive=False)
+        sentence_set.change(fill_set, sentence_set, sentences, api_visibility="private")
+        compare.click(
+            run_similarity,
+            inputs=[sentences, model, layer],
+            outputs=[heatmaps, summary, table, csv],
+            api_name="similarity",
+        )
+        gr.Markdown(copy.WHY_HELP)
+
+        gr.Markdown(copy.WORD_HELP)
+        with gr.Row():
+            with gr.Column(scale=3):
+                word_sentences = gr.Textbox(
+                    label="Sentences that contain the word, one per line",
+                    value="\n".join(bank_sentences),
+                    lines=5,
+                    max_length=MAX_TEXT_CHARS,
+                )
+            with gr.Column(scale=2):
+                word = gr.Textbox(label="Word", value=bank_word, max_length=100)
+                word_model = gr.Dropdown(choices, value=default, label="Model")
+                word_layer = gr.Number(value=-1, precision=0, label=f"Scatter: {LAYER_LABEL.lower()}")
+                trace = gr.Button("Trace the word through the layers", variant="primary")
+        word_summary = gr.Markdown(elem_id="word-summary")
+        with gr.Row():
+            layer_plot = gr.Plot(label="Cosine between occurrences, layer by layer")
+            scatter = gr.Plot(label="Occurrences in 2-D")
+        gr.Markdown(copy.WORD_SCATTER_HELP)
+        trace.click(
+            run_word,
+            inputs=[word_sentences, word, word_model, word_layer],
+            outputs=[layer_plot, scatter, word_summary],
+            api_name="word_in_context",
+        )

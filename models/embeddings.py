@@ -1,0 +1,522 @@
+"""Sentence vectors and words in context: [CLS] vs mean vs max pooling, cosine similarity.
+
+Three steps, as elsewhere in the core: ``_encode`` (tokenise every sentence once, no
+padding, check lengths), ``_forward`` (the only step that touches the device: batches of
+sentences sorted by length, so a batch holds sentences of (nearly) the same length and
+little compute goes to padding), pooling (``_pool``: the attention mask keeps padding out).
+
+A sentence's vector does not depend on the batch it was computed in: mean and max pooling
+read only real tokens, and the attention mask keeps padded keys out of every real token's
+attention. Vectors agree with sentence-transformers' ``encode`` (mean pooling + normalise)
+to ~1e-7 on the embedded all-MiniLM-L6-v2.
+
+Layers are numbered like transformers' ``hidden_states``: 0 is the input embedding layer
+(token + position + segment embeddings, layer-normed), 1..L the outputs of the L blocks;
+negative indexes count from the end (-1 = the last layer).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from . import registry
+from .errors import CapabilityError, InputError
+from .fill_mask import max_input_tokens
+from .loading import LoadedModel, load_model
+from .validation import check_text
+
+POOLINGS = ("cls", "mean", "max")
+PROJECTIONS = ("pca", "umap")
+MIN_SENTENCES = 2  # a similarity matrix needs two sentences
+MAX_SENTENCES = 50  # what the matrix views stay readable with
+MAX_EMBED_SENTENCES = 10_000  # ``embed`` alone (notebooks, benchmarks) takes more
+
+# Batching: sentences sorted by token length are cut into batches that minimise
+#   padded tokens x (1 + padded length / (6 x hidden)) + OVERHEAD x batches,
+# i.e. the compute of the padded batches (the second term is attention's share, quadratic
+# in length) plus a fixed cost per forward call, counted in tokens of compute.
+_OVERHEAD_TOKENS = {"cpu": 128}  # a forward call's fixed cost on the CPU (measured: 64-512 all good)
+_OVERHEAD_TOKENS_ACCELERATOR = 4096  # a GPU call costs as much as thousands of tokens
+MAX_BATCH_TOKENS = 8192  # padded tokens in one forward call (bounds memory)
+MAX_BATCH_SENTENCES = 256
+
+GROUPS_FILE = registry.REPO_ROOT / "data" / "sentence_groups.json"
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+# --- results -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SimilarityResult:
+    """The cosine matrix of N sentences' vectors (L2-normalised first)."""
+
+    model_key: str
+    sentences: tuple[str, ...]
+    pooling: str  # "cls", "mean" or "max"
+    layer: int  # the layer read, 0..L (negative indexes resolved)
+    matrix: np.ndarray  # (N, N) float32, cosine in [-1, 1], read-only
+
+
+@dataclass(frozen=True)
+class SeparationScore:
+    """How well a similarity matrix tells same-group pairs from different-group pairs."""
+
+    within: float  # mean cosine over pairs of the same group (e.g. paraphrases)
+    across: float  # mean cosine over pairs of different groups
+    gap: float  # within - across
+    auc: float  # ROC AUC: P(a same-group pair scores above a different-group pair), ties 1/2
+    same_pairs: int
+    different_pairs: int
+    same_topic: float | None = None  # mean over different groups of the same topic, if known
+    unrelated: float | None = None  # mean over pairs of different topics, if topics are known
+    auc_unrelated: float | None = None  # same-group vs different-topic pairs only
+
+
+@dataclass(frozen=True)
+class WordInContextResult:
+    """One word in N sentences: its vector at every layer, and how alike the occurrences are."""
+
+    model_key: str
+    word: str
+    sentences: tuple[str, ...]
+    spans: tuple[tuple[int, int], ...]  # character span of the word in each sentence
+    pieces: tuple[tuple[str, ...], ...]  # the word's tokens in each sentence (averaged)
+    layers: tuple[int, ...]  # 0 (input embeddings) .. L
+    vectors: np.ndarray  # (N, L + 1, d) float32, read-only
+    cosine: np.ndarray  # (L + 1, N, N) float32: cosine between occurrences, layer by layer
+
+    def mean_cosine(self) -> np.ndarray:
+        """(L + 1,) the mean cosine over all pairs of occurrences, layer by layer."""
+        n = len(self.sentences)
+        upper = np.triu_indices(n, k=1)
+        return self.cosine[:, upper[0], upper[1]].mean(axis=1)
+
+
+# --- checks ------------------------------------------------------------------------------
+
+
+def check_pooling(pooling) -> str:
+    if pooling not in POOLINGS:
+        raise InputError(f"Unknown pooling {pooling!r}; choose one of: {', '.join(POOLINGS)}.")
+    return pooling
+
+
+def check_sentences(sentences, low: int = MIN_SENTENCES, high: int = MAX_SENTENCES) -> tuple[str, ...]:
+    """A tuple of low..high non-empty sentences, or an InputError that says which is wrong."""
+    if isinstance(sentences, str):
+        raise InputError("Pass a list of sentences, not a single string (one sentence per item).")
+    try:
+        sentences = tuple(sentences)
+    except TypeError:
+        raise InputError(f"Pass a list of sentences, not {type(sentences).__name__}.") from None
+    if len(sentences) < low:
+        need = "two sentences to compare" if low == 2 else f"at least {low} sentence(s)"
+        raise InputError(f"Got {len(sentences)} sentence(s); give {need}.")
+    if len(sentences) > high:
+        raise InputError(f"Got {len(sentences)} sentences; the limit is {high}. Remove some.")
+    for i, sentence in enumerate(sentences, start=1):
+        check_text(sentence, what=f"sentence {i}")
+    return sentences
+
+
+def layer_index(n_layers: int, layer, model_key: str = "the model") -> int:
+    """A layer number as 0..n_layers (0 = input embeddings); negative counts from the end."""
+    if isinstance(layer, float) and layer.is_integer():
+        layer = int(layer)
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not -(n_layers + 1) <= layer <= n_layers:
+        raise InputError(
+            f"layer must be a whole number from {-(n_layers + 1)} to {n_layers} for {model_key}, which "
+            f"has {n_layers} layers (0 = the input embeddings, {n_layers} or -1 = the last layer); "
+            f"got {layer!r}."
+        )
+    return int(layer) % (n_layers + 1)
+
+
+def resolve_layer(loaded: LoadedModel, layer) -> int:
+    """The layer as 0..L for this model, or an InputError that gives the range."""
+    return layer_index(int(loaded.model.config.num_hidden_layers), layer, loaded.spec.key)
+
+
+# --- encode, forward, pool --------------------------------------------------------------
+
+
+def _encode(loaded: LoadedModel, sentences: Sequence[str], offsets: bool = False):
+    """Token ids of each sentence, unpadded (and offsets if asked); too long → InputError."""
+    enc = loaded.tokenizer(
+        list(sentences),
+        truncation=False,
+        return_attention_mask=False,
+        return_token_type_ids=False,
+        return_offsets_mapping=offsets,
+        verbose=False,
+    )
+    limit = max_input_tokens(loaded)
+    too_long = [i for i, ids in enumerate(enc["input_ids"], start=1) if len(ids) > limit]
+    if too_long:
+        raise InputError(
+            f"Sentence {too_long[0]} is {len(enc['input_ids'][too_long[0] - 1])} tokens long; "
+            f"{loaded.spec.key} reads at most {limit} tokens. Shorten it."
+        )
+    return enc
+
+
+def plan_batches(lengths: Sequence[int], hidden_size: int, overhead_tokens: int,
+                 max_tokens: int = MAX_BATCH_TOKENS) -> list[np.ndarray]:
+    """Indexes of the sentences in each batch: sorted by length, cut at the cheapest places.
+
+    An exact dynamic programme over the sorted lengths: batch [i, j) costs
+    (j - i) * L * (1 + L / (6 * hidden)) + overhead, L the longest of the batch.
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.argsort(lengths, kind="stable")
+    sorted_len = lengths[order].astype(np.float64)
+    n = len(order)
+    best = np.zeros(n + 1)
+    cut = np.zeros(n + 1, dtype=np.int64)
+    for j in range(1, n + 1):
+        longest = sorted_len[j - 1]
+        width = min(j, MAX_BATCH_SENTENCES, max(1, int(max_tokens // longest)))
+        starts = np.arange(j - width, j)
+        cost = best[starts] + (j - starts) * longest * (1 + longest / (6 * hidden_size)) + overhead_tokens
+        k = int(np.argmin(cost))
+        best[j], cut[j] = cost[k], starts[k]
+    batches, j = [], n
+    while j > 0:
+        batches.append(order[cut[j]:j])
+        j = cut[j]
+    return batches[::-1]
+
+
+def _overhead(device: torch.device) -> int:
+    return _OVERHEAD_TOKENS.get(device.type, _OVERHEAD_TOKENS_ACCELERATOR)
+
+
+def _forward(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -> Iterator[tuple]:
+    """For each batch: (sentence indexes, [hidden states (B, T, d) per asked layer], mask (B, T)).
+
+    The only step that touches the device. Runs under ``inference_mode``; the states stay
+    on the device, in the model's dtype.
+    """
+    model, device = loaded.model, loaded.device
+    n_layers = int(model.config.num_hidden_layers)
+    want_all = any(layer != n_layers for layer in layers)
+    pad_id = loaded.tokenizer.pad_token_id or 0
+    lengths = [len(x) for x in ids]
+    with torch.inference_mode():
+        for batch in plan_batches(lengths, int(model.config.hidden_size), _overhead(device)):
+            width = max(lengths[i] for i in batch)
+            input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)  # (B, T)
+            mask = np.zeros((len(batch), width), dtype=np.int64)  # (B, T)
+            for row, i in enumerate(batch):
+                input_ids[row, : lengths[i]] = ids[i]
+                mask[row, : lengths[i]] = 1
+            mask_t = torch.from_numpy(mask).to(device)
+            out = model(
+                input_ids=torch.from_numpy(input_ids).to(device),
+                attention_mask=mask_t,
+                output_hidden_states=want_all,
+            )
+            # The last layer is the model's own final output (hidden_states[L] for BERT).
+            states = [out.last_hidden_state if layer == n_layers else out.hidden_states[layer] for layer in layers]
+            yield batch, states, mask_t
+
+
+def _pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """(B, T, d) states and (B, T) mask → (B, d) float32; padding never leaks in."""
+    hidden = hidden.float()  # no copy on the CPU (already float32)
+    if pooling == "cls":
+        return hidden[:, 0]  # (B, d): the first token, [CLS] / <s>
+    keep = mask.unsqueeze(-1).bool()  # (B, T, 1)
+    if pooling == "max":
+        return hidden.masked_fill(~keep, float("-inf")).amax(dim=1)  # (B, d)
+    weights = keep.to(hidden.dtype)  # (B, T, 1)
+    # As sentence-transformers' Pooling: masked sum / clamped count.
+    return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)  # (B, d)
+
+
+def _pooled(loaded: LoadedModel, sentences: Sequence[str], poolings: Sequence[str], layer: int,
+            normalize: bool) -> dict[str, np.ndarray]:
+    """{pooling: (N, d) float32} from one forward pass over the sentences."""
+    ids = _encode(loaded, sentences)["input_ids"]
+    d = int(loaded.model.config.hidden_size)
+    out = {p: torch.empty(len(ids), d, dtype=torch.float32) for p in poolings}  # (N, d) each
+    for batch, (hidden,), mask in _forward(loaded, ids, [layer]):
+        index = torch.from_numpy(batch)
+        for p in poolings:
+            vectors = _pool(hidden, mask, p)
+            if normalize:
+                vectors = F.normalize(vectors, p=2, dim=1)
+            out[p][index] = vectors.cpu()
+    return {p: v.numpy() for p, v in out.items()}
+
+
+def _embedding_model(model_key: str) -> LoadedModel:
+    registry.get_spec(model_key)
+    return load_model(model_key, head="base")
+
+
+# --- public API --------------------------------------------------------------------------
+
+
+def embed(model_key: str, sentences, pooling: str = "mean", layer: int = -1,
+          normalize: bool = True) -> np.ndarray:
+    """(N, d) float32 sentence vectors.
+
+    pooling: "cls" (the first token's state), "mean" (average over the real tokens) or
+    "max" (per dimension, the largest over the real tokens). layer: 0 = the input
+    embeddings, 1..L the blocks, negative from the end. normalize: L2-normalise each vector
+    (what cosine similarity needs). With ``minilm-l6``, "mean" and normalize=True give
+    sentence-transformers' all-MiniLM-L6-v2 embeddings.
+    """
+    registry.get_spec(model_key)
+    check_pooling(pooling)
+    sentences = check_sentences(sentences, low=1, high=MAX_EMBED_SENTENCES)
+    loaded = _embedding_model(model_key)
+    layer = resolve_layer(loaded, layer)
+    return _pooled(loaded, sentences, [pooling], layer, bool(normalize))[pooling]
+
+
+def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
+    """(N, N) cosine similarity of N vectors: L2-normalised, then dot products."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    unit = vectors / np.maximum(norms, 1e-12)
+    return np.clip(unit @ np.swapaxes(unit, -1, -2), -1.0, 1.0)
+
+
+def compare_poolings(model_key: str, sentences, layer: int = -1,
+                     poolings: Sequence[str] = ("cls", "mean")) -> tuple[SimilarityResult, ...]:
+    """The cosine matrix of each pooling, from one forward pass (what the tab shows)."""
+    registry.get_spec(model_key)
+    poolings = tuple(check_pooling(p) for p in poolings)
+    sentences = check_sentences(sentences)
+    loaded = _embedding_model(model_key)
+    layer = resolve_layer(loaded, layer)
+    vectors = _pooled(loaded, sentences, poolings, layer, normalize=True)
+    return tuple(
+        SimilarityResult(model_key, sentences, p, layer, _frozen(cosine_matrix(vectors[p])))
+        for p in poolings
+    )
+
+
+def similarity(model_key: str, sentences, pooling: str = "mean", layer: int = -1) -> SimilarityResult:
+    """The (N, N) cosine matrix of 2..50 sentences' vectors (L2-normalised first)."""
+    return compare_poolings(model_key, sentences, layer, (pooling,))[0]
+
+
+def roc_auc(positive: np.ndarray, negative: np.ndarray) -> float:
+    """ROC AUC = P(a positive scores above a negative), ties counted 1/2 (Mann-Whitney)."""
+    positive, negative = np.asarray(positive, float), np.asarray(negative, float)
+    if not len(positive) or not len(negative):
+        raise InputError("The AUC needs at least one same-group pair and one different-group pair.")
+    scores = np.concatenate([positive, negative])
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores))
+    ranks[order] = np.arange(1, len(scores) + 1)
+    # Ties share the mean of their ranks.
+    unique, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    if len(unique) < len(scores):
+        ranks = (np.bincount(inverse, weights=ranks) / counts)[inverse]
+    n_pos, n_neg = len(positive), len(negative)
+    return float((ranks[:n_pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def separation_score(matrix: np.ndarray, groups: Sequence, topics: Sequence | None = None) -> SeparationScore:
+    """How well a similarity matrix separates same-group pairs from the others.
+
+    groups: a label per sentence (e.g. the paraphrase set it belongs to). topics: an
+    optional label per sentence; then the different-group pairs are split into same-topic
+    and unrelated ones.
+    """
+    matrix = np.asarray(matrix, dtype=np.float64)
+    n = matrix.shape[0]
+    if matrix.shape != (n, n) or len(groups) != n or (topics is not None and len(topics) != n):
+        raise InputError("The matrix must be square with one group (and topic) label per sentence.")
+    i, j = np.triu_indices(n, k=1)
+    groups = np.asarray(groups, dtype=object)
+    same = groups[i] == groups[j]
+    if not same.any() or same.all():
+        raise InputError(
+            "A separation score needs at least one group of two or more sentences and at least "
+            "two groups: separate the groups by a blank line."
+        )
+    values = matrix[i, j]
+    score = dict(
+        within=float(values[same].mean()),
+        across=float(values[~same].mean()),
+        auc=roc_auc(values[same], values[~same]),
+        same_pairs=int(same.sum()),
+        different_pairs=int((~same).sum()),
+    )
+    if topics is not None:
+        topics = np.asarray(topics, dtype=object)
+        same_topic = ~same & (topics[i] == topics[j])
+        unrelated = ~same & (topics[i] != topics[j])
+        if same_topic.any():
+            score["same_topic"] = float(values[same_topic].mean())
+        if unrelated.any():
+            score["unrelated"] = float(values[unrelated].mean())
+            score["auc_unrelated"] = roc_auc(values[same], values[unrelated])
+    return SeparationScore(gap=score["within"] - score["across"], **score)
+
+
+def best_pooling(scores: dict[str, SeparationScore]) -> str:
+    """The pooling whose scores separate the groups best: highest ROC AUC, then largest gap."""
+    return max(scores, key=lambda p: (round(scores[p].auc, 3), scores[p].gap))
+
+
+def _word_spans(sentences: Sequence[str], word: str) -> list[tuple[int, int]]:
+    pattern = re.compile(r"(?<!\w)" + re.escape(word) + r"(?!\w)", re.IGNORECASE)
+    found = [pattern.search(s) for s in sentences]
+    missing = [i for i, m in enumerate(found, start=1) if m is None]
+    if missing:
+        snippet = sentences[missing[0] - 1]
+        snippet = snippet if len(snippet) <= 60 else snippet[:57] + "..."
+        which = ", ".join(map(str, missing))
+        raise InputError(
+            f"The word {word!r} is not in sentence {which} (e.g. {snippet!r}) as a whole word: "
+            "every sentence must contain it."
+        )
+    return [m.span() for m in found]
+
+
+def word_in_context(model_key: str, sentences, word: str) -> WordInContextResult:
+    """The word's vector at every layer in each sentence, and the cosine between occurrences.
+
+    The first whole-word, case-insensitive occurrence in each sentence is used; a word cut
+    into several pieces is the mean of its pieces. Layer 0 is the input embeddings, where the
+    same word is (nearly) the same vector whatever its context.
+    """
+    registry.get_spec(model_key)
+    sentences = check_sentences(sentences)
+    word = check_text(word, what="word").strip()
+    spans = _word_spans(sentences, word)
+    loaded = _embedding_model(model_key)
+    enc = _encode(loaded, sentences, offsets=True)
+    ids = enc["input_ids"]
+    positions = []
+    for k, ((start, end), offsets) in enumerate(zip(spans, enc["offset_mapping"]), start=1):
+        hit = [t for t, (a, b) in enumerate(offsets) if b > a and a < end and b > start]
+        if not hit:
+            raise CapabilityError(f"{model_key}'s tokenizer keeps no token of {word!r} in sentence {k}.")
+        positions.append(hit)
+    n_layers = int(loaded.model.config.num_hidden_layers)
+    layers = list(range(n_layers + 1))
+    vectors = np.empty((len(ids), n_layers + 1, int(loaded.model.config.hidden_size)), dtype=np.float32)
+    for batch, states, _mask in _forward(loaded, ids, layers):
+        stacked = torch.stack(states, dim=1)  # (B, L + 1, T, d)
+        for row, i in enumerate(batch):
+            vectors[i] = stacked[row, :, positions[i]].float().mean(dim=1).cpu().numpy()  # (L + 1, d)
+    cosine = cosine_matrix(np.swapaxes(vectors, 0, 1))  # (L + 1, N, N)
+    tokens = [loaded.tokenizer.convert_ids_to_tokens([ids[i][t] for t in p]) for i, p in enumerate(positions)]
+    return WordInContextResult(
+        model_key=model_key,
+        word=word,
+        sentences=sentences,
+        spans=tuple(spans),
+        pieces=tuple(tuple(t) for t in tokens),
+        layers=tuple(layers),
+        vectors=_frozen(vectors),
+        cosine=_frozen(cosine),
+    )
+
+
+def project_2d(vectors, method: str = "pca") -> np.ndarray:
+    """(N, 2) float32 coordinates of N vectors for a scatter plot.
+
+    "pca": the first two principal components (numpy SVD of the centred vectors), each
+    component's sign fixed so that its largest loading is positive (same input, same
+    picture). "umap": UMAP, only if the umap-learn package is installed.
+    """
+    if method not in PROJECTIONS:
+        raise InputError(f"Unknown projection {method!r}; choose one of: {', '.join(PROJECTIONS)}.")
+    x = np.asarray(vectors, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 2 or not np.isfinite(x).all():
+        raise InputError(f"project_2d needs an (N, d) array of finite numbers with N >= 2; got shape {x.shape}.")
+    if method == "umap":
+        if importlib.util.find_spec("umap") is None:
+            raise CapabilityError(
+                "UMAP needs the umap-learn package, which is not installed here; use method='pca'."
+            )
+        import umap
+
+        neighbours = max(2, min(15, x.shape[0] - 1))
+        return umap.UMAP(n_components=2, n_neighbors=neighbours, random_state=0).fit_transform(x).astype(np.float32)
+    centred = x - x.mean(axis=0)
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)  # vt: (k, d), k = min(N, d)
+    vt = vt[:2]
+    signs = np.sign(vt[np.arange(len(vt)), np.abs(vt).argmax(axis=1)])
+    points = centred @ (vt * signs[:, None]).T  # (N, <=2)
+    if points.shape[1] < 2:
+        points = np.pad(points, ((0, 0), (0, 2 - points.shape[1])))
+    return points.astype(np.float32)
+
+
+# --- built-in sentence groups ------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _groups_file() -> dict:
+    with open(GROUPS_FILE, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def sentence_groups() -> dict:
+    """The app's built-in sentence sets (data/sentence_groups.json), by name."""
+    return {s["name"]: s for s in _groups_file()["sets"]}
+
+
+def bank_demo() -> tuple[str, tuple[str, ...]]:
+    """(word, sentences) of the "bank" demo: river banks and money banks."""
+    demo = _groups_file()["bank"]
+    return demo["word"], tuple(demo["sentences"])
+
+
+def parse_groups(text: str) -> tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...] | None]:
+    """Sentences typed one per line: a blank line starts a new group, '# topic' a new topic.
+
+    Returns (sentences, group number of each, topic of each or None when no topic is named).
+    """
+    sentences, groups, topics = [], [], []
+    group, topic, new_group = 0, None, False
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line:
+            new_group = True
+        elif line.startswith("#"):
+            topic, new_group = line.lstrip("#").strip(), True
+        else:
+            if new_group and sentences:
+                group += 1
+            new_group = False
+            sentences.append(line)
+            groups.append(group)
+            topics.append(topic)
+    named = any(t is not None for t in topics)
+    return tuple(sentences), tuple(groups), (tuple(t or "" for t in topics) if named else None)
+
+
+def groups_text(name: str) -> str:
+    """A built-in set written in the format ``parse_groups`` reads."""
+    blocks, last_topic = [], None
+    for group in sentence_groups()[name]["groups"]:
+        lines = []
+        if group.get("topic") and group["topic"] != last_topic:
+            lines.append(f"# {group['topic']}")
+            last_topic = group["topic"]
+        blocks.append("\n".join(lines + group["sentences"]))
+    return "\n\n".join(blocks)
