@@ -445,8 +445,11 @@ def project_2d(vectors, method: str = "pca") -> np.ndarray:
     if method not in PROJECTIONS:
         raise InputError(f"Unknown projection {method!r}; choose one of: {', '.join(PROJECTIONS)}.")
     x = np.asarray(vectors, dtype=np.float64)
-    if x.ndim != 2 or x.shape[0] < 2 or not np.isfinite(x).all():
-        raise InputError(f"project_2d needs an (N, d) array of finite numbers with N >= 2; got shape {x.shape}.")
+    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 1 or not np.isfinite(x).all():
+        raise InputError(
+            f"project_2d needs an (N, d) array of finite numbers with N >= 2 and d >= 1; "
+            f"got shape {x.shape}."
+        )
     if method == "umap":
         if importlib.util.find_spec("umap") is None:
             raise CapabilityError(

@@ -123,3 +123,76 @@ def test_any_model_key(key, text):
     """Unknown keys, online-only models and odd strings: a project error, never a crash."""
     project_error_or_result(models.fill_mask, key, text)
     project_error_or_result(models.tokenize, key, text)
+
+
+# --- the attention, embeddings and compare cores ------------------------------------------
+
+sentence_lists = st.one_of(
+    st.lists(texts, max_size=6),
+    st.just([HUGE, "short"]),
+    st.just("a single string, not a list"),
+    st.lists(st.just("same"), min_size=51, max_size=51),
+)
+
+
+@CHECKS
+@given(text=texts, pair=st.one_of(st.none(), texts))
+@example(text=HUGE, pair=None)
+def test_extract_attention(encoder_key, text, pair):
+    result = project_error_or_result(models.extract_attention, encoder_key, text, pair)
+    if result is not None:
+        layers, heads, t, t2 = result.weights.shape
+        assert t == t2 == len(result.tokens)
+        stats = models.attention_head_stats(result)
+        assert stats is not None
+
+
+@CHECKS
+@given(sentences=sentence_lists, pooling=st.sampled_from(["mean", "cls", "max", "MEAN", "", "sum"]),
+       layer=st.integers(-10, 10))
+def test_embed_and_similarity(encoder_key, sentences, pooling, layer):
+    vectors = project_error_or_result(models.embed, encoder_key, sentences, pooling, layer)
+    if vectors is not None:
+        assert vectors.shape[0] == len(sentences)
+        assert not __import__("numpy").isnan(vectors).any()
+    project_error_or_result(models.similarity, encoder_key, sentences, pooling, layer)
+
+
+@CHECKS
+@given(sentences=sentence_lists, word=st.one_of(texts, st.just("bank")))
+def test_word_in_context(encoder_key, sentences, word):
+    project_error_or_result(models.word_in_context, encoder_key, sentences, word)
+
+
+@CHECKS
+@given(rows=st.integers(0, 5), cols=st.integers(0, 4), method=st.sampled_from(["pca", "umap", "tsne", ""]),
+       fill=st.sampled_from([0.0, 1.0, float("nan"), float("inf")]))
+def test_project_2d(rows, cols, method, fill):
+    import numpy as np
+
+    vectors = np.full((rows, cols), fill)
+    if rows and cols:
+        vectors[0, 0] = 2.0
+    project_error_or_result(models.project_2d, vectors, method)
+
+
+@CHECKS
+@given(keys=st.lists(st.sampled_from(["minilm-mlm", "splade-tiny", "minilm-l6", "bert-base", "nope", ""]),
+                     max_size=4),
+       text=texts, top_k=st.integers(-1, 60))
+def test_compare_fill_mask_and_tokens(mlm_loaded, keys, text, top_k):
+    project_error_or_result(models.compare_fill_mask, keys, text, top_k)
+    project_error_or_result(models.compare_tokens, keys, text)
+
+
+@settings(CHECKS, max_examples=10)
+@given(lengths=st.one_of(st.lists(st.integers(-5, 100_000), max_size=4), st.just("64")),
+       batch=st.integers(-1, 100))
+def test_benchmark_forward_refuses_or_runs_bounded(lengths, batch):
+    # Only requests that are refused up front, or tiny ones, run here: a big valid request
+    # would be a benchmark, not a property test.
+    if isinstance(lengths, list) and lengths and all(0 < n <= 16 for n in lengths) and 0 < batch <= 2:
+        lengths = lengths[:2]
+    elif isinstance(lengths, list) and lengths and all(0 < n <= 2048 for n in lengths) and 0 < batch <= 8:
+        lengths = [-1]  # keep it an invalid request
+    project_error_or_result(models.benchmark_forward, "splade-tiny", lengths, batch)
