@@ -24,7 +24,7 @@ from components.fill_mask_tab import build_fill_mask_tab
 from components.masking_tab import build_masking_tab
 from components.models_tab import build_models_tab
 from components.pretrain_tab import build_pretrain_tab
-from components.server import MAX_REQUEST_BYTES, RequestSizeLimit
+from components.server import MAX_REQUEST_BYTES, RequestSizeLimit, limit_malloc_arenas
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -99,6 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     from models import EncoderLabError, registry, set_device
 
     set_device(args.device)
+    limit_malloc_arenas()
     if os.environ.get("SPACE_ID"):  # on a Hugging Face Space, `make setup` never ran
         prepare_embedded()
     try:  # a bad operator setting stops the start, not every later request

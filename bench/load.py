@@ -174,6 +174,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=20)
     parser.add_argument("--requests", type=int, default=25)
+    parser.add_argument("--rounds", type=int, default=3, help="equal rounds; memory is read after each")
     parser.add_argument("--url", default=None, help="an app already running (memory not measured)")
     args = parser.parse_args()
     from bench_common import machine_line
@@ -191,19 +192,17 @@ def main() -> None:
             report(result)
             return
         with RssSampler(proc.pid) as rss:
-            after_warmup = rss.rss_mb()
-            result = run_load(url, args.users, args.requests)
-            # A second, equal round: memory must not keep growing with more traffic.
-            mid = rss.rss_mb()
-            result2 = run_load(url, args.users, args.requests)
-            end = rss.rss_mb()
-        print(f"users {args.users} x requests {args.requests}, two rounds, {len(MIX)} endpoints\n")
-        report(result)
-        print("\nsecond round:")
-        report(result2)
-        print(f"\nserver RSS MB: after warm-up {after_warmup:.0f}, after round 1 {mid:.0f}, "
-              f"after round 2 {end:.0f}, peak {max(rss.samples):.0f}; "
-              f"round-2 growth {end - mid:+.0f} MB")
+            marks = [rss.rss_mb()]  # after warm-up
+            for round_no in range(1, args.rounds + 1):
+                result = run_load(url, args.users, args.requests)
+                marks.append(rss.rss_mb())
+                print(f"\nround {round_no} of {args.rounds}: users {args.users} x requests "
+                      f"{args.requests}, {len(MIX)} endpoints")
+                report(result)
+        growth = [b - a for a, b in zip(marks, marks[1:])]
+        print("\nserver RSS MB after warm-up, then after each round: "
+              + ", ".join(f"{m:.0f}" for m in marks) + f"; peak {max(rss.samples):.0f}")
+        print("growth per round MB: " + ", ".join(f"{g:+.0f}" for g in growth))
     finally:
         if proc is not None:
             proc.terminate()

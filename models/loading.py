@@ -194,9 +194,30 @@ def load_tokenizer(model_key: str):
             tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=False, **kwargs)
         except Exception as exc:  # a corrupt or incomplete folder: say which model and why
             raise _load_failed(spec, exc) from exc
+        _serialise_encoding(tokenizer)
         with _tokenizer_lock:
             _tokenizers[model_key] = tokenizer
         return tokenizer
+
+
+def _serialise_encoding(tokenizer) -> None:
+    """Make one shared fast tokenizer safe for concurrent requests.
+
+    Every encode first writes the call's truncation/padding settings into the one Rust
+    tokenizer object, then encodes: two threads interleaving there get each other's
+    settings (ragged batches, "Already borrowed"). Encoding takes microseconds, so calls
+    are simply serialised per tokenizer.
+    """
+    encode = getattr(tokenizer, "_encode_plus", None)
+    if encode is None:  # not a fast tokenizer of this transformers version: nothing shared
+        return
+    lock = threading.Lock()
+
+    def locked(*args, **kwargs):
+        with lock:
+            return encode(*args, **kwargs)
+
+    tokenizer._encode_plus = locked
 
 
 def require_head(spec: ModelSpec, head: str) -> None:

@@ -129,3 +129,36 @@ def test_unknown_device_refused():
 
     with pytest.raises(ValueError, match="Unknown device"):
         set_device("tpu")
+
+
+def test_shared_tokenizer_is_safe_under_concurrent_settings():
+    """Threads encoding with different truncation/padding settings get their own settings.
+
+    Unserialised, a fast tokenizer's per-call settings leak between threads (ragged
+    "padded" batches, truncated single texts, "Already borrowed" errors), as the load
+    test found.
+    """
+    tokenizer = load_tokenizer(MLM_KEY)
+    long_text = "word " * 300
+    batch = ["short one", "a somewhat longer sentence than the first one is"]
+    expected_single = len(tokenizer(long_text, truncation=False, verbose=False)["input_ids"])
+    failures = []
+
+    def padded():
+        for _ in range(300):
+            out = tokenizer(batch, padding=True, truncation=True, max_length=16)["input_ids"]
+            if len({len(row) for row in out}) != 1:
+                failures.append("ragged padded batch")
+
+    def whole():
+        for _ in range(300):
+            n = len(tokenizer(long_text, truncation=False, verbose=False)["input_ids"])
+            if n != expected_single:
+                failures.append(f"single text cut to {n}")
+
+    threads = [threading.Thread(target=f) for f in (padded, whole, padded, whole)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
