@@ -1,8 +1,11 @@
 """Benchmark of the Attention tab's views: bytes sent to the browser and first paint.
 
-    .venv/bin/python bench/attention_view.py
+    .venv/bin/python bench/attention_view.py [--bert-base-shape]
 
-One run, on the embedded minilm-l6 (6 layers × 12 heads) and one 128-token input:
+One run, on the embedded minilm-l6 (6 layers × 12 heads) and one 128-token input; with
+--bert-base-shape, on a 12 layers × 12 heads BERT-base instead: random-init weights in
+bert-base-uncased's shape (no real weights are offline), laid out as a Hugging Face cache
+in a temporary folder; bytes and paint time depend on the shape, not on the values.
 
 * bytes: our heatmap (Plotly JSON) + grid (PNG), as the running app sends them, against
   bertviz's own model_view HTML (html_action="return") for the same input; the target is
@@ -132,7 +135,11 @@ def report(url: str) -> None:
     ours = our_payload_bytes(url, text)
     server_ms = ours.pop("_server_ms")
     view = ours["heatmap JSON (head)"] + ours["grid PNG"]
-    print(f"Input: {TOKENS} tokens, {KEY} (6 layers x 12 heads = 72 heads)")
+    from models import load_model
+
+    config = load_model(KEY).model.config
+    layers, heads = config.num_hidden_layers, config.num_attention_heads
+    print(f"Input: {TOKENS} tokens, {KEY} ({layers} layers x {heads} heads = {layers * heads} heads)")
     print(f"bertviz model_view HTML (bertviz as is):      {baseline:>12,} bytes")
     for name, size in ours.items():
         print(f"{name:<48}{size:>10,} bytes")
@@ -147,16 +154,49 @@ def report(url: str) -> None:
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (other work shares them)")
 
 
+def random_bert_base_cache(folder: Path) -> None:
+    """A Hugging Face cache (folder/hub) holding a random-init model in bert-base's shape."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    from helpers import fake_hub_cache
+    from models import registry
+
+    files = folder / "files"
+    files.mkdir(parents=True)
+    tokenizer_from = registry.local_path(registry.get_spec("minilm-l6"))  # same uncased vocab
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        if (tokenizer_from / name).is_file():
+            shutil.copy2(tokenizer_from / name, files / name)
+    BertForMaskedLM(BertConfig()).save_pretrained(files)  # BertConfig() is bert-base's shape
+    fake_hub_cache(folder / "hub", "bert-base-uncased", files)
+
+
 def main() -> None:
-    port = free_port()
-    command = [sys.executable, "app.py", "--port", str(port), "--host", "127.0.0.1"]
-    with subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as server:
-        url = f"http://127.0.0.1:{port}/"
-        try:
-            wait_for_http(url, proc=server)
-            report(url)
-        finally:
-            server.terminate()  # the with block then waits for it
+    global KEY
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bert-base-shape", action="store_true",
+                        help="12 x 12 heads: random-init weights in bert-base's shape")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.bert_base_shape:
+            # Before transformers is imported: huggingface_hub reads the cache path once.
+            os.environ.update(HF_HUB_CACHE=str(Path(tmp) / "hub"), HF_HUB_OFFLINE="1")
+            random_bert_base_cache(Path(tmp))
+            KEY = "bert-base"
+            print("bert-base here: RANDOM-INIT weights in bert-base-uncased's shape (bytes and timing only)")
+        port = free_port()
+        command = [sys.executable, "app.py", "--port", str(port), "--host", "127.0.0.1"]
+        with subprocess.Popen(command, cwd=REPO, env=dict(os.environ), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) as server:
+            url = f"http://127.0.0.1:{port}/"
+            try:
+                wait_for_http(url, proc=server)
+                report(url)
+            finally:
+                server.terminate()  # the with block then waits for it
 
 
 if __name__ == "__main__":
