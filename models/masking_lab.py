@@ -13,6 +13,7 @@ import torch
 
 from . import registry
 from .errors import CapabilityError, InputError
+from .fill_mask import masked_logits
 from .loading import load_model, load_tokenizer, require_head
 from .masking import FATES, KEPT, MASKED, NOT_SELECTED, RANDOM, MaskingPolicy, apply_masking, word_ids_from_offsets
 from .validation import check_int, check_text
@@ -167,10 +168,10 @@ def masked_lm_loss(model_key: str, simulation: MaskingSimulation, epoch: int = 0
     if not chosen.selected:
         raise InputError("No token was selected in this epoch: raise the rate, or try another seed.")
     inputs = torch.tensor([chosen.shown_ids], device=loaded.device)
-    with torch.inference_mode():
-        logits = loaded.model(input_ids=inputs, attention_mask=torch.ones_like(inputs)).logits[0].float()
     positions = [s.position for s in chosen.selected]
-    log_probs = logits[positions].log_softmax(-1)  # (N, V)
+    logits = masked_logits(loaded.model, {"input_ids": inputs, "attention_mask": torch.ones_like(inputs)},
+                           positions)  # (N, V): the head runs at the selected positions only
+    log_probs = logits.float().log_softmax(-1)  # (N, V)
     targets = torch.tensor([s.original_id for s in chosen.selected], device=log_probs.device)
     true_lp = log_probs.gather(1, targets[:, None])[:, 0]  # (N,)
     ranks = (log_probs > true_lp[:, None]).sum(-1) + 1
