@@ -11,7 +11,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from components.server import MAX_REQUEST_BYTES
-from helpers import MLM_KEY
+from helpers import MLM_KEY, REPO
 
 
 def _post(url: str, body: bytes, chunked: bool = False) -> tuple[int, bytes]:
@@ -51,3 +51,24 @@ def test_text_over_the_core_limit_gets_a_readable_error(app_server):
     # ...and the server keeps answering.
     table, *_ = client.predict("The [MASK] sat on the mat.", MLM_KEY, 3, api_name="/fill_mask")
     assert len(table["data"]) == 3
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/passwd",
+        str(REPO / "app.py"),
+        str(REPO / "weights" / "minilm-mlm" / "trained.safetensors"),
+        str(REPO / ".cache" / "static" / "package.json"),  # beside the served JS, not served
+        "../../../../etc/passwd",
+    ],
+)
+def test_no_file_outside_the_apps_assets_is_served(app_server, path):
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    url = app_server + "gradio_api/file=" + urllib.parse.quote(path)
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(url, timeout=10)
+    assert info.value.code in (403, 404)
