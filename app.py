@@ -57,6 +57,10 @@ def launch_kwargs() -> dict:
         "theme": theme,
         "css_paths": [ASSETS / "style.css"],
         "max_file_size": MAX_REQUEST_BYTES,  # the app takes no uploads; bound them anyway
+        # Gradio keeps a copy of every component's config per browser/API session (~2 MB
+        # here) and, by default, 10,000 sessions; the app keeps no per-session state of its
+        # own (no gr.State), so a smaller LRU bounds memory at no cost to users.
+        "state_session_capacity": int(os.environ.get("ENCODER_LAB_SESSIONS", 256)),
         "app_kwargs": {"middleware": [Middleware(RequestSizeLimit, max_bytes=MAX_REQUEST_BYTES)]},
     }
 
