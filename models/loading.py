@@ -33,6 +33,12 @@ from .errors import CapabilityError, ModelUnavailableError
 from .results import ModelSpec
 
 HEADS = ("base", "mlm", "nsp")
+
+# Building a model touches process-wide state in transformers (e.g. ``no_init_weights``
+# swaps torch's init functions and skips weight tying for every thread while it is active).
+# Every place that builds a model (loading, the meta-device architecture table, random-init
+# timing models) does so under this one lock, so no build sees another's patches.
+BUILD_LOCK = threading.RLock()
 _DEVICE_NAMES = ("auto", "cpu", "cuda", "mps")
 
 
@@ -137,10 +143,16 @@ class ModelCache:
                 if key in self._items:  # loaded by another thread while we waited
                     self._items.move_to_end(key)
                     return self._items[key]
-            loaded = loader()
-            with self._lock:
+            try:
+                loaded = loader()
+            except BaseException:
+                with self._lock:  # waiters keep their reference; no lock outlives its load
+                    self._key_locks.pop(key, None)
+                raise
+            with self._lock:  # stored and unlocked at once: a newcomer finds the item
                 self.loads += 1
                 self._items[key] = loaded
+                self._key_locks.pop(key, None)
                 self._evict()
             return loaded
 
@@ -262,9 +274,10 @@ def _load(spec: ModelSpec, head: str, attn_implementation: str | None, device) -
         kwargs["attn_implementation"] = attn_implementation
     auto = {"mlm": AutoModelForMaskedLM, "nsp": AutoModelForNextSentencePrediction}.get(head, AutoModel)
     try:
-        model, info = auto.from_pretrained(
-            name, dtype=dtype, trust_remote_code=False, output_loading_info=True, **kwargs
-        )
+        with BUILD_LOCK:
+            model, info = auto.from_pretrained(
+                name, dtype=dtype, trust_remote_code=False, output_loading_info=True, **kwargs
+            )
         model.to(device).eval()
     except torch.OutOfMemoryError as exc:
         raise ModelUnavailableError(

@@ -162,3 +162,13 @@ def test_shared_tokenizer_is_safe_under_concurrent_settings():
     for t in threads:
         t.join()
     assert failures == []
+
+
+def test_cache_keeps_no_lock_per_key_after_loading():
+    """Keys can be user texts (the attention result cache): nothing may pile up per key."""
+    cache = ModelCache(budget_bytes=100)
+    for key in range(50):
+        cache.get((key,), lambda: types.SimpleNamespace(nbytes=1))
+    with pytest.raises(RuntimeError):
+        cache.get(("bad",), lambda: (_ for _ in ()).throw(RuntimeError("load failed")))
+    assert cache._key_locks == {}
