@@ -34,7 +34,7 @@ from transformers.initialization import no_init_weights
 from . import registry
 from .compare import SkippedModel, architecture_facts, check_model_keys, load_config
 from .errors import EncoderLabError, InputError, ModelUnavailableError
-from .loading import dtype_for, get_device, load_model
+from .loading import BUILD_LOCK, dtype_for, get_device, load_model
 from .validation import check_int
 
 DEFAULT_LENGTHS = (64, 128, 256, 512)
@@ -100,8 +100,7 @@ class BenchmarkResult:
         return self.model_key + (f" ({RANDOM_INIT})" if self.random_init else "")
 
 
-_running = threading.Lock()
-_random_lock = threading.Lock()
+_running = threading.Lock()  # one benchmark at a time; it also guards _random_models
 _random_models: dict[tuple, torch.nn.Module] = {}  # at most one: the last random-init model
 
 
@@ -210,22 +209,22 @@ def _random_init(model_key: str, device: torch.device, dtype: torch.dtype) -> to
     (position ids, rotary frequencies) are built by the modules themselves.
     """
     key = (model_key, str(device), dtype)
-    with _random_lock:
-        if key not in _random_models:
-            _random_models.clear()
+    if key not in _random_models:  # only called under ``_running``: one caller at a time
+        _random_models.clear()
+        with BUILD_LOCK:  # no_init_weights patches transformers for the whole process
             with no_init_weights():
                 model = AutoModel.from_config(load_config(model_key))
-            generator = torch.Generator().manual_seed(0)
-            with torch.no_grad():
-                for name, param in model.named_parameters():
-                    if param.dim() > 1:
-                        param.normal_(0.0, 0.02, generator=generator)
-                    elif name.endswith("bias"):
-                        param.zero_()
-                    else:
-                        param.fill_(1.0)
-            _random_models[key] = model.to(device=device, dtype=dtype).eval()
-        return _random_models[key]
+        generator = torch.Generator().manual_seed(0)
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if param.dim() > 1:
+                    param.normal_(0.0, 0.02, generator=generator)
+                elif name.endswith("bias"):
+                    param.zero_()
+                else:
+                    param.fill_(1.0)
+        _random_models[key] = model.to(device=device, dtype=dtype).eval()
+    return _random_models[key]
 
 
 def _model_for(model_key: str, device: torch.device) -> tuple[torch.nn.Module, str]:

@@ -29,6 +29,7 @@ from transformers.models.auto.tokenization_auto import (
 from . import registry
 from .errors import CapabilityError, InputError, ModelUnavailableError
 from .fill_mask import MASK_PATTERN, MAX_MASKS, MAX_TOP_K, fill_mask
+from .loading import BUILD_LOCK
 from .results import FillMaskResult, TokenizationResult
 from .tokenization import tokenize
 from .validation import check_int, check_text
@@ -136,7 +137,7 @@ def _count(module: torch.nn.Module | None, seen: set[int] | None = None) -> int:
 def instantiate(config, masked_lm: bool = False) -> torch.nn.Module:
     """The architecture on the meta device: every tensor has a shape and no storage."""
     auto = AutoModelForMaskedLM if masked_lm else AutoModel
-    with torch.device("meta"):
+    with BUILD_LOCK, torch.device("meta"):  # no other build may patch transformers meanwhile
         return auto.from_config(config)
 
 
