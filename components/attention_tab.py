@@ -93,12 +93,18 @@ def attention(text, text_pair, model_key, layer, head, mode):
             status_line(result, layer, head),
             plots.attention_heatmap(result, layer, head, mode or "head"),
             image,
+            (text, text_pair, model_key),  # what is on screen: later clicks read this
         )
 
 
-def controls(text, text_pair, model_key, layer, head):
+# The private events below read ``shown`` (text, second text, model of the result on
+# screen), not the text boxes: a slider moved or a cell clicked after the boxes were edited
+# still refers to the tokens, grid and table that are displayed.
+
+
+def controls(shown, layer, head):
     """Layer and head sliders fitted to the model just shown."""
-    result = _result(text, text_pair, model_key)
+    result = _result(*shown)
     top_layer, top_head = result.num_layers - 1, result.num_heads - 1
     return (
         gr.update(maximum=top_layer, value=_in_range(layer, top_layer)),
@@ -106,32 +112,42 @@ def controls(text, text_pair, model_key, layer, head):
     )
 
 
-def heatmap(text, text_pair, model_key, layer, head, mode):
+def heatmap(shown, layer, head, mode):
+    if not shown:
+        return gr.skip()
     with readable_errors("Heatmap"):
-        result = _result(text, text_pair, model_key)
+        result = _result(*shown)
         layer = _in_range(layer, result.num_layers - 1)
         return plots.attention_heatmap(result, layer, _in_range(head, result.num_heads - 1), mode)
 
 
-def _open(text, text_pair, model_key, layer, head):
-    return layer, head, "head", heatmap(text, text_pair, model_key, layer, head, "head")
+def _open(shown, layer, head):
+    return layer, head, "head", heatmap(shown, layer, head, "head")
 
 
-def open_grid_cell(text, text_pair, model_key, evt: gr.SelectData):
+def open_grid_cell(shown, evt: gr.SelectData):
     """Clicking the grid opens the clicked head in the heatmap."""
-    result = _result(text, text_pair, model_key)
+    if not shown:
+        return (gr.skip(),) * 4
+    with readable_errors("Opening a head"):
+        result = _result(*shown)
     cell = plots.GridLayout(result.num_layers, result.num_heads).cell_at(*evt.index[:2])
     if cell is None:
         return (gr.skip(),) * 4
-    return _open(text, text_pair, model_key, *cell)
+    return _open(shown, *cell)
 
 
-def open_table_row(text, text_pair, model_key, evt: gr.SelectData):
+def open_table_row(shown, evt: gr.SelectData):
     """Clicking a row of the statistics table opens that head."""
     row = evt.row_value
-    if not row:
+    if not shown or not row:
         return (gr.skip(),) * 4
-    return _open(text, text_pair, model_key, int(row[0]), int(row[1]))
+    return _open(shown, int(row[0]), int(row[1]))
+
+
+def filter_stats(shown, which):
+    """The statistics table of the result on screen, filtered."""
+    return head_stats(*shown, which) if shown else gr.skip()
 
 
 def head_stats(text, text_pair, model_key, which):
@@ -215,25 +231,26 @@ def build_attention_tab() -> None:
         )
 
         source = [text, text_pair, model]
+        on_screen = gr.State(None)  # (text, second text, model) of the result shown
         shown = gr.on(
             [button.click, text.submit, text_pair.submit, tab.select],
             attention,
             inputs=[*source, layer, head, mode],
-            outputs=[tokens, status, plot, grid],
+            outputs=[tokens, status, plot, grid, on_screen],
             api_name="attention",
         )
-        shown.success(controls, [*source, layer, head], [layer, head], api_visibility="private")
+        shown.success(controls, [on_screen, layer, head], [layer, head], api_visibility="private")
         shown.success(head_stats, [*source, which], table, api_name="head_stats")
-        which.change(head_stats, [*source, which], table, api_visibility="private")
+        which.change(filter_stats, [on_screen, which], table, api_visibility="private")
         gr.on(
             [layer.release, head.release, mode.input],
             heatmap,
-            inputs=[*source, layer, head, mode],
+            inputs=[on_screen, layer, head, mode],
             outputs=plot,
             api_visibility="private",
             trigger_mode="always_last",
         )
         opened = [layer, head, mode, plot]
-        grid.select(open_grid_cell, source, opened, api_visibility="private")
-        table.select(open_table_row, source, opened, api_visibility="private")
+        grid.select(open_grid_cell, on_screen, opened, api_visibility="private")
+        table.select(open_table_row, on_screen, opened, api_visibility="private")
         gr.on([draw.click, view.change], bertviz_view, [*source, view], bertviz, api_name="bertviz_view")

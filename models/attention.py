@@ -159,14 +159,12 @@ def _extract(model_key: str, text: str, text_pair: str | None) -> AttentionResul
 
 
 def attention_model(model_key: str) -> LoadedModel:
-    """The model with an attention implementation that returns weights.
+    """The model loaded with eager attention, the implementation that returns weights.
 
-    The default load is used when it is already eager; otherwise (SDPA, Flash, ...) the
-    model is loaded with ``attn_implementation="eager"``.
+    transformers' default (SDPA, or Flash on a GPU) computes attention without ever
+    building the weight matrix, so ``output_attentions`` gives nothing there. The eager copy
+    is loaded straight away: loading the default first just to look would keep two copies.
     """
-    loaded = load_model(model_key)
-    if getattr(loaded.model.config, "_attn_implementation", "eager") == "eager":
-        return loaded
     return load_model(model_key, attn_implementation="eager")
 
 
@@ -245,7 +243,7 @@ def head_statistics(
     weights: np.ndarray, cls_positions=(0,), sep_positions=()
 ) -> HeadStatistics:
     """Per-head statistics of a (layers, heads, T, T) array whose rows sum to 1."""
-    w = np.asarray(weights, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float32)  # float64 would double a 500 MB array
     if w.ndim != 4 or w.shape[2] != w.shape[3]:
         raise InputError(f"Expected weights of shape (layers, heads, T, T); got {w.shape}.")
     t = w.shape[-1]
@@ -276,8 +274,16 @@ def _share(w: np.ndarray, positions) -> np.ndarray:
 
 
 def attention_head_stats(result: AttentionResult) -> HeadStatistics:
-    """``head_statistics`` of an ``extract_attention`` result ([CLS]/[SEP] from its tokens)."""
-    return head_statistics(result.weights, result.cls_positions, result.sep_positions)
+    """``head_statistics`` of an ``extract_attention`` result ([CLS]/[SEP] from its tokens).
+
+    Computed once per result (results are cached and immutable; the tab asks again on every
+    filter click), and kept on the result itself.
+    """
+    stats = result.__dict__.get("_head_stats")
+    if stats is None:
+        stats = head_statistics(result.weights, result.cls_positions, result.sep_positions)
+        object.__setattr__(result, "_head_stats", stats)  # a derived value, not a new field
+    return stats
 
 
 def filter_heads(stats: HeadStatistics, name: str) -> list[tuple[int, int]]:
@@ -300,7 +306,7 @@ def attention_rollout(weights: np.ndarray) -> np.ndarray:
     multiplied in order: rollout[l] = Â_l · … · Â_0. Row i of rollout[l] says how much
     each input token contributes to token i's representation after layer l.
     """
-    w = np.asarray(weights, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float32)  # float64 would double a 500 MB array
     if w.ndim != 4 or w.shape[2] != w.shape[3]:
         raise InputError(f"Expected weights of shape (layers, heads, T, T); got {w.shape}.")
     t = w.shape[-1]

@@ -85,6 +85,13 @@ def test_default_path_gives_no_weights_so_eager_is_used():
     assert extract_attention("minilm-l6", "A short text.").attn_implementation == "eager"
 
 
+def test_statistics_are_computed_once_per_result(bank_pair):
+    first = attention_head_stats(bank_pair)
+    assert attention_head_stats(bank_pair) is first
+    np.testing.assert_allclose(first.entropy, head_statistics(bank_pair.weights, bank_pair.cls_positions,
+                                                              bank_pair.sep_positions).entropy)
+
+
 def test_pair_uses_the_bert_pair_format_and_token_type_ids(bank_pair):
     assert bank_pair.tokens == (
         "[CLS]", "i", "sat", "by", "the", "river", "bank", ".", "[SEP]",
