@@ -7,6 +7,7 @@ import gradio as gr
 
 from models import (
     MAX_TEXT_CHARS,
+    SPECS,
     architecture_table,
     compare_fill_mask,
     compare_tokens,
@@ -21,15 +22,21 @@ from .common import HEAVY, readable_errors
 from .server import on_gpu
 
 
+def registry_models(models) -> list:
+    """The registry's own models: operator-added Hub models have no stored config to compare."""
+    keys = {spec.key for spec in SPECS}
+    return [m for m in models if m.key in keys]
+
+
 def model_choices(models, need_mlm: bool = False) -> list[tuple[str, str]]:
-    """Checkbox entries (label, key) for the whole registry, marked when one cannot run here."""
+    """Checkbox entries (label, key) for the registry's models, marked when one cannot run here."""
 
     def label(m) -> str:
         if need_mlm and not m.has_mlm_head:
             return f"{m.key} (no MLM head)"
         return m.key + ("" if m.available else " (not available here)")
 
-    return [(label(m), m.key) for m in models]
+    return [(label(m), m.key) for m in registry_models(models)]
 
 
 def show_architecture():
@@ -73,7 +80,7 @@ def run_benchmark(model_keys, lengths, batch_size: float, progress=gr.Progress()
 
 def build_compare_tab() -> None:
     """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
-    models = list_models()
+    models = registry_models(list_models())
     runnable_mlm = [m.key for m in models if m.available and m.has_mlm_head]
     with gr.Tab("Compare", id="compare"):
         gr.Markdown(copy.COMPARE_HELP)

@@ -58,6 +58,11 @@ def config_index() -> dict:
 def config_file(model_key: str) -> tuple[Path, str]:
     """(the config.json to read, where it comes from) for a registry key."""
     spec = registry.get_spec(model_key)
+    if registry.is_operator_added(spec):
+        raise CapabilityError(
+            f"{model_key} was added by this server's operator: operator-added models have no "
+            "stored config here, so Compare has no architecture facts or benchmark for it."
+        )
     online = config_index()["online"].get(model_key)
     if online is not None:
         return CONFIGS / online["config"], f"official config.json of {online['checkpoint']} ({online['source_path']})"

@@ -22,7 +22,8 @@ from models import (
     tokenize,
     training_recipes,
 )
-from models.compare import CONFIGS, config_index, instantiate, load_config, normalise_piece, raw_config
+from components.compare_tab import model_choices
+from models.compare import CONFIGS, architecture_facts, config_index, instantiate, load_config, normalise_piece, raw_config
 from models.registry import SPECS, get_spec, local_path
 
 # AutoModel.from_config parameter counts published with the issue (independent of this code).
@@ -263,3 +264,14 @@ def test_compare_tokens_shows_wordpiece_continuations():
     if not roberta.available:
         assert [s.model_key for s in result.skipped] == ["roberta-base"]
         assert "not available" in result.skipped[0].reason
+
+
+def test_operator_added_models_are_refused_with_the_true_reason(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # no reachability probe
+    monkeypatch.setenv("ENCODER_LAB_EXTRA_MODELS", "acme/tiny-mlm")
+    assert "acme/tiny-mlm" in {m.key for m in list_models()}  # the other tabs list it
+    with pytest.raises(CapabilityError, match="operator-added models have no stored config here") as caught:
+        architecture_facts("acme/tiny-mlm")
+    assert "make setup" not in str(caught.value)
+    # ... and the Compare tab offers the registry's own models only
+    assert [key for _, key in model_choices(list_models())] == [s.key for s in SPECS]
