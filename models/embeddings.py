@@ -8,7 +8,8 @@ little compute goes to padding), pooling (``_pool``: the attention mask keeps pa
 A sentence's vector does not depend on the batch it was computed in: mean and max pooling
 read only real tokens, and the attention mask keeps padded keys out of every real token's
 attention. Vectors agree with sentence-transformers' ``encode`` (mean pooling + normalise)
-to ~1e-7 on the embedded all-MiniLM-L6-v2.
+to ~1e-7 on the embedded all-MiniLM-L6-v2 for sentences of up to 256 tokens, its
+``max_seq_length``; longer ones (up to 512) are read whole here and truncated there.
 
 Layers are numbered like transformers' ``hidden_states``: 0 is the input embedding layer
 (token + position + segment embeddings, layer-normed), 1..L the outputs of the L blocks;
@@ -17,6 +18,7 @@ negative indexes count from the end (-1 = the last layer).
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import re
@@ -44,8 +46,10 @@ MAX_EMBED_SENTENCES = 10_000  # ``embed`` alone (notebooks, benchmarks) takes mo
 #   padded tokens x (1 + padded length / (6 x hidden)) + OVERHEAD x batches,
 # i.e. the compute of the padded batches (the second term is attention's share, quadratic
 # in length) plus a fixed cost per forward call, counted in tokens of compute.
-_OVERHEAD_TOKENS = {"cpu": 128}  # a forward call's fixed cost on the CPU (measured: 64-512 all good)
-_OVERHEAD_TOKENS_ACCELERATOR = 4096  # a GPU call costs as much as thousands of tokens
+OVERHEAD_TOKENS_CPU = 128  # measured on a 2-core CPU: 64-512 all good
+# Unmeasured guess: no GPU has been lent to this project yet. A GPU call's launch and
+# transfer cost is assumed to be worth thousands of tokens of compute; measure when lent.
+OVERHEAD_TOKENS_ACCELERATOR = 4096
 MAX_BATCH_TOKENS = 8192  # padded tokens in one forward call (bounds memory)
 MAX_BATCH_SENTENCES = 256
 
@@ -201,10 +205,6 @@ def plan_batches(lengths: Sequence[int], hidden_size: int, overhead_tokens: int,
     return batches[::-1]
 
 
-def _overhead(device: torch.device) -> int:
-    return _OVERHEAD_TOKENS.get(device.type, _OVERHEAD_TOKENS_ACCELERATOR)
-
-
 def _forward(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -> Iterator[tuple]:
     """For each batch: (sentence indexes, [hidden states (B, T, d) per asked layer], mask (B, T)).
 
@@ -216,8 +216,9 @@ def _forward(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -
     want_all = any(layer != n_layers for layer in layers)
     pad_id = loaded.tokenizer.pad_token_id or 0
     lengths = [len(x) for x in ids]
+    overhead = OVERHEAD_TOKENS_CPU if device.type == "cpu" else OVERHEAD_TOKENS_ACCELERATOR
     with torch.inference_mode():
-        for batch in plan_batches(lengths, int(model.config.hidden_size), _overhead(device)):
+        for batch in plan_batches(lengths, int(model.config.hidden_size), overhead):
             width = max(lengths[i] for i in batch)
             input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)  # (B, T)
             mask = np.zeros((len(batch), width), dtype=np.int64)  # (B, T)
@@ -264,9 +265,9 @@ def _pooled(loaded: LoadedModel, sentences: Sequence[str], poolings: Sequence[st
     return {p: v.numpy() for p, v in out.items()}
 
 
-def _embedding_model(model_key: str) -> LoadedModel:
-    registry.get_spec(model_key)
-    return load_model(model_key, head="base")
+def check_layer(model_key: str, layer) -> int:
+    """The layer as 0..L for this model (loaded, cached), or an InputError that gives the range."""
+    return resolve_layer(load_model(model_key, head="base"), layer)
 
 
 # --- public API --------------------------------------------------------------------------
@@ -280,12 +281,14 @@ def embed(model_key: str, sentences, pooling: str = "mean", layer: int = -1,
     "max" (per dimension, the largest over the real tokens). layer: 0 = the input
     embeddings, 1..L the blocks, negative from the end. normalize: L2-normalise each vector
     (what cosine similarity needs). With ``minilm-l6``, "mean" and normalize=True give
-    sentence-transformers' all-MiniLM-L6-v2 embeddings.
+    sentence-transformers' all-MiniLM-L6-v2 embeddings for sentences of up to 256 tokens
+    (its ``max_seq_length``). Longer sentences (up to the model's 512) are read whole here,
+    so their vectors differ from sentence-transformers', which reads the first 256 tokens.
     """
     registry.get_spec(model_key)
     check_pooling(pooling)
     sentences = check_sentences(sentences, low=1, high=MAX_EMBED_SENTENCES)
-    loaded = _embedding_model(model_key)
+    loaded = load_model(model_key, head="base")
     layer = resolve_layer(loaded, layer)
     return _pooled(loaded, sentences, [pooling], layer, bool(normalize))[pooling]
 
@@ -304,9 +307,9 @@ def compare_poolings(model_key: str, sentences, layer: int = -1,
     registry.get_spec(model_key)
     poolings = tuple(check_pooling(p) for p in poolings)
     sentences = check_sentences(sentences)
-    loaded = _embedding_model(model_key)
+    loaded = load_model(model_key, head="base")
     layer = resolve_layer(loaded, layer)
-    vectors = _pooled(loaded, sentences, poolings, layer, normalize=True)
+    vectors = _pooled(loaded, sentences, poolings, layer, normalize=False)  # cosine_matrix normalises
     return tuple(
         SimilarityResult(model_key, sentences, p, layer, _frozen(cosine_matrix(vectors[p])))
         for p in poolings
@@ -405,7 +408,7 @@ def word_in_context(model_key: str, sentences, word: str) -> WordInContextResult
     sentences = check_sentences(sentences)
     word = check_text(word, what="word").strip()
     spans = _word_spans(sentences, word)
-    loaded = _embedding_model(model_key)
+    loaded = load_model(model_key, head="base")
     enc = _encode(loaded, sentences, offsets=True)
     ids = enc["input_ids"]
     positions = []
@@ -418,9 +421,14 @@ def word_in_context(model_key: str, sentences, word: str) -> WordInContextResult
     layers = list(range(n_layers + 1))
     vectors = np.empty((len(ids), n_layers + 1, int(loaded.model.config.hidden_size)), dtype=np.float32)
     for batch, states, _mask in _forward(loaded, ids, layers):
-        stacked = torch.stack(states, dim=1)  # (B, L + 1, T, d)
-        for row, i in enumerate(batch):
-            vectors[i] = stacked[row, :, positions[i]].float().mean(dim=1).cpu().numpy()  # (L + 1, d)
+        counts = np.array([len(positions[i]) for i in batch])  # (B,) pieces per sentence
+        rows = torch.from_numpy(np.repeat(np.arange(len(batch)), counts)).to(loaded.device)  # (P,)
+        cols = torch.tensor([t for i in batch for t in positions[i]], device=loaded.device)  # (P,)
+        # Only the word's pieces, every layer, in one device-to-CPU transfer per batch.
+        picked = torch.stack([s[rows, cols] for s in states]).float().cpu().numpy()  # (L + 1, P, d)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])  # (B,) each sentence's first piece
+        sums = np.add.reduceat(picked, starts, axis=1)  # (L + 1, B, d)
+        vectors[batch] = np.swapaxes(sums / counts[:, None], 0, 1)  # (B, L + 1, d)
     cosine = cosine_matrix(np.swapaxes(vectors, 0, 1))  # (L + 1, N, N)
     tokens = [loaded.tokenizer.convert_ids_to_tokens([ids[i][t] for t in p]) for i, p in enumerate(positions)]
     return WordInContextResult(
@@ -479,8 +487,8 @@ def _groups_file() -> dict:
 
 
 def sentence_groups() -> dict:
-    """The app's built-in sentence sets (data/sentence_groups.json), by name."""
-    return {s["name"]: s for s in _groups_file()["sets"]}
+    """The app's built-in sentence sets (data/sentence_groups.json), by name: a fresh copy."""
+    return {s["name"]: copy.deepcopy(s) for s in _groups_file()["sets"]}
 
 
 def bank_demo() -> tuple[str, tuple[str, ...]]:

@@ -19,10 +19,12 @@ from models import (
     similarity,
     word_in_context,
 )
-from models import registry
+from components.embeddings_copy import SIMILARITY_DEFAULT_SET
+from models import SeparationScore, registry
 from models.embeddings import (
     MAX_SENTENCES,
     bank_demo,
+    best_pooling,
     groups_text,
     parse_groups,
     plan_batches,
@@ -89,6 +91,23 @@ def test_mean_pooling_matches_sentence_transformers(reference):
     assert np.abs(ours - theirs).max() <= 1e-5
 
 
+def test_past_256_tokens_sentence_transformers_reads_only_the_first_256(direct, reference):
+    """Parity holds up to sentence-transformers' max_seq_length (256 here); a longer
+    sentence is read whole by ``embed`` (up to 512), so it equals sentence-transformers'
+    vector only once we cut the text to its first 256 tokens ourselves."""
+    tok, _ = direct
+    assert reference.max_seq_length == 256
+    text = " ".join([LONG] * 7)
+    enc = tok(text, return_offsets_mapping=True)
+    assert 256 < len(enc["input_ids"]) <= 512
+    cut = text[: enc["offset_mapping"][254][1]]  # [CLS] + 254 tokens + [SEP] = 256
+    assert tok(cut)["input_ids"] == enc["input_ids"][:255] + [tok.sep_token_id]
+    theirs = reference.encode([text], normalize_embeddings=True, convert_to_numpy=True)[0]
+    ours_cut, ours_whole = embed(KEY, [cut, text], pooling="mean", normalize=True)
+    assert np.abs(ours_cut - theirs).max() <= 1e-5
+    assert np.abs(ours_whole - theirs).max() > 1e-3  # the whole sentence is a different vector
+
+
 @pytest.mark.parametrize("layer", [-1, 6, 0, 3, -3])
 def test_each_pooling_matches_a_direct_transformers_call(direct, layer):
     got = {p: embed(KEY, MIXED, pooling=p, layer=layer, normalize=False) for p in POOLINGS}
@@ -138,6 +157,26 @@ def test_similarity_is_the_cosine_of_the_vectors():
     assert not result.matrix.flags.writeable
     both = compare_poolings(KEY, MIXED[:5], layer=-2)
     assert [r.pooling for r in both] == ["cls", "mean"] and all(r.layer == 5 for r in both)
+
+
+def test_mean_pooling_beats_cls_on_the_default_set():
+    """The tab's teaching claim, on the set it opens with: on all-MiniLM-L6-v2, mean pooling
+    (what it was trained with) separates the paraphrase groups better than [CLS]."""
+    sentences, groups, topics = parse_groups(groups_text(SIMILARITY_DEFAULT_SET))
+    scores = {r.pooling: separation_score(r.matrix, groups, topics) for r in compare_poolings(KEY, sentences)}
+    assert scores["mean"].auc > scores["cls"].auc
+    assert best_pooling(scores) == "mean"
+
+
+def test_best_pooling_breaks_an_auc_tie_by_the_gap():
+    def score(auc, gap):
+        return SeparationScore(within=0.5 + gap, across=0.5, gap=gap, auc=auc, same_pairs=3, different_pairs=9)
+
+    # AUCs equal to 3 decimals: the larger gap wins, whichever order the scores come in.
+    assert best_pooling({"cls": score(0.9502, 0.10), "mean": score(0.9498, 0.30)}) == "mean"
+    assert best_pooling({"mean": score(0.9498, 0.10), "cls": score(0.9502, 0.30)}) == "cls"
+    # A higher AUC (beyond rounding) wins over a larger gap.
+    assert best_pooling({"cls": score(0.96, 0.01), "mean": score(0.95, 0.50)}) == "cls"
 
 
 # --- words in context --------------------------------------------------------------------
@@ -299,3 +338,6 @@ def test_groups_text_round_trips_and_every_set_is_usable():
     assert sentences == ("x", "y", "z", "w") and groups == (0, 0, 1, 2)
     assert topics == ("a", "a", "a", "b")
     assert parse_groups("x\ny")[2] is None
+    name = next(iter(sets))
+    sets[name]["groups"].clear()  # a caller's edit does not reach the cached file
+    assert sentence_groups()[name]["groups"] and groups_text(name)
