@@ -178,8 +178,10 @@ class LiveTensorBytes(TorchDispatchMode):
 def memory_measure(device: torch.device) -> str:
     if device.type == "cuda":
         return (
-            "peak CUDA memory allocated during the timed runs above what was allocated before "
-            "them (torch.cuda.max_memory_allocated): activations and workspace, weights excluded"
+            "peak CUDA memory allocated during one extra, untimed forward pass, above what was "
+            "allocated before it (weights, inputs, other models: excluded), from "
+            "torch.cuda.max_memory_allocated: activations and workspace; other requests "
+            "running on the same GPU at the same time can inflate it"
         )
     return (
         "peak bytes of the tensors alive at once during one extra, untimed forward pass, "
@@ -242,8 +244,11 @@ def _model_for(model_key: str, device: torch.device) -> tuple[torch.nn.Module, s
 
 
 def _sync(device: torch.device) -> None:
+    """Wait for the device's queued work (GPU kernels run asynchronously)."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
 
 
 def _inputs(model: torch.nn.Module, batch: int, length: int, device: torch.device) -> dict:

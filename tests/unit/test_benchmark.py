@@ -98,3 +98,15 @@ def test_unknown_model():
     with pytest.raises(Exception, match="Unknown model"):
         benchmark_forward("gpt-2", [16], 1)
     assert get_spec("splade-tiny").key == "splade-tiny"
+
+
+def test_gpu_clocks_stop_after_the_queued_work(monkeypatch):
+    from models.benchmark import _sync
+
+    calls = []
+    monkeypatch.setattr(torch.mps, "synchronize", lambda: calls.append("mps"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: calls.append("cuda"))
+    _sync(torch.device("mps"))
+    _sync(torch.device("cuda"))
+    _sync(torch.device("cpu"))
+    assert calls == ["mps", "cuda"]
