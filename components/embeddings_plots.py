@@ -46,8 +46,7 @@ def similarity_heatmaps(results: Sequence[SimilarityResult], groups: Sequence[in
     for col, result in enumerate(results, start=1):
         fig.add_trace(
             go.Heatmap(
-                z=result.matrix, x=ticks, y=ticks, zmin=min(low, 0.0), zmax=1.0,
-                colorscale="Viridis", customdata=customdata, coloraxis="coloraxis",
+                z=result.matrix, x=ticks, y=ticks, customdata=customdata, coloraxis="coloraxis",
                 hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>cosine %{z:.3f}<extra></extra>",
             ),
             row=1, col=col,
@@ -111,10 +110,12 @@ def layer_chart(result: WordInContextResult) -> go.Figure:
     fig = go.Figure()
     if len(i) <= MAX_PAIR_LINES:
         for k, (a, b) in enumerate(zip(i, j)):
+            # User text goes in customdata: in the template itself, "%{...}" would be filled in.
+            pair = plot_text(f"{short(result.sentences[a], 40)} | {short(result.sentences[b], 40)}")
             fig.add_trace(go.Scatter(
                 x=layers, y=per_pair[:, k], mode="lines+markers", name=f"sentences {a + 1} & {b + 1}",
-                hovertemplate=plot_text(f"{short(result.sentences[a], 40)} | {short(result.sentences[b], 40)}")
-                + "<br>layer %{x}: cosine %{y:.3f}<extra></extra>",
+                customdata=[pair] * len(layers),
+                hovertemplate="%{customdata}<br>layer %{x}: cosine %{y:.3f}<extra></extra>",
             ))
     else:
         fig.add_trace(go.Scatter(x=layers, y=per_pair.min(axis=1), mode="lines", line=dict(width=0),

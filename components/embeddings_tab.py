@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import tempfile
+import threading
 from pathlib import Path
 
 import gradio as gr
@@ -12,19 +15,21 @@ from models.embeddings import (
     MAX_SENTENCES,
     bank_demo,
     best_pooling,
+    check_layer,
     groups_text,
-    layer_index,
     parse_groups,
     sentence_groups,
 )
 
 from . import embeddings_copy as copy
 from . import embeddings_plots as plots
-from .common import escape, readable_errors
+from .common import quoted, readable_errors
 from .server import on_gpu
 
 DEFAULT_MODEL = "minilm-l6"
 LAYER_LABEL = "Layer (0 = input embeddings, -1 = last)"
+CSV_FOLDER = Path(tempfile.gettempdir()) / "encoder-lab-csv"  # Gradio serves the temp folder
+CSV_KEEP = 100  # the newest CSV files kept; older ones are deleted when one is written
 
 
 def model_choices() -> tuple[list[tuple[str, str]], str | None]:
@@ -35,12 +40,34 @@ def model_choices() -> tuple[list[tuple[str, str]], str | None]:
     return choices, DEFAULT_MODEL if DEFAULT_MODEL in keys else (keys[0] if keys else None)
 
 
-def _csv_file(frame) -> str:
-    """The frame written to a fresh temporary CSV file (Gradio serves the temp folder)."""
-    folder = Path(tempfile.mkdtemp(prefix="encoder-lab-"))
-    path = folder / "similarity.csv"
-    frame.to_csv(path, index=False)
+def _csv_file(frame, folder: Path | None = None, keep: int | None = None) -> str:
+    """The frame as a CSV file in one fixed folder, named by its content's hash.
+
+    The same matrices give the same file (repeats add nothing), and only the newest
+    ``keep`` files stay: the folder never grows past that.
+    """
+    folder, keep = folder or CSV_FOLDER, keep or CSV_KEEP
+    data = frame.to_csv(index=False).encode("utf-8")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"similarity-{hashlib.sha256(data).hexdigest()[:20]}.csv"
+    if path.exists():
+        os.utime(path)  # now the newest: pruning keeps it
+    else:  # written under a private name, then renamed: no reader sees half a file
+        part = folder / f".{path.name}.{os.getpid()}.{threading.get_ident()}.part"
+        part.write_bytes(data)
+        os.replace(part, path)
+    files = sorted(folder.glob("similarity-*.csv"), key=_mtime, reverse=True)
+    for old in files[keep:]:
+        if old != path:
+            old.unlink(missing_ok=True)
     return str(path)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:  # deleted by another request meanwhile
+        return 0.0
 
 
 def _verdict(scores) -> str:
@@ -71,7 +98,7 @@ def run_similarity(text: str, model_key: str, layer: float):
                 "(at least one group of two or more, and two groups)."
             )
             table = None
-        note = f"  \n{len(sentences)} sentences, `{escape(model_key)}`, layer {results[0].layer}."
+        note = f"  \n{len(sentences)} sentences, `{model_key}`, layer {results[0].layer}."  # a validated key
         return (
             plots.similarity_heatmaps(results, groups),
             summary + note,
@@ -84,24 +111,20 @@ def run_similarity(text: str, model_key: str, layer: float):
 def run_word(text: str, word: str, model_key: str, layer: float):
     """The word's cosine across layers and a 2-D projection (the ``word_in_context`` API)."""
     with readable_errors("Word in context"):
-        sentences = [line.strip() for line in (text or "").splitlines() if line.strip()]
+        shown = check_layer(model_key, layer)  # before the forward pass over every layer
+        sentences = parse_groups(text)[0]  # as the similarity box: "# topic" lines are skipped
         result = word_in_context(model_key, sentences, word)
         n_layers = len(result.layers) - 1
-        shown = layer_index(n_layers, layer, model_key)
         points = project_2d(result.vectors[:, shown])
         title = f"“{result.word}” at layer {shown}: its occurrences projected with PCA"
         mean = result.mean_cosine()
-        pieces = "; ".join(f"{k + 1}: {' + '.join(p)}" for k, p in enumerate(result.pieces))
+        pieces = "; ".join(f"{k + 1}: {' + '.join(map(quoted, p))}" for k, p in enumerate(result.pieces))
         summary = (
             f"Mean cosine between the occurrences: **{mean[0]:.3f} at layer 0** (input embeddings), "
             f"**{mean[-1]:.3f} at layer {n_layers}** (last). Pieces averaged per sentence: "
-            f"{escape(pieces)}."
+            f"{pieces}."
         )
         return plots.layer_chart(result), plots.scatter_2d(points, result.sentences, title), summary
-
-
-def fill_set(name: str) -> str:
-    return groups_text(name)
 
 
 def build_embeddings_tab() -> None:
@@ -130,7 +153,7 @@ def build_embeddings_tab() -> None:
                 csv = gr.DownloadButton("Download the matrices (CSV)", value=None)
         heatmaps = gr.Plot(label="Cosine similarity: [CLS] pooling (left) and mean pooling (right)")
         table = gr.Dataframe(label="How well each pooling separates the groups", interactive=False)
-        sentence_set.change(fill_set, sentence_set, sentences, api_visibility="private")
+        sentence_set.change(groups_text, sentence_set, sentences, api_visibility="private")
         compare.click(
             run_similarity,
             inputs=[sentences, model, layer],

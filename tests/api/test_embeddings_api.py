@@ -54,8 +54,8 @@ def test_word_in_context_endpoint(client):
     from models import word_in_context
 
     sentences = ["We sat on the bank of the river.", "I paid the cheque in at the bank."]
-    line, scatter, summary = client.predict("\n".join(sentences), "Bank", ENCODER_KEY, 0,
-                                            api_name="/word_in_context")
+    text = "# rivers\n" + sentences[0] + "\n\n# money\n" + sentences[1]  # "# topic" lines are skipped
+    line, scatter, summary = client.predict(text, "Bank", ENCODER_KEY, 0, api_name="/word_in_context")
     assert line is not None and scatter is not None
     mean = word_in_context(ENCODER_KEY, sentences, "bank").mean_cosine()
     assert f"{mean[0]:.3f} at layer 0" in summary and f"{mean[-1]:.3f} at layer 6" in summary
@@ -69,6 +69,8 @@ def test_word_in_context_endpoint(client):
         ("/similarity", (GROUPS, ENCODER_KEY, 9), "from -7 to 6"),
         ("/word_in_context", ("The bank.\nThe shore.", "bank", ENCODER_KEY, -1), "not in sentence 2"),
         ("/word_in_context", ("The bank.\nA bank.", "", ENCODER_KEY, -1), "word is empty"),
+        # The layer is checked first, before the sentences and the forward pass.
+        ("/word_in_context", ("The bank.\nThe shore.", "bank", ENCODER_KEY, 9), "from -7 to 6"),
     ],
 )
 def test_bad_input_is_a_readable_error_and_the_app_keeps_serving(client, api, args, words):

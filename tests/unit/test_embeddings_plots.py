@@ -1,13 +1,18 @@
-"""Embeddings figure and table builders on small hand-made results (no model)."""
+"""Embeddings figure and table builders on small hand-made results (no model), and the
+tab's CSV files."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
+import pytest
 
 from components import embeddings_plots as plots
+from components.embeddings_tab import _csv_file
 from models import SeparationScore, SimilarityResult, WordInContextResult
 
-SENTENCES = ("<b>bold</b> claim", "=HYPERLINK(\"x\")", "plain")
+SENTENCES = ("<b>bold</b> claim", "=HYPERLINK(\"x\")", "plain %{y}")
 
 
 def result(pooling: str, scale: float) -> SimilarityResult:
@@ -31,7 +36,22 @@ def test_matrix_frame_is_wide_and_spreadsheet_safe():
     assert list(frame.columns) == ["model", "pooling", "layer", "index", "sentence", "1", "2", "3"]
     assert frame["pooling"].tolist() == ["cls"] * 3 + ["mean"] * 3
     assert frame["sentence"].iloc[1] == "'=HYPERLINK(\"x\")"
-    assert frame.iloc[4][["1", "2", "3"]].tolist() == [0.25, 1.0, 0.05000000074505806]
+    assert frame.iloc[4][["1", "2", "3"]].tolist() == pytest.approx([0.25, 1.0, 0.05])  # 0.5 x row 2
+
+
+def test_csv_files_are_named_by_content_and_bounded(tmp_path):
+    frames = [plots.matrix_frame([result("cls", scale)]) for scale in (1.0, 0.5, 0.25, 0.125)]
+    first = _csv_file(frames[0], tmp_path, keep=2)
+    assert _csv_file(frames[0], tmp_path, keep=2) == first  # a repeat: the same file, no new one
+    assert len(list(tmp_path.iterdir())) == 1
+    with open(first, encoding="utf-8") as f:
+        assert "'=HYPERLINK" in f.read()  # the formula-safe cell survives
+    os.utime(first, (1, 1))  # distinct ages on any file system: the first is the oldest
+    paths = []
+    for k, frame in enumerate(frames[1:], start=1):
+        paths.append(_csv_file(frame, tmp_path, keep=2))
+        os.utime(paths[-1], (k * 1000, k * 1000))
+    assert sorted(str(p) for p in tmp_path.iterdir()) == sorted(paths[-2:])  # only the newest 2
 
 
 def test_separation_frame_columns():
@@ -46,14 +66,20 @@ def word_result(n: int) -> WordInContextResult:
     vectors = rng.normal(size=(n, 3, 4)).astype(np.float32)
     unit = vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
     cosine = np.einsum("ild,jld->lij", unit, unit)
-    return WordInContextResult("k", "<i>w</i>", tuple(f"s{i} <i>w</i>" for i in range(n)),
+    return WordInContextResult("k", "<i>w</i>", tuple(f"s{i} <i>w</i> %{{y}}" for i in range(n)),
                                ((0, 1),) * n, (("w",),) * n, (0, 1, 2), vectors, cosine)
 
 
 def test_layer_chart_lines_per_pair_or_a_band():
     few = plots.layer_chart(word_result(3))
     assert len(few.data) == 4 and few.data[-1].name == "mean over pairs"  # 3 pairs + mean
-    np.testing.assert_allclose(few.data[-1].y, word_result(3).mean_cosine())
+    unit = word_result(3).vectors / np.linalg.norm(word_result(3).vectors, axis=-1, keepdims=True)
+    pairs = [unit[a] @ unit[b].T for a, b in ((0, 1), (0, 2), (1, 2))]  # (3, 3) each: layer x layer
+    expected = np.mean([np.diag(p) for p in pairs], axis=0)  # (3,) mean over pairs, layer by layer
+    np.testing.assert_allclose(few.data[-1].y, expected, atol=1e-6)
+    # Sentences reach the hover as data, never as template: "%{y}" stays text.
+    assert all("%{customdata}" in t.hovertemplate and "<i>" not in t.hovertemplate for t in few.data[:3])
+    assert few.data[0].customdata[0] == "s0 &lt;i&gt;w&lt;/i&gt; %{y} | s1 &lt;i&gt;w&lt;/i&gt; %{y}"
     assert "<i>" not in few.layout.title.text and "&lt;i&gt;" in few.layout.title.text
     many = plots.layer_chart(word_result(6))  # 15 pairs: a min-max band and the mean
     assert len(many.data) == 3 and "15 pairs" in many.data[1].name
