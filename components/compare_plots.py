@@ -228,7 +228,7 @@ def benchmark_notes_html(results: list[BenchmarkResult], refused: tuple[SkippedM
     for r in results:
         skipped = "; ".join(f"{n} tokens: {plot_text(why)}" for n, why in r.skipped)
         items.append(
-            f"<li><b>{plot_text(r.model_key)}</b>: {plot_text(r.weights)}, {r.params:,} parameters, "
+            f"<li><b>{plot_text(r.model_key)}</b>: {plot_text(r.weights_detail)}, {r.params:,} parameters, "
             f"{plot_text(r.device)} {plot_text(r.dtype)}, attention {plot_text(r.attention)}, "
             f"{r.warmup_runs} warm-up run(s) per length"
             + (f"; skipped: {skipped}" if skipped else "") + "</li>"

@@ -89,10 +89,18 @@ class BenchmarkResult:
     skipped: tuple[tuple[int, str], ...]  # (length, why it was not run)
     warmup_runs: int
     memory_measure: str  # what peak_memory_mb means on this device
+    weights_reason: str = ""  # random-init: why the real weights could not be used
 
     @property
     def random_init(self) -> bool:
         return self.weights == RANDOM_INIT
+
+    @property
+    def weights_detail(self) -> str:
+        """The weights used, with why the real ones were not (for notes, not legends)."""
+        if self.random_init and self.weights_reason:
+            return f"{RANDOM_INIT} (real weights unavailable: {self.weights_reason})"
+        return self.weights
 
     @property
     def label(self) -> str:
@@ -229,15 +237,16 @@ def _random_init(model_key: str, device: torch.device, dtype: torch.dtype) -> to
     return _random_models[key]
 
 
-def _model_for(model_key: str, device: torch.device) -> tuple[torch.nn.Module, str]:
+def _model_for(model_key: str, device: torch.device) -> tuple[torch.nn.Module, str, str]:
+    """(the model to time, PRETRAINED or RANDOM_INIT, why the real weights were not used)."""
     spec = registry.get_spec(model_key)
-    available, _ = registry.availability(spec)
+    available, why = registry.availability(spec)
     if available:
         try:
-            return load_model(model_key, head="base").model, PRETRAINED
-        except ModelUnavailableError:
-            pass  # cannot be loaded after all: time the architecture instead
-    return _random_init(model_key, device, dtype_for(device)), RANDOM_INIT
+            return load_model(model_key, head="base").model, PRETRAINED, ""
+        except ModelUnavailableError as exc:  # cannot be loaded after all: time the architecture
+            why = str(exc)
+    return _random_init(model_key, device, dtype_for(device)), RANDOM_INIT, why
 
 
 # --- timing -----------------------------------------------------------------------------
@@ -359,7 +368,7 @@ def benchmark_forward(model_key: str, lengths=DEFAULT_LENGTHS, batch_size: int =
     if not _running.acquire(blocking=False):
         raise InputError("A benchmark is already running; timings would disturb each other. Try again when it ends.")
     try:
-        model, weights = _model_for(model_key, device)
+        model, weights, weights_reason = _model_for(model_key, device)
         with torch.inference_mode():
             points, over_budget = _measure(model, device, limits, batch, lengths)
         skipped += over_budget
@@ -378,6 +387,7 @@ def benchmark_forward(model_key: str, lengths=DEFAULT_LENGTHS, batch_size: int =
         skipped=tuple(sorted(skipped)),
         warmup_runs=limits.warmup,
         memory_measure=memory_measure(device),
+        weights_reason=weights_reason,
     )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from models import InputError, benchmark_forward, get_spec, list_models
+from models import InputError, ModelUnavailableError, benchmark_forward, get_spec, list_models
+from models.registry import availability
 from models.benchmark import PRETRAINED, RANDOM_INIT, LiveTensorBytes, _random_init, _running
 
 
@@ -56,6 +57,21 @@ def test_random_init_is_labelled():
     assert result.weights == RANDOM_INIT and result.random_init
     assert result.label == f"{key} ({RANDOM_INIT})"
     assert [p.length for p in result.points] == [32, 64]
+    why = availability(get_spec(key))[1]  # the registry's reason, kept in the result
+    assert result.weights_reason == why
+    assert result.weights_detail == f"{RANDOM_INIT} (real weights unavailable: {why})"
+
+
+def test_a_failed_load_falls_back_with_its_reason(monkeypatch):
+    from models import benchmark
+
+    def refuse(*args, **kwargs):
+        raise ModelUnavailableError("the weights file is corrupt")
+
+    monkeypatch.setattr(benchmark, "load_model", refuse)
+    result = benchmark_forward("splade-tiny", [16], 1)
+    assert result.random_init and result.weights_reason == "the weights file is corrupt"
+    assert "real weights unavailable: the weights file is corrupt" in result.weights_detail
 
 
 def test_random_init_weights_are_ordinary_numbers():

@@ -17,11 +17,21 @@ from components import compare_plots as views
 EVIL = "<img src=x onerror=alert(1)>"
 
 
-def _bench(key: str, weights: str) -> BenchmarkResult:
+def _bench(key: str, weights: str, reason: str = "") -> BenchmarkResult:
     points = tuple(
         BenchmarkPoint(n, 1, n / 10, n / 12, n / 8, 5, n / (n / 10000), 1.5) for n in (64, 128)
     )
-    return BenchmarkResult(key, key, weights, "cpu", "float32", "sdpa", 10, 512, points, ((1024, "beyond"),), 1, "m")
+    return BenchmarkResult(
+        key, key, weights, "cpu", "float32", "sdpa", 10, 512, points, ((1024, "beyond"),), 1, "m", reason
+    )
+
+
+def test_benchmark_notes_say_why_weights_are_random():
+    html = views.benchmark_notes_html([_bench("bert-base", RANDOM_INIT, f"offline {EVIL}")], ())
+    assert f"{RANDOM_INIT} (real weights unavailable: offline &lt;img" in html and EVIL not in html
+    assert "1024 tokens: beyond" in html
+    figure = views.benchmark_figure([_bench("bert-base", RANDOM_INIT, "offline")])
+    assert figure.data[0].name == f"bert-base ({RANDOM_INIT})"  # the legend stays short
 
 
 def test_tokens_html_escapes_pieces_and_marks_continuations():
