@@ -15,8 +15,8 @@ COMPARE_HELP = (
 RECIPES_HELP = (
     "### How each family was pre-trained (from the papers)\n"
     "A separate table, read from `data/training_recipes.json`: what each paper reports. "
-    "*not given* means the paper does not state the figure; the notes say where a released "
-    "checkpoint differs from the paper's run."
+    "*not transcribed* means the figure was not copied here from the paper (which may or may "
+    "not give it); the notes say where a released checkpoint differs from the paper's run."
 )
 
 SAME_INPUT_HELP = (

@@ -56,8 +56,15 @@ def architecture_frame(facts: tuple[ArchitectureFacts, ...]) -> pd.DataFrame:
     return frame
 
 
+NOT_TRANSCRIBED = "not transcribed"  # null in data/training_recipes.json
+
+
 def recipes_frame(recipes: tuple[TrainingRecipe, ...]) -> pd.DataFrame:
-    """The papers' pre-training recipes; a figure the paper does not give shows as "not given"."""
+    """The papers' pre-training recipes; a figure not transcribed (null) shows as such."""
+
+    def shown(value: str | None) -> str:
+        return value or NOT_TRANSCRIBED
+
     rows = [
         {
             "model": r.model,
@@ -65,12 +72,12 @@ def recipes_frame(recipes: tuple[TrainingRecipe, ...]) -> pd.DataFrame:
             "data": f"{r.data} ({r.data_size})" if r.data_size else r.data,
             "objective": r.objective,
             "NSP": r.nsp,
-            "masking": r.masking or "not given",
-            "masking rate": r.masking_rate or "not given",
+            "masking": shown(r.masking),
+            "masking rate": shown(r.masking_rate),
             "distillation": r.distillation,
-            "batch size": r.batch_size or "not given",
-            "steps": r.steps or "not given",
-            "sequence length": r.sequence_length or "not given",
+            "batch size": shown(r.batch_size),
+            "steps": shown(r.steps),
+            "sequence length": shown(r.sequence_length),
             "notes": r.notes,
             "paper": r.citation,
         }

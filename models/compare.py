@@ -329,7 +329,7 @@ def architecture_table() -> tuple[ArchitectureFacts, ...]:
 
 @dataclass(frozen=True)
 class TrainingRecipe:
-    """How a family was pre-trained, as its paper reports it (None: not given)."""
+    """How a family was pre-trained, as its paper reports it (None: not transcribed)."""
 
     model: str
     applies_to: tuple[str, ...]  # registry keys

@@ -179,6 +179,12 @@ def test_recipes_cite_their_papers():
     assert by_model["BERT"].nsp.startswith("yes") and by_model["RoBERTa"].nsp.startswith("no")
     assert by_model["RoBERTa"].masking.startswith("dynamic")
     assert by_model["DistilBERT"].distillation.startswith("yes")
+    assert "duplicated 10 times" in by_model["BERT"].masking
+    # all-MiniLM-L6-v2 is every second layer of the paper's 12-layer MiniLM, then fine-tuned:
+    # its row must not present the paper's recipe as the 6-layer model's own
+    minilm = next(r for r in recipes if "minilm-l6" in r.applies_to)
+    assert "nreimers/MiniLM-L6-H384-uncased" in minilm.data and "every second" in minilm.distillation
+    assert "contrastive" in minilm.objective and "1B sentence pairs" in minilm.data_size
 
 
 # --- one input, several models ----------------------------------------------------------
