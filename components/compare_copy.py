@@ -42,6 +42,4 @@ SPEED_HELP = (
 )
 
 LENGTH_CHOICES = ["32", "64", "128", "256", "512", "1024", "2048"]
-DEFAULT_LENGTHS = ["64", "128", "256", "512"]
 COMPARE_EXAMPLE = "The capital of France is [MASK]. Paris is a <mask> city."
-TOKENS_EXAMPLE = "Tokenization of unbelievably rare words: naïve café."

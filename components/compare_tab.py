@@ -11,10 +11,11 @@ from models import (
     architecture_table,
     compare_fill_mask,
     compare_tokens,
+    get_device,
     list_models,
     training_recipes,
 )
-from models.benchmark import CPU_LIMITS, benchmark_models
+from models.benchmark import DEFAULT_LENGTHS, benchmark_models, limits_for
 
 from . import compare_copy as copy
 from . import compare_plots as views
@@ -97,7 +98,7 @@ def build_compare_tab() -> None:
 
         gr.Markdown(copy.SAME_INPUT_HELP)
         chosen = gr.CheckboxGroup(
-            model_choices(models, need_mlm=True), value=runnable_mlm + ["bert-base", "roberta-base"],
+            model_choices(models, need_mlm=True), value=list(dict.fromkeys(runnable_mlm + ["bert-base", "roberta-base"])),
             label="Models to compare", elem_id="compare-models",
         )
         text = gr.Textbox(label="Text for every model", value=copy.COMPARE_EXAMPLE, lines=2, max_length=MAX_TEXT_CHARS)
@@ -118,8 +119,10 @@ def build_compare_tab() -> None:
             elem_id="compare-bench-models",
         )
         with gr.Row():
-            lengths = gr.CheckboxGroup(copy.LENGTH_CHOICES, value=copy.DEFAULT_LENGTHS, label="Sequence lengths")
-            batch = gr.Slider(1, CPU_LIMITS.max_batch, value=1, step=1, label="Batch size")
+            lengths = gr.CheckboxGroup(
+                copy.LENGTH_CHOICES, value=[str(n) for n in DEFAULT_LENGTHS], label="Sequence lengths"
+            )
+            batch = gr.Slider(1, limits_for(get_device()).max_batch, value=1, step=1, label="Batch size")
             run = gr.Button("Time forward passes", variant="primary")
         bench_plot = gr.Plot(label="Forward time vs sequence length", elem_id="compare-bench-plot")
         bench_notes = gr.HTML(elem_id="compare-bench-notes")

@@ -436,7 +436,7 @@ def normalise_piece(piece: str) -> str:
     return piece.strip().lower()
 
 
-MAX_COMPARE_MODELS = len(registry.SPECS)
+MAX_COMPARE_MODELS = len(registry.SPECS)  # one call runs each model in turn: bound the work
 
 
 def check_model_keys(model_keys) -> list[str]:
@@ -448,6 +448,8 @@ def check_model_keys(model_keys) -> list[str]:
     if not isinstance(model_keys, (list, tuple)):
         raise InputError(f"model_keys must be a list of registry keys, not {type(model_keys).__name__}.")
     keys = list(dict.fromkeys(model_keys))
+    if len(keys) > MAX_COMPARE_MODELS:
+        raise InputError(f"At most {MAX_COMPARE_MODELS} models per comparison; you chose {len(keys)}.")
     for key in keys:
         registry.get_spec(key)  # an UnknownModelError listing the valid keys
     return keys

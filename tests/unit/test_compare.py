@@ -281,3 +281,12 @@ def test_operator_added_models_are_refused_with_the_true_reason(monkeypatch):
     assert "make setup" not in str(caught.value)
     # ... and the Compare tab offers the registry's own models only
     assert [key for _, key in model_choices(list_models())] == [s.key for s in SPECS]
+
+
+def test_too_many_models_are_refused(monkeypatch):
+    from models import compare
+
+    monkeypatch.setattr(compare, "MAX_COMPARE_MODELS", 2)
+    with pytest.raises(InputError, match="At most 2 models per comparison; you chose 3"):
+        compare_tokens(["splade-tiny", "minilm-l6", "minilm-mlm", "splade-tiny"], "a text")
+    assert len(compare_tokens(["splade-tiny", "minilm-l6", "splade-tiny"], "a text").models) == 2
