@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from models import InputError, ModelUnavailableError, benchmark_forward, get_spec, list_models
+from models import InputError, ModelUnavailableError, UnknownModelError, benchmark_forward, get_spec, list_models
 from models.registry import availability
 from models.benchmark import PRETRAINED, RANDOM_INIT, LiveTensorBytes, _random_init, _running
 
@@ -111,7 +111,7 @@ def test_one_benchmark_at_a_time():
 
 
 def test_unknown_model():
-    with pytest.raises(Exception, match="Unknown model"):
+    with pytest.raises(UnknownModelError, match="Unknown model"):
         benchmark_forward("gpt-2", [16], 1)
     assert get_spec("splade-tiny").key == "splade-tiny"
 

@@ -103,9 +103,28 @@ def test_embedded_counts_equal_the_loaded_weights(table, mlm_loaded):
     assert table["minilm-l6"].params_total == real_count(load_model("minilm-l6").model)
 
 
-def test_parts_add_up_and_tied_decoder_is_counted_once(table):
-    for f in table.values():
-        assert f.params_embedding + f.params_encoder + f.params_pooler == f.params_total
+def distinct_storage_count(model) -> int:
+    """Parameters counted by where their data lives: a tied or shared tensor once."""
+    seen: dict[int, int] = {}
+    for _, p in model.named_parameters(remove_duplicate=False):
+        seen[p.data_ptr()] = p.numel()
+    return sum(seen.values())
+
+
+@pytest.mark.parametrize("key", ["splade-tiny", "albert-base"])
+def test_parts_equal_a_real_model_counted_by_storage(table, key):
+    config = load_config(key)
+    base = AutoModel.from_config(config)  # real tensors; ALBERT shares its layer weights
+    mlm = AutoModelForMaskedLM.from_config(config)  # decoder tied to the word embeddings
+    assert mlm.get_output_embeddings().weight.data_ptr() == mlm.get_input_embeddings().weight.data_ptr()
+    facts = table[key]
+    assert facts.params_total == distinct_storage_count(base)
+    assert facts.params_embedding == distinct_storage_count(base.embeddings)
+    assert facts.params_pooler == distinct_storage_count(base.pooler)
+    assert facts.params_mlm_total == distinct_storage_count(mlm)
+
+
+def test_tied_decoder_is_counted_once(table):
     bert = table["bert-base"]
     # word + position + segment tables, and the embedding LayerNorm (weight and bias)
     assert bert.params_embedding == (30522 + 512 + 2) * 768 + 2 * 768

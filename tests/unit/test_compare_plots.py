@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from models import (
     BenchmarkPoint,
     BenchmarkResult,
     CompareTokensResult,
     ModelPieces,
     SkippedModel,
-    architecture_table,
+    TrainingRecipe,
     training_recipes,
 )
+from models.compare import architecture_facts
 from models.benchmark import PRETRAINED, RANDOM_INIT
 from components import compare_plots as views
 
@@ -59,10 +62,31 @@ def test_benchmark_figure_marks_random_init():
     assert list(frame["weights"]) == [RANDOM_INIT] * 2
 
 
-def test_architecture_and_recipes_frames():
-    facts = architecture_table()
-    frame = views.architecture_frame(facts)
-    assert list(frame["model"]) == [f.model_key for f in facts]
-    assert list(frame["params (encoder)"]) == [f.params_total for f in facts]
-    recipes = views.recipes_frame(training_recipes())
-    assert all("arXiv:" in c for c in recipes["paper"])
+def test_architecture_frame_columns_and_yes_no():
+    splade = architecture_facts("splade-tiny")
+    no_head = dataclasses.replace(splade, model_key="headless", mlm_head_released=False)
+    frame = views.architecture_frame((splade, no_head))
+    assert list(frame.columns) == [
+        "model", "family", "params (encoder)", "embedding", "layers & norms", "pooler", "MLM head",
+        "MLM head released", "layers", "layer weight sets", "hidden", "heads", "FFN", "embedding width",
+        "vocab", "tokenizer", "max context", "positions", "activation", "attention",
+        "tokenizer kind from", "config",
+    ]
+    assert list(frame["model"]) == ["splade-tiny", "headless"]
+    assert list(frame["MLM head released"]) == ["yes", "no"]  # not True/False
+    assert frame["layers"].tolist() == [2, 2]  # splade-tiny is a 2-layer BERT
+
+
+def test_recipes_frame_marks_figures_not_transcribed():
+    recipe = TrainingRecipe(
+        model="X", applies_to=("a", "b"), paper_title="T", paper_authors="Ann Lee, Bo Chen",
+        paper_year=2020, arxiv="2001.00001", data="web", data_size="1 GB", objective="MLM",
+        nsp="no", masking=None, masking_rate="15 %", distillation="no", batch_size=None,
+        steps="10", sequence_length=None, notes="",
+    )
+    row = views.recipes_frame((recipe,)).iloc[0]
+    assert row["registry keys"] == "a, b" and row["data"] == "web (1 GB)"
+    assert [row["masking"], row["batch size"], row["sequence length"]] == ["not transcribed"] * 3
+    assert row["masking rate"] == "15 %" and row["steps"] == "10"
+    assert row["paper"] == "Ann Lee et al. (2020). T. arXiv:2001.00001"
+    assert all("arXiv:" in c for c in views.recipes_frame(training_recipes())["paper"])
