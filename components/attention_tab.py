@@ -20,7 +20,7 @@ from models.registry import REPO_ROOT
 
 from . import attention_copy as copy
 from . import attention_plots as plots
-from .common import readable_errors
+from .common import model_choices, readable_errors
 from .server import on_gpu
 
 VENDOR_DIR = REPO_ROOT / ".cache" / "static" / "node_modules"
@@ -43,12 +43,6 @@ def library_urls() -> dict[str, str] | None:
     if not all(path.is_file() for path in files.values()):
         return None
     return {name: "gradio_api/file=" + quote(str(path)) for name, path in files.items()}
-
-
-def model_choices(models) -> list[tuple[str, str]]:
-    """Every registry model, usable ones first, the others marked."""
-    ordered = sorted(models, key=lambda m: (not m.available, not m.embedded))
-    return [(m.display_name + ("" if m.available else " (not available here)"), m.key) for m in ordered]
 
 
 @on_gpu  # the only place this tab runs a model

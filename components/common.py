@@ -57,3 +57,24 @@ def readable_errors(task: str):
             escape(f"{task} failed unexpectedly ({type(exc).__name__}: {exc}). "
                    "Other requests are not affected.")
         ) from exc
+
+
+def model_choices(models, need_mlm: bool = False, by_key: bool = False,
+                  usable_first: bool = True) -> list[tuple[str, str]]:
+    """Model pickers' entries (label, key), each marked with why it cannot run here.
+
+    ``need_mlm``: models without a trained MLM head stay listed (worth knowing about) but
+    say so and come last. ``by_key``: label by registry key instead of display name.
+    ``usable_first``: available, then embedded models first; else the given order.
+    """
+
+    def label(m) -> str:
+        name = m.key if by_key else m.display_name
+        if need_mlm and not m.has_mlm_head:
+            return f"{name} (no MLM head)"
+        return name + ("" if m.available else " (not available here)")
+
+    if usable_first:
+        models = sorted(models, key=lambda m: (need_mlm and not m.has_mlm_head, not m.available, not m.embedded))
+    return [(label(m), m.key) for m in models]
+

@@ -19,7 +19,7 @@ from models.benchmark import DEFAULT_LENGTHS, benchmark_models, limits_for
 
 from . import compare_copy as copy
 from . import compare_plots as views
-from .common import HEAVY, readable_errors
+from .common import HEAVY, model_choices, readable_errors
 from .server import on_gpu
 
 
@@ -27,17 +27,6 @@ def registry_models(models) -> list:
     """The registry's own models: operator-added Hub models have no stored config to compare."""
     keys = {spec.key for spec in SPECS}
     return [m for m in models if m.key in keys]
-
-
-def model_choices(models, need_mlm: bool = False) -> list[tuple[str, str]]:
-    """Checkbox entries (label, key) for the registry's models, marked when one cannot run here."""
-
-    def label(m) -> str:
-        if need_mlm and not m.has_mlm_head:
-            return f"{m.key} (no MLM head)"
-        return m.key + ("" if m.available else " (not available here)")
-
-    return [(label(m), m.key) for m in registry_models(models)]
 
 
 def show_architecture():
@@ -98,7 +87,7 @@ def build_compare_tab() -> None:
 
         gr.Markdown(copy.SAME_INPUT_HELP)
         chosen = gr.CheckboxGroup(
-            model_choices(models, need_mlm=True), value=list(dict.fromkeys(runnable_mlm + ["bert-base", "roberta-base"])),
+            model_choices(models, need_mlm=True, by_key=True, usable_first=False), value=list(dict.fromkeys(runnable_mlm + ["bert-base", "roberta-base"])),
             label="Models to compare", elem_id="compare-models",
         )
         text = gr.Textbox(label="Text for every model", value=copy.COMPARE_EXAMPLE, lines=2, max_length=MAX_TEXT_CHARS)
@@ -114,7 +103,7 @@ def build_compare_tab() -> None:
 
         gr.Markdown(copy.SPEED_HELP)
         bench_models = gr.CheckboxGroup(
-            model_choices(models), value=["minilm-l6", "bert-base", "modernbert-base"],
+            model_choices(models, by_key=True, usable_first=False), value=["minilm-l6", "bert-base", "modernbert-base"],
             label="Models to time (unavailable ones run random-init: timing only)",
             elem_id="compare-bench-models",
         )

@@ -23,7 +23,7 @@ from models.embeddings import (
 
 from . import embeddings_copy as copy
 from . import embeddings_plots as plots
-from .common import quoted, readable_errors
+from .common import model_choices, quoted, readable_errors
 from .server import on_gpu
 
 DEFAULT_MODEL = "minilm-l6"
@@ -32,12 +32,11 @@ CSV_FOLDER = Path(tempfile.gettempdir()) / "encoder-lab-csv"  # Gradio serves th
 CSV_KEEP = 100  # the newest CSV files kept; older ones are deleted when one is written
 
 
-def model_choices() -> tuple[list[tuple[str, str]], str | None]:
+def model_picker() -> tuple[list[tuple[str, str]], str | None]:
     """(label, key) of every registry model, usable ones first, and the default key."""
-    models = sorted(list_models(), key=lambda m: (not m.available, not m.embedded))
-    choices = [(m.display_name + ("" if m.available else " (not available here)"), m.key) for m in models]
+    models = list_models()
     keys = [m.key for m in models if m.available]
-    return choices, DEFAULT_MODEL if DEFAULT_MODEL in keys else (keys[0] if keys else None)
+    return model_choices(models), DEFAULT_MODEL if DEFAULT_MODEL in keys else (keys[0] if keys else None)
 
 
 def _csv_file(frame, folder: Path | None = None, keep: int | None = None) -> str:
@@ -129,7 +128,7 @@ def run_word(text: str, word: str, model_key: str, layer: float):
 
 def build_embeddings_tab() -> None:
     """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
-    choices, default = model_choices()
+    choices, default = model_picker()
     bank_word, bank_sentences = bank_demo()
     with gr.Tab("Embeddings", id="embeddings"):
         gr.Markdown(copy.EMBEDDINGS_HELP)

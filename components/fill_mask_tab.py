@@ -18,26 +18,10 @@ from models.fill_mask import MASK_PATTERN
 from models.loading import is_loaded
 
 from . import copy, plots
-from .common import escape, quoted, readable_errors
+from .common import escape, model_choices, quoted, readable_errors
 from .server import on_gpu
 
 N_OUTPUTS = 4  # table, plot, filled sentence, status
-
-
-def model_choices(models) -> list[tuple[str, str]]:
-    """Dropdown entries (label, key) for the whole registry, marked with why one can't run.
-
-    Usable models come first; a model without an MLM head stays listed (and explains
-    itself when chosen), since that is worth knowing about it.
-    """
-
-    def label(m) -> str:
-        if not m.has_mlm_head:
-            return f"{m.display_name} (no MLM head)"
-        return m.display_name + ("" if m.available else " (not available here)")
-
-    ordered = sorted(models, key=lambda m: (not m.has_mlm_head, not m.available, not m.embedded))
-    return [(label(m), m.key) for m in ordered]
 
 
 def model_card(model_key: str) -> str:
@@ -127,7 +111,7 @@ def build_fill_mask_tab(demo: gr.Blocks) -> None:
                 )
                 with gr.Row():
                     model = gr.Dropdown(
-                        choices=model_choices(models), value=default, label="Model", scale=2
+                        choices=model_choices(models, need_mlm=True), value=default, label="Model", scale=2
                     )
                     top_k = gr.Slider(1, 20, value=5, step=1, label="Top-k", scale=1)
                 with gr.Row():

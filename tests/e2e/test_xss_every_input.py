@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from playwright.sync_api import expect
+
 from helpers import screenshot
 
 PAYLOAD = (
@@ -35,7 +37,7 @@ def injected(page) -> list[str]:
 
 
 def test_payload_stays_text_everywhere(page):
-    page.wait_for_load_state("networkidle")
+    expect(page.get_by_role("tab").nth(6)).to_be_visible(timeout=60_000)  # all seven tabs drawn
     tabs = [t.inner_text().strip() for t in page.get_by_role("tab").all()]
     assert len(tabs) >= 4, tabs
     for name in tabs:

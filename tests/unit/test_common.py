@@ -68,3 +68,21 @@ def test_on_gpu_uses_zerogpu_when_spaces_is_installed(tmp_path, monkeypatch):
     assert spaces.wrapped == ["handler"]
     assert decorated(1) == ("on gpu", 2)
     monkeypatch.delitem(__import__("sys").modules, "spaces")
+
+
+def test_model_choices_mark_why_a_model_cannot_run():
+    from types import SimpleNamespace as M
+
+    from components.common import model_choices
+
+    models = [
+        M(key="online", display_name="Online", available=False, embedded=False, has_mlm_head=True),
+        M(key="enc", display_name="Encoder", available=True, embedded=True, has_mlm_head=False),
+        M(key="mlm", display_name="MLM", available=True, embedded=True, has_mlm_head=True),
+    ]
+    assert model_choices(models) == [
+        ("Encoder", "enc"), ("MLM", "mlm"), ("Online (not available here)", "online")]
+    assert model_choices(models, need_mlm=True) == [
+        ("MLM", "mlm"), ("Online (not available here)", "online"), ("Encoder (no MLM head)", "enc")]
+    assert model_choices(models, by_key=True, usable_first=False) == [
+        ("online (not available here)", "online"), ("enc", "enc"), ("mlm", "mlm")]

@@ -22,7 +22,7 @@ from models import (
     tokenize,
     training_recipes,
 )
-from components.compare_tab import model_choices
+from components.compare_tab import registry_models
 from models.compare import CONFIGS, architecture_facts, config_index, instantiate, load_config, normalise_piece, raw_config
 from models.registry import SPECS, get_spec, local_path
 
@@ -299,7 +299,7 @@ def test_operator_added_models_are_refused_with_the_true_reason(monkeypatch):
         architecture_facts("acme/tiny-mlm")
     assert "make setup" not in str(caught.value)
     # ... and the Compare tab offers the registry's own models only
-    assert [key for _, key in model_choices(list_models())] == [s.key for s in SPECS]
+    assert [m.key for m in registry_models(list_models())] == [s.key for s in SPECS]
 
 
 def test_too_many_models_are_refused(monkeypatch):
