@@ -22,8 +22,7 @@ import torch
 
 from . import registry
 from .errors import InputError
-from .fill_mask import max_input_tokens
-from .loading import LoadedModel, ModelCache, get_device, load_model
+from .loading import LoadedModel, ModelCache, check_token_count, get_device, load_model
 from .validation import check_text
 
 # Thresholds of the one-click head filters: (statistic, at least). Shares are averages
@@ -179,12 +178,7 @@ def _encode(loaded: LoadedModel, text: str, text_pair: str | None) -> _Encoded:
         verbose=False,
     )
     ids = enc["input_ids"][0].tolist()
-    limit = max_input_tokens(loaded)
-    if len(ids) > limit:
-        raise InputError(
-            f"Your text is {len(ids)} tokens long; {loaded.spec.key} reads at most {limit} "
-            "tokens. Shorten it."
-        )
+    check_token_count(loaded, len(ids))
     special = tuple(int(m) for m in enc.pop("special_tokens_mask")[0].tolist())
     segment_ids, source = _segments(enc, text_pair is not None)
     inputs = {k: v for k, v in enc.items() if k in tokenizer.model_input_names}

@@ -32,8 +32,7 @@ import torch.nn.functional as F
 
 from . import registry
 from .errors import CapabilityError, InputError
-from .fill_mask import max_input_tokens
-from .loading import LoadedModel, load_model
+from .loading import LoadedModel, check_token_count, load_model
 from .validation import check_text
 
 POOLINGS = ("cls", "mean", "max")
@@ -168,13 +167,8 @@ def _encode(loaded: LoadedModel, sentences: Sequence[str], offsets: bool = False
         return_offsets_mapping=offsets,
         verbose=False,
     )
-    limit = max_input_tokens(loaded)
-    too_long = [i for i, ids in enumerate(enc["input_ids"], start=1) if len(ids) > limit]
-    if too_long:
-        raise InputError(
-            f"Sentence {too_long[0]} is {len(enc['input_ids'][too_long[0] - 1])} tokens long; "
-            f"{loaded.spec.key} reads at most {limit} tokens. Shorten it."
-        )
+    for number, ids in enumerate(enc["input_ids"], start=1):
+        check_token_count(loaded, len(ids), f"Sentence {number}")
     return enc
 
 

@@ -18,7 +18,7 @@ import torch
 
 from . import registry
 from .errors import CapabilityError, InputError
-from .loading import LoadedModel, load_model, require_head
+from .loading import LoadedModel, check_token_count, load_model, require_head
 from .results import FillMaskResult, MaskPrediction, Prediction
 from .validation import check_int, check_text
 
@@ -62,16 +62,6 @@ def fill_mask(model_key: str, text: str, top_k: int = 5) -> FillMaskResult:
     return _decode(loaded, text, encoded, logits, top_k)
 
 
-def max_input_tokens(loaded: LoadedModel) -> int:
-    """The longest input (in tokens, specials included) the model reads."""
-    limits = [getattr(loaded.model.config, "max_position_embeddings", None)]
-    model_max = getattr(loaded.tokenizer, "model_max_length", None)
-    if model_max is not None and model_max < 1_000_000:  # "unset" is a huge sentinel
-        limits.append(model_max)
-    limits = [int(x) for x in limits if x]
-    return min(limits) if limits else 512
-
-
 def _encode(loaded: LoadedModel, text: str, spans: list[tuple[int, int]]) -> _Encoded:
     tokenizer = loaded.tokenizer
     mask_token = tokenizer.mask_token
@@ -80,12 +70,7 @@ def _encode(loaded: LoadedModel, text: str, spans: list[tuple[int, int]]) -> _En
     model_text = MASK_PATTERN.sub(lambda _: mask_token, text)
     inputs = tokenizer(model_text, return_tensors="pt", truncation=False, verbose=False)
     ids = inputs["input_ids"][0]
-    limit = max_input_tokens(loaded)
-    if ids.shape[0] > limit:
-        raise InputError(
-            f"Your text is {ids.shape[0]} tokens long; {loaded.spec.key} reads at most "
-            f"{limit} tokens. Shorten it."
-        )
+    check_token_count(loaded, ids.shape[0])
     positions = torch.nonzero(ids == tokenizer.mask_token_id).flatten().tolist()
     if len(positions) != len(spans):
         raise InputError(

@@ -29,7 +29,7 @@ from transformers import (
 )
 
 from . import registry
-from .errors import CapabilityError, ModelUnavailableError
+from .errors import CapabilityError, InputError, ModelUnavailableError
 from .results import ModelSpec
 
 HEADS = ("base", "mlm", "nsp")
@@ -230,6 +230,26 @@ def _serialise_encoding(tokenizer) -> None:
             return encode(*args, **kwargs)
 
     tokenizer._encode_plus = locked
+
+
+def max_input_tokens(loaded: LoadedModel) -> int:
+    """The longest input (in tokens, specials included) the model reads."""
+    limits = [getattr(loaded.model.config, "max_position_embeddings", None)]
+    model_max = getattr(loaded.tokenizer, "model_max_length", None)
+    if model_max is not None and model_max < 1_000_000:  # "unset" is a huge sentinel
+        limits.append(model_max)
+    limits = [int(x) for x in limits if x]
+    return min(limits) if limits else 512
+
+
+def check_token_count(loaded: LoadedModel, n_tokens: int, what: str = "Your text") -> None:
+    """An ``InputError`` when an input is longer than the model reads (one wording for all)."""
+    limit = max_input_tokens(loaded)
+    if n_tokens > limit:
+        raise InputError(
+            f"{what} is {n_tokens} tokens long; {loaded.spec.key} reads at most {limit} tokens. "
+            "Shorten it."
+        )
 
 
 def require_head(spec: ModelSpec, head: str) -> None:
