@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from models import AttentionResult, HeadStatistics, attention_rollout
+from models import AttentionResult, HeadStatistics, rollout_of
 from models.attention import STAT_NAMES
 
 from .plots import plot_text, show_token
@@ -80,7 +80,7 @@ def heatmap_matrix(result: AttentionResult, layer: int, head: int | None, mode: 
     if mode == "mean":
         return result.weights[layer].mean(0)
     if mode == "rollout":
-        return attention_rollout(result.weights)[layer]
+        return rollout_of(result)[layer]
     raise ValueError(f"Unknown heatmap mode {mode!r}; choose one of {', '.join(HEATMAP_MODES)}.")
 
 

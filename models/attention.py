@@ -273,11 +273,22 @@ def attention_head_stats(result: AttentionResult) -> HeadStatistics:
     Computed once per result (results are cached and immutable; the tab asks again on every
     filter click), and kept on the result itself.
     """
-    stats = result.__dict__.get("_head_stats")
-    if stats is None:
-        stats = head_statistics(result.weights, result.cls_positions, result.sep_positions)
-        object.__setattr__(result, "_head_stats", stats)  # a derived value, not a new field
-    return stats
+    return _derived(result, "_head_stats",
+                    lambda: head_statistics(result.weights, result.cls_positions, result.sep_positions))
+
+
+def rollout_of(result: AttentionResult) -> np.ndarray:
+    """``attention_rollout`` of a result, computed once per result (as the statistics)."""
+    return _derived(result, "_rollout", lambda: attention_rollout(result.weights))
+
+
+def _derived(result: AttentionResult, name: str, compute):
+    """A value derived from an immutable result, kept on it after the first request."""
+    value = result.__dict__.get(name)
+    if value is None:
+        value = compute()
+        object.__setattr__(result, name, value)  # a cache of a derived value, not a new field
+    return value
 
 
 def filter_heads(stats: HeadStatistics, name: str) -> list[tuple[int, int]]:

@@ -27,6 +27,7 @@ from models import (
     filter_heads,
     get_spec,
     head_statistics,
+    rollout_of,
     load_model,
 )
 from models import registry
@@ -88,6 +89,9 @@ def test_default_path_gives_no_weights_so_eager_is_used():
 def test_statistics_are_computed_once_per_result(bank_pair):
     first = attention_head_stats(bank_pair)
     assert attention_head_stats(bank_pair) is first
+    rollout = rollout_of(bank_pair)
+    assert rollout_of(bank_pair) is rollout
+    np.testing.assert_array_equal(rollout, attention_rollout(bank_pair.weights))
     np.testing.assert_allclose(first.entropy, head_statistics(bank_pair.weights, bank_pair.cls_positions,
                                                               bank_pair.sep_positions).entropy)
 
