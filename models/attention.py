@@ -22,7 +22,7 @@ import torch
 
 from . import registry
 from .errors import InputError
-from .loading import LoadedModel, ModelCache, check_token_count, get_device, load_model
+from .loading import RESULT_CACHES, LoadedModel, ModelCache, check_token_count, get_device, load_model
 from .validation import check_text
 
 # Thresholds of the one-click head filters: (statistic, at least). Shares are averages
@@ -108,6 +108,7 @@ class HeadStatistics:
 # Recent results, bounded by the bytes of their weights: the tab's views (heatmap, grid,
 # statistics, bertviz) all read the same text without running the model again.
 RESULT_CACHE = ModelCache(256 * 2**20)
+RESULT_CACHES.append(RESULT_CACHE)
 
 
 @dataclass(frozen=True)

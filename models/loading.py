@@ -183,9 +183,15 @@ _tokenizer_lock = threading.Lock()
 _tokenizer_key_locks: dict[str, threading.Lock] = {}
 
 
+# Other caches of results computed by models (e.g. attention weights), emptied with them.
+RESULT_CACHES: list[ModelCache] = []
+
+
 def clear_cache() -> None:
-    """Forget every loaded model and tokenizer (e.g. after a device change)."""
+    """Forget every loaded model, tokenizer and cached result (e.g. after a device change)."""
     MODEL_CACHE.clear()
+    for cache in RESULT_CACHES:
+        cache.clear()
     with _tokenizer_lock:
         _tokenizers.clear()
 
