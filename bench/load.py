@@ -50,11 +50,6 @@ MIX: list[tuple[str, tuple]] = [
 ]
 
 
-def register(api_name: str, args: tuple) -> None:
-    """Add an endpoint to the mix (tabs added later put theirs here)."""
-    MIX.append((api_name, args))
-
-
 @dataclass
 class LoadResult:
     latencies: dict[str, list[float]] = field(default_factory=dict)
@@ -65,11 +60,11 @@ class LoadResult:
         return [x for v in self.latencies.values() for x in v]
 
 
-def run_load(url: str, users: int, requests: int, mix=None) -> LoadResult:
+def run_load(url: str, users: int, requests: int) -> LoadResult:
     """``users`` threads, each its own Client, each sending ``requests`` requests."""
     from gradio_client import Client
 
-    mix = mix or MIX
+
     result = LoadResult()
     lock = threading.Lock()
     barrier = threading.Barrier(users)
@@ -87,7 +82,7 @@ def run_load(url: str, users: int, requests: int, mix=None) -> LoadResult:
         except threading.BrokenBarrierError:
             return
         for r in range(requests):
-            name, args = mix[(i + r) % len(mix)]
+            name, args = MIX[(i + r) % len(MIX)]
             start = time.perf_counter()
             try:
                 client.predict(*args, api_name=name)
