@@ -64,7 +64,6 @@ def run_load(url: str, users: int, requests: int) -> LoadResult:
     """``users`` threads, each its own Client, each sending ``requests`` requests."""
     from gradio_client import Client
 
-
     result = LoadResult()
     lock = threading.Lock()
     barrier = threading.Barrier(users)
