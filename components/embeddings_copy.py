@@ -38,7 +38,7 @@ WHY_HELP = (
     "this app) is such a Sentence-BERT model, trained with mean pooling and normalised "
     "vectors: mean pooling is the vector it was trained to produce; its [CLS] vector was "
     "never trained on its own as the sentence vector (see how compressed its cosines are), "
-    "though it passes through the same fine-tuned layers. Try the other models (`minilm-mlm`'s upper layers were retrained here for "
+    "though it passes through the same fine-tuned layers. Try the other models (`minilm-mlm`'s encoder was retrained here for "
     "fill-mask; `splade-tiny` was trained for sparse retrieval) and intermediate layers."
 )
 

@@ -118,9 +118,16 @@ def models_frame(models: tuple[ModelInfo, ...]) -> pd.DataFrame:
     )
 
 
-def training_figure(steps, loss, eval_steps=(), top1=(), top5=(), title: str = "") -> go.Figure:
-    """Training loss per step, and held-out top-1 / top-5 accuracy on a second axis."""
+def training_figure(steps, loss, eval_steps=(), top1=(), top5=(), title: str = "",
+                    stage_starts=()) -> go.Figure:
+    """Training loss per step, and held-out top-1 / top-5 accuracy on a second axis.
+
+    ``stage_starts``: steps where a continued run (a new stage) began, drawn as dashed lines.
+    """
     fig = make_subplots(specs=[[{"secondary_y": True}]])
+    for number, step in enumerate(stage_starts, 2):
+        fig.add_vline(x=step, line=dict(color="#888", dash="dash", width=1),
+                      annotation_text=f"stage {number}", annotation_position="top right")
     fig.add_trace(
         go.Scatter(x=list(steps), y=list(loss), mode="lines", name="training loss (nats)",
                    line=dict(color="#4c78a8")),

@@ -34,7 +34,7 @@ def history_figure():
         return plots.error_figure("No training run is recorded in weights/minilm-mlm/.")
     return plots.training_figure(
         history.steps, history.loss, history.eval_steps, history.eval_top1, history.eval_top5,
-        title="The shipped model's training run",
+        title="The shipped model's training run", stage_starts=history.stage_starts,
     )
 
 
@@ -42,7 +42,12 @@ def snapshot_choices() -> list[tuple[str, int]]:
     history = _history()
     if history is None:
         return []
-    return [(f"{s['fraction']:.0%} of training (step {s['step']})", i) for i, s in enumerate(history.snapshots)]
+    staged = bool(history.stage_starts)
+    return [
+        (f"{s['fraction']:.0%} of training (step {s['step']:,}"
+         + (f", stage {s.get('stage', 1)})" if staged else ")"), i)
+        for i, s in enumerate(history.snapshots)
+    ]
 
 
 def snapshot_table(index: int | None) -> pd.DataFrame:
@@ -51,6 +56,18 @@ def snapshot_table(index: int | None) -> pd.DataFrame:
     if history is None or index is None or not 0 <= int(index) < len(history.snapshots):
         return plots.probes_frame([])
     return plots.probes_frame(history.snapshots[int(index)]["probes"])
+
+
+def run_summary(history) -> str:
+    """One line on the recorded run: steps, tokens, and its stages."""
+    text = (f"Recorded run: {history.steps[-1]:,} steps of {history.total_steps:,} planned, "
+            f"about {history.tokens_seen:,} training tokens seen.")
+    if history.stage_starts:
+        starts = ", ".join(f"stage {n} from step {s:,}" for n, s in enumerate(history.stage_starts, 2))
+        text += (f" It ran in {len(history.stage_starts) + 1} stages ({starts}): each later stage "
+                 "continued from the weights the one before it left, with a fresh warm-up of the "
+                 "learning rate (the step in the loss curve); the model card says what each trained.")
+    return text
 
 
 @on_gpu
@@ -109,10 +126,7 @@ def build_pretrain_tab() -> None:
         )
         snapshot.change(snapshot_table, snapshot, probes, api_name="training_snapshot")
         if history is not None:
-            gr.Markdown(
-                f"Recorded run: {history.steps[-1]:,} steps of {history.total_steps:,} planned, "
-                f"about {history.tokens_seen:,} training tokens seen."
-            )
+            gr.Markdown(run_summary(history))
 
         gr.Markdown(copy.TRAIN_NOW_HELP)
         with gr.Row():

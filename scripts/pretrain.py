@@ -53,9 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--resume", type=Path,
+                        help="a finished run folder: start from its trained tensors and continue its "
+                             "record (the log and snapshots go on from its last step)")
     parser.add_argument("--finish", action="store_true",
                         help="stop an interrupted run at its last checkpoint: evaluate it and "
                              "write final.json and a last snapshot (the learning rate had not decayed)")
+    parser.add_argument("--snapshots", default="0,0.01,0.1,0.25,0.5,1",
+                        help="shares of the run at which probe predictions are kept, comma-separated")
     for f in dataclasses.fields(pretrain.PretrainConfig):
         if f.name == "snapshot_fractions":
             continue
@@ -64,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = pretrain.PretrainConfig(**{
         f.name: getattr(args, f.name) for f in dataclasses.fields(pretrain.PretrainConfig)
         if f.name != "snapshot_fractions"
-    })
+    }, snapshot_fractions=tuple(float(x) for x in args.snapshots.split(",")))
     from transformers import AutoTokenizer
 
     minilm = local_path(get_spec("minilm-l6"))
@@ -74,34 +79,98 @@ def main(argv: list[str] | None = None) -> int:
     model = pretrain.build_model(cfg, minilm)
     if args.finish:
         return finish(args, cfg, model, tokenizer, heldout)
+    before = Previous.read(args.resume, model) if args.resume else Previous()
     n_trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
     args.out.mkdir(parents=True, exist_ok=True)
     pretrain.save_json(args.out / "config.json", {
         **dataclasses.asdict(cfg), "device": args.device, "trained_parameters": n_trained,
         "train_sentences": len(train), "heldout_sentences": len(heldout),
         "torch": torch.__version__, "threads": torch.get_num_threads(),
+        **({"continued_from": before.summary()} if args.resume else {}),
     })
     print(f"training {n_trained:,} parameters on {len(train):,} sentences, device {args.device}", flush=True)
 
-    snapshots = []
+    snapshots = list(before.snapshots)
     started = time.time()
     device = torch.device(args.device)
     with open(args.out / "log.jsonl", "w", encoding="utf-8") as log:
+        for record in before.records:
+            log.write(json.dumps(record) + "\n")
         for event in pretrain.train_mlm(cfg, model, tokenizer, train, heldout, PROBES, device=device):
-            record = pretrain.event_record(event)
+            if before.records and event.step == 0:
+                continue  # the previous run's last record already stands for this point
+            record = before.shift(pretrain.event_record(event))
             log.write(json.dumps(record) + "\n")
             log.flush()
-            line = f"step {event.step}/{event.steps} loss {event.loss:.3f} {event.tokens_per_s:.0f} tok/s"
+            line = f"step {record['step']}/{record['steps']} loss {event.loss:.3f} {event.tokens_per_s:.0f} tok/s"
             if event.eval:
                 line += f" | held-out top1 {event.eval.top1:.3f} top5 {event.eval.top5:.3f} loss {event.eval.loss:.3f}"
                 save_trained(model, args.out / "trained.safetensors", cfg)
             print(line, flush=True)
             if event.probes:
-                snapshots.append({"step": event.step, "fraction": event.step / cfg.steps, "probes": event.probes})
-                pretrain.save_json(args.out / "snapshots.json", snapshots)
+                snapshots.append({"step": record["step"], "stage": before.stage, "probes": event.probes})
+            if event.probes or event.done:
+                total = record["steps"]
+                pretrain.save_json(args.out / "snapshots.json",
+                                   [{**s, "fraction": s["step"] / total} for s in snapshots])
     save_trained(model, args.out / "trained.safetensors", cfg)
     write_final(args.out, cfg, model, tokenizer, heldout, started)
     return 0
+
+
+@dataclasses.dataclass
+class Previous:
+    """The run a resumed run continues: its record, and the offsets for the new one's."""
+
+    config: dict = dataclasses.field(default_factory=dict)
+    records: list = dataclasses.field(default_factory=list)
+    snapshots: list = dataclasses.field(default_factory=list)
+    final: dict = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def read(cls, run: Path, model) -> "Previous":
+        """Load ``run``'s trained tensors into ``model`` and read its record."""
+        from safetensors.torch import load_file
+
+        state = {k: v.float() for k, v in load_file(str(run / "trained.safetensors")).items()}
+        unknown = set(state) - set(model.state_dict())
+        if unknown:
+            raise SystemExit(f"{run} holds tensors this model lacks: {sorted(unknown)[:5]}")
+        model.load_state_dict(state, strict=False)
+        records = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines() if line.strip()]
+        stage = max(r.get("stage", 1) for r in records)
+        records = [{**r, "stage": r.get("stage", 1)} for r in records]
+        snapshots = [{k: v for k, v in s.items() if k != "fraction"} | {"stage": s.get("stage", 1)}
+                     for s in json.loads((run / "snapshots.json").read_text())]
+        prev = cls(json.loads((run / "config.json").read_text()), records, snapshots,
+                   json.loads((run / "final.json").read_text()))
+        prev.stage = stage + 1
+        return prev
+
+    stage: int = 1
+
+    @property
+    def last(self) -> dict:
+        return self.records[-1] if self.records else {"step": 0, "elapsed_s": 0.0}
+
+    @property
+    def tokens(self) -> int:
+        last = self.last
+        return int(last.get("extra", {}).get("tokens") or round(last.get("tokens_per_s", 0) * last["elapsed_s"]))
+
+    def shift(self, record: dict) -> dict:
+        """A new run's record, placed after this run's (steps, time and tokens add up)."""
+        extra = dict(record.get("extra") or {})
+        if "tokens" in extra:
+            extra["tokens"] += self.tokens
+        return {**record, "step": record["step"] + self.last["step"], "steps": record["steps"] + self.last["step"],
+                "elapsed_s": record["elapsed_s"] + self.last["elapsed_s"], "stage": self.stage, "extra": extra}
+
+    def summary(self) -> dict:
+        """What the new run's config.json says of the run it continues."""
+        return {"config": self.config, "steps": self.last["step"], "tokens": self.tokens,
+                "minutes": self.final.get("minutes"), "heldout": self.final.get("heldout"),
+                "everyday_top5": self.final.get("everyday_top5")}
 
 
 def finish(args, cfg, model, tokenizer, heldout) -> int:

@@ -20,8 +20,9 @@ def test_compare_tab(page):
     expect(arch).to_contain_text("149014272")  # ModernBERT-base, counted on the meta device
     expect(page.locator("#compare-recipes")).to_contain_text("arXiv:1907.11692")
 
-    # same input, several models: markup typed in the text stays text
-    page.get_by_label("Text for every model").fill('The <img src=x onerror="window.__xss=1"> capital of France is [MASK].')
+    # same input, several models
+    text = page.get_by_label("Text for every model")
+    text.fill("She opened the [MASK] and walked into the room.")
     page.get_by_role("button", name="Compare predictions").click()
     side = page.locator("#compare-fill-mask")
     expect(side).to_contain_text("splade-tiny", timeout=TIMEOUT)
@@ -31,6 +32,11 @@ def test_compare_tab(page):
         expect(page.locator("#compare-skipped")).to_contain_text("bert-base")
         expect(page.locator("#compare-skipped")).to_contain_text("not available")
     screenshot(page, "compare-fill-mask")
+
+    # markup typed in the text stays text
+    text.fill('The <img src=x onerror="window.__xss=1"> capital of France is [MASK].')
+    page.get_by_role("button", name="Compare predictions").click()
+    expect(page.locator("#compare-agreement")).to_contain_text("onerror", timeout=TIMEOUT)
 
     page.get_by_role("button", name="Compare tokens").click()
     expect(page.locator("#compare-tokens")).to_contain_text("WordPiece", timeout=TIMEOUT)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 
 import pytest
 import torch
@@ -29,6 +30,7 @@ SHIPPED = REPO / "weights" / "minilm-mlm"
 def _script(name):
     spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -146,3 +148,93 @@ def test_shipped_history_has_snapshots_and_a_falling_loss():
 def test_evaluate_refuses_unknown_split():
     with pytest.raises(InputError, match="Unknown split"):
         evaluate_fill_mask("splade-tiny", "train")
+
+
+def _tiny_cfg(**kw):
+    return pretrain.PretrainConfig(init="scratch", scratch_layers=1, scratch_hidden=64, batch_size=8,
+                                   eval_every=10**9, **kw)
+
+
+def test_time_budget_ends_the_run_with_the_learning_rate_decayed(minilm_dir, tok):
+    """--minutes: the run stops when the budget is spent, its schedule at zero, its snapshots taken."""
+    cfg = _tiny_cfg(steps=10**6, minutes=0.1, warmup=0.1, snapshot_fractions=(0.0, 0.5, 1.0))
+    model = pretrain.build_model(cfg, minilm_dir)
+    events = list(pretrain.train_mlm(cfg, model, tok, ["The cat sat on the mat."] * 64, [], ["The [MASK] sat."],
+                                     log_every=1))
+    last = events[-1]
+    assert last.done and last.step == last.steps < 10**6  # ended by the clock, not the step count
+    assert last.elapsed_s >= 0.1 * 60
+    assert last.lr == 0.0 and max(e.lr for e in events) > 0.5 * cfg.lr_head
+    shares = [e.extra["progress"] for e in events[1:]]
+    assert shares == sorted(shares) and shares[-1] == 1.0
+    snap = [e.extra.get("progress", 0.0) for e in events if e.probes]
+    assert len(snap) == 3 and snap[0] == 0.0 and 0.5 <= snap[1] < 1.0 and snap[2] == 1.0
+
+
+def test_bf16_autocast_loss_is_close_to_float32(minilm_dir, tok):
+    model = pretrain.build_model(_tiny_cfg(), minilm_dir).eval()
+    enc = tok(["The cat sat on the mat.", "A river bank."], padding=True, return_special_tokens_mask=True,
+              return_tensors="pt")
+    inputs, labels, _ = apply_masking(enc["input_ids"], enc["special_tokens_mask"].bool(), MaskingPolicy(rate=0.5),
+                                      mask_token_id=tok.mask_token_id, vocab_size=len(tok),
+                                      generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        full = pretrain.mlm_loss(model, inputs, enc["attention_mask"], labels)
+        half = pretrain.mlm_loss(model, inputs, enc["attention_mask"], labels, autocast="bf16")
+    assert half.dtype == torch.float32
+    assert abs(float(half) - float(full)) < 0.02 * float(full)
+    with pytest.raises(ValueError, match="autocast"):
+        pretrain.mlm_loss(model, inputs, enc["attention_mask"], labels, autocast="fp8")
+
+
+def test_a_resumed_run_continues_the_record(tmp_path, minilm_dir):
+    """--resume: weights from the first run, one log and snapshot list, and a card with both stages."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    sample = (REPO / "data" / "train_sample.txt").read_text().splitlines()
+    (corpus / "train.txt").write_text("\n".join(sample[:80]) + "\n")
+    (corpus / "heldout.txt").write_text("\n".join((REPO / "data" / "heldout.txt").read_text().splitlines()[:8]) + "\n")
+    script = _script("pretrain")
+    common = ["--corpus", str(corpus), "--batch-size", "8", "--eval-every", "2", "--eval-sentences", "4",
+              "--snapshots", "0,1"]
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert script.main(["--out", str(first), "--steps", "4", *common]) == 0
+    assert script.main(["--out", str(second), "--steps", "3", "--train-from-layer", "0", "--resume", str(first),
+                        *common]) == 0
+
+    log = [json.loads(line) for line in (second / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == [0, 2, 4, 6, 7]  # evaluations every 2 steps, and the end
+    assert [r["stage"] for r in log] == [1, 1, 1, 2, 2]
+    first_log = [json.loads(line) for line in (first / "log.jsonl").read_text().splitlines()]
+    first_tokens = first_log[-1]["extra"]["tokens"]
+    assert log[-1]["extra"]["tokens"] > first_tokens and log[-1]["elapsed_s"] > first_log[-1]["elapsed_s"]
+    snapshots = json.loads((second / "snapshots.json").read_text())
+    assert [(s["step"], s["stage"]) for s in snapshots] == [(0, 1), (4, 1), (7, 2)]
+    assert [s["fraction"] for s in snapshots] == [0.0, 4 / 7, 1.0]
+    config = json.loads((second / "config.json").read_text())
+    assert config["continued_from"]["steps"] == 4 and config["continued_from"]["tokens"] == first_tokens
+
+    # the second run started from the first run's tensors
+    model = pretrain.build_model(pretrain.PretrainConfig(train_from_layer=0), minilm_dir)
+    script.Previous.read(first, model)
+    from safetensors.torch import load_file
+
+    saved = load_file(str(first / "trained.safetensors"))
+    state = model.state_dict()
+    assert all(torch.equal(state[k], v.float()) for k, v in saved.items())
+
+    export = _script("export_mlm")
+    card = export.model_card(second, None)
+    parts = export.stages(config, json.loads((second / "final.json").read_text()), log)
+    assert [(p["steps"], p["config"]["train_from_layer"]) for p in parts] == [(4, 2), (3, 0)]
+    assert parts[0]["tokens"] + parts[1]["tokens"] == log[-1]["extra"]["tokens"]
+    assert "in 2 stages, 7 steps" in card and "\n1. Encoder layers 3-6" in card and "\n2. Encoder layers 1-6" in card
+
+
+@shipped
+def test_registry_provenance_says_what_the_shipped_run_trained():
+    config = json.loads((SHIPPED / "config.json").read_text())
+    last = json.loads((SHIPPED / "log.jsonl").read_text().splitlines()[-1])
+    text = registry.get_spec("minilm-mlm").provenance
+    assert f"encoder layers {config['train_from_layer'] + 1}-6 and a new MLM head" in text
+    assert f"{last['step']:,} steps" in text and "trained by this project" in text
