@@ -125,9 +125,6 @@ def training_figure(steps, loss, eval_steps=(), top1=(), top5=(), title: str = "
     ``stage_starts``: steps where a continued run (a new stage) began, drawn as dashed lines.
     """
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    for number, step in enumerate(stage_starts, 2):
-        fig.add_vline(x=step, line=dict(color="#888", dash="dash", width=1),
-                      annotation_text=f"stage {number}", annotation_position="top right")
     fig.add_trace(
         go.Scatter(x=list(steps), y=list(loss), mode="lines", name="training loss (nats)",
                    line=dict(color="#4c78a8")),
@@ -147,6 +144,9 @@ def training_figure(steps, loss, eval_steps=(), top1=(), top5=(), title: str = "
         fig.update_yaxes(title_text="accuracy", tickformat=".0%", rangemode="tozero", secondary_y=True)
     fig.update_yaxes(title_text="loss (nats)", secondary_y=False)
     fig.update_xaxes(title_text="step")
+    for number, step in enumerate(stage_starts, 2):  # after the traces: empty subplots get no line
+        fig.add_vline(x=step, line=dict(color="#888", dash="dash", width=1),
+                      annotation_text=f"stage {number}", annotation_position="top right")
     fig.update_layout(
         title=plot_text(title) if title else None,
         height=380,

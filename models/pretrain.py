@@ -32,13 +32,13 @@ from .masking import MaskingPolicy, apply_masking
 
 @dataclass(frozen=True)
 class PretrainConfig:
-    """Hyper-parameters of one training run (all defaults are the shipped run's)."""
+    """Hyper-parameters of one training run (the defaults are the shipped run's first stage)."""
 
     init: str = "minilm"  # "minilm": continue from all-MiniLM-L6-v2; "scratch": random init
     train_from_layer: int = 2  # 0-based: layers [train_from_layer, L) are trained (minilm)
     scratch_layers: int = 2  # model size when init="scratch"
     scratch_hidden: int = 128
-    steps: int = 4000
+    steps: int = 3000
     batch_size: int = 64  # sentences per step
     max_len: int = 64  # tokens per sentence, [CLS] and [SEP] included
     lr_head: float = 1e-3

@@ -132,9 +132,9 @@ def model_card(run: Path, baseline: dict | None, note: str = "") -> str:
         "released under the same terms. The corpus texts are public domain or permissively",
         "licensed (table above); no GPL dictionary text (GCIDE) was used.",
         "",
-        "**Limits.** A small model trained briefly on CPU on a few million tokens of mostly",
-        "19th-20th-century prose, speeches and dictionary examples: it knows common English",
-        "words and grammar, little about the world, and its style leans to its corpus.",
+        f"**Limits.** A small model trained for {minutes / 60:.1f} hours on CPU on about {tokens / 1e6:.0f} million tokens",
+        "of mostly 19th-20th-century prose, speeches and dictionary examples: it knows common",
+        "English words and grammar, little about the world, and its style leans to its corpus.",
     ]
     return "\n".join(lines) + "\n"
 
