@@ -435,6 +435,12 @@ class TrainingHistory:
     stage_starts: tuple[int, ...] = ()  # the step each later stage (a ``--resume`` run) started from
 
 
+def tokens_of(record: dict) -> int:
+    """Training tokens seen up to a log record (older records give only a rate and a time)."""
+    return int((record.get("extra") or {}).get("tokens")
+               or round(record.get("tokens_per_s", 0) * record.get("elapsed_s", 0)))
+
+
 def load_history(run_dir: Path) -> TrainingHistory:
     """Read log.jsonl and snapshots.json of a run folder."""
     run_dir = Path(run_dir)
@@ -455,8 +461,7 @@ def load_history(run_dir: Path) -> TrainingHistory:
         eval_loss=tuple(r["eval"]["loss"] for r in evals),
         snapshots=tuple(snapshots),
         total_steps=int(last.get("steps", 0)),
-        tokens_seen=int((last.get("extra") or {}).get("tokens")
-                        or round(last.get("tokens_per_s", 0) * last.get("elapsed_s", 0))),
+        tokens_seen=tokens_of(last),
         stage_starts=stage_starts,
     )
 

@@ -16,6 +16,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from models.pretrain import tokens_of  # noqa: E402
 DEST = REPO / "weights" / "minilm-mlm"
 FILES = ("trained.safetensors", "config.json", "log.jsonl", "snapshots.json", "final.json")
 
@@ -26,8 +29,7 @@ def stages(config: dict, final: dict, records: list[dict]) -> list[dict]:
     Every stage: its config, its steps and tokens, its minutes, the held-out scores after it.
     """
     last = records[-1]
-    tokens = int((last.get("extra") or {}).get("tokens") or round(last["tokens_per_s"] * last["elapsed_s"]))
-    chain = [{"config": config, "steps": last["step"], "tokens": tokens, "minutes": final["minutes"],
+    chain = [{"config": config, "steps": last["step"], "tokens": tokens_of(last), "minutes": final["minutes"],
               "heldout": final["heldout"], "everyday_top5": final["everyday_top5"]}]
     while chain[-1]["config"].get("continued_from"):  # steps and tokens are counted from the start
         chain.append(dict(chain[-1]["config"]["continued_from"]))

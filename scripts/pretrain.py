@@ -155,8 +155,7 @@ class Previous:
 
     @property
     def tokens(self) -> int:
-        last = self.last
-        return int(last.get("extra", {}).get("tokens") or round(last.get("tokens_per_s", 0) * last["elapsed_s"]))
+        return pretrain.tokens_of(self.last)
 
     def shift(self, record: dict) -> dict:
         """A new run's record, placed after this run's (steps, time and tokens add up)."""
