@@ -16,8 +16,57 @@ ARTIFACTS = REPO / "artifacts"
 MLM_KEY = "splade-tiny"
 ENCODER_KEY = "minilm-l6"
 
+# Set to 1 to run the suite against this machine's Hub settings and cache (see conftest).
+HUB_OPT_IN = "ENCODER_LAB_TEST_HUB"
+
+
+def hub_opted_in() -> bool:
+    return os.environ.get(HUB_OPT_IN, "").strip() == "1"
+
+
+def skip_if_available(*keys: str) -> None:
+    """Skip a test about unavailable Hub models when one of ``keys`` can run here.
+
+    Only with ENCODER_LAB_TEST_HUB=1: otherwise the suite's empty offline cache makes every
+    Hub model unavailable, so these tests always run.
+    """
+    import pytest
+
+    from models import list_models
+
+    runnable = [m.key for m in list_models() if m.key in keys and m.available]
+    if runnable:
+        pytest.skip(f"{', '.join(runnable)} can run here ({HUB_OPT_IN}=1): the test needs it unavailable")
+
+
+def wait_until(condition, what: str, timeout_s: float = 120.0, poll_s: float = 0.05):
+    """Poll ``condition()`` until it returns something truthy (returned); fail after ``timeout_s``.
+
+    The timeout only bounds a hang: no test asserts on how long anything took.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout_s:.0f}s for {what}")
+        time.sleep(poll_s)
+
+
+def parity_atol(float32: float = 1e-5, half: float = 2e-2) -> float:
+    """The absolute tolerance for our result against a reference, for the dtype models run in
+    here: float32 on the CPU; float16 on a GPU (about three significant digits per value)."""
+    import torch
+
+    from models import get_device
+    from models.loading import dtype_for
+
+    return float32 if dtype_for(get_device()) == torch.float32 else half
+
 
 def free_port() -> int:
+    """A port free now (for bench/ only: the tests let the app bind its own port)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -6,7 +6,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from helpers import MLM_KEY
+from helpers import MLM_KEY, skip_if_available
 
 
 @pytest.fixture(scope="module")
@@ -140,5 +140,6 @@ def test_bad_split_refused(client):
 
 
 def test_next_sentence_without_nsp_head(client):
+    skip_if_available("bert-base")
     with pytest.raises(AppError, match="not available|no next-sentence"):
         client.predict("bert-base", "It rained.", "The streets were wet.", api_name="/next_sentence")

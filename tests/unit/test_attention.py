@@ -82,7 +82,7 @@ def test_default_path_gives_no_weights_so_eager_is_used():
     """The embedded models default to SDPA, which returns no weights: eager is needed."""
     default = load_model("minilm-l6")
     assert default.model.config._attn_implementation == "sdpa"
-    enc = default.tokenizer("A short text.", return_tensors="pt")
+    enc = default.tokenizer("A short text.", return_tensors="pt").to(default.device)
     with torch.no_grad():
         out = default.model(**enc, output_attentions=True)
     assert not out.attentions  # SDPA builds no weight matrix

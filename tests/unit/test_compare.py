@@ -211,13 +211,23 @@ def test_recipes_cite_their_papers():
 TEXT = "The capital of France is [MASK]. The <mask> sat on the mat."
 
 
+COMPARED = EMBEDDED_MLM + ["bert-base", "minilm-l6"]
+
+
+def runnable(keys, need_mlm: bool) -> list[str]:
+    """The keys the registry lists as available here (with an MLM head when asked), in order."""
+    info = {m.key: m for m in list_models()}
+    return [k for k in keys if info[k].available and (info[k].has_mlm_head or not need_mlm)]
+
+
 @pytest.fixture(scope="module")
 def compared():
-    return compare_fill_mask(EMBEDDED_MLM + ["bert-base", "minilm-l6"], TEXT, top_k=5)
+    return compare_fill_mask(COMPARED, TEXT, top_k=5)
 
 
 def test_side_by_side_equals_single_model_fill_mask(compared):
-    assert [r.model_key for r in compared.results] == EMBEDDED_MLM
+    # the embedded MLMs always; bert-base too where the Hub is used and reachable
+    assert [r.model_key for r in compared.results] == runnable(COMPARED, need_mlm=True)
     for result in compared.results:
         single = fill_mask(result.model_key, TEXT, top_k=5)
         assert len(result.masks) == 2
@@ -277,8 +287,8 @@ def test_nothing_runnable_is_an_error():
 def test_compare_tokens_shows_wordpiece_continuations():
     text = "Tokenization is unbelievably useful."
     result = compare_tokens(["splade-tiny", "minilm-l6", "roberta-base"], text)
-    assert [m.model_key for m in result.models] == ["splade-tiny", "minilm-l6"]
-    for pieces in result.models:
+    assert [m.model_key for m in result.models] == runnable(["splade-tiny", "minilm-l6", "roberta-base"], False)
+    for pieces in result.models[:2]:  # the embedded WordPiece models
         reference = tokenize(pieces.model_key, text)
         assert pieces.tokens == reference.tokens
         assert pieces.pieces == tuple(t for t in reference.tokens if t not in ("[CLS]", "[SEP]"))
@@ -309,3 +319,54 @@ def test_too_many_models_are_refused(monkeypatch):
     with pytest.raises(InputError, match="At most 2 models per comparison; you chose 3"):
         compare_tokens(["splade-tiny", "minilm-l6", "minilm-mlm", "splade-tiny"], "a text")
     assert len(compare_tokens(["splade-tiny", "minilm-l6", "splade-tiny"], "a text").models) == 2
+
+
+# --- agreement and word continuations on hand-made inputs ---------------------------------
+
+
+def _result(key: str, *masks: list[str]):
+    """A FillMaskResult whose masks hold these raw tokens, best first."""
+    from models import FillMaskResult, MaskPrediction, Prediction
+
+    return FillMaskResult(
+        model_key=key, text="", tokens=(), filled_text="",
+        masks=tuple(
+            MaskPrediction(index=i, position=i + 1, predictions=tuple(
+                Prediction(token=r.lstrip("Ġ▁#"), token_id=n, score=1 / (n + 2), raw_token=r) for n, r in enumerate(raws)
+            ))
+            for i, raws in enumerate(masks)
+        ),
+    )
+
+
+def test_agreement_by_hand():
+    from models.compare import _agreement
+
+    a = _result("a", ["paris", "lyon", "rome"], ["cat", "dog", "mat"])
+    b = _result("b", ["Ġparis", "Ġrome", "Ġnice"], ["Ġdog", "Ġcat", "Ġbird"])
+    c = _result("c", ["▁Paris", "▁rome", "▁lyon"], ["▁cat", "▁bird", "▁dog"])
+    first, second = _agreement([a, b, c])
+    # mask 1: every first guess is "paris" once markers and case are gone
+    assert first.top1_agree is True
+    assert first.shared == ("paris", "rome")  # in all three top-3s, in a's order
+    assert dict(first.votes) == {"paris": 3, "rome": 3, "lyon": 2, "nice": 1}
+    # mask 2: first guesses cat / dog / cat differ
+    assert second.top1_agree is False
+    assert second.shared == ("cat", "dog")
+    assert dict(second.votes) == {"cat": 3, "dog": 3, "mat": 1, "bird": 2}
+    # one model always agrees with itself
+    assert all(m.top1_agree for m in _agreement([b]))
+
+
+def test_continues_word_by_hand():
+    from models.compare import continues_word
+
+    wordpiece, bpe, unigram = "WordPiece", "BPE (byte-level)", "SentencePiece (Unigram)"
+    assert {wordpiece, bpe, unigram} == {f.tokenizer_kind for f in architecture_table()}  # the kinds in use
+    # WordPiece marks continuations
+    assert continues_word("##ing", wordpiece) and continues_word("##s", wordpiece)
+    assert not continues_word("play", wordpiece) and not continues_word(",", wordpiece)
+    # byte-level BPE and SentencePiece mark word starts: an unmarked piece continues the word
+    assert not continues_word("Ġplay", bpe) and continues_word("ing", bpe) and continues_word("s", bpe)
+    assert not continues_word("▁play", unigram) and continues_word("ing", unigram)
+    assert not continues_word("▁", unigram) and not continues_word("Ġ", bpe)  # a marker alone starts a word

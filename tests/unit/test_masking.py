@@ -67,6 +67,38 @@ def test_identical_to_transformers_collator(batch, whole_word):
     assert torch.equal(labels, expected["labels"])
 
 
+@pytest.mark.parametrize("seed", [11, 12])
+def test_whole_word_fates_follow_the_collators_draws(batch, seed):
+    """Whole words with the 80/10/10 split: every piece's fate is the collator's own draw.
+
+    transformers 5 forces 100 % [MASK] when words are whole; setting the split back after
+    construction makes its ``torch_mask_tokens`` draw whole-word selection, then [MASK],
+    then random, then the random ids, from one generator: the reference for each piece.
+    """
+    from transformers import DataCollatorForLanguageModeling
+
+    tok, enc = batch
+    collator = DataCollatorForLanguageModeling(tok, mlm_probability=0.3, seed=seed, whole_word_mask=True,
+                                               return_tensors="pt")
+    collator.mask_replace_prob, collator.random_replace_prob = 0.8, 0.1
+    collator.create_rng()
+    special = enc["special_tokens_mask"].bool() | (enc["attention_mask"] == 0)
+    expected_inputs, expected_labels = collator.torch_mask_tokens(
+        enc["input_ids"].clone(), special.long(), enc["offset_mapping"]
+    )
+    inputs, labels, fates = _mask(tok, enc, MaskingPolicy(rate=0.3, whole_word=True), seed, whole_word=True)
+    assert torch.equal(labels, expected_labels)
+    assert torch.equal(inputs, expected_inputs)
+    # the collator's draws hold all three fates; ours name them
+    selected = expected_labels != -100
+    masked = selected & (expected_inputs == tok.mask_token_id)
+    changed = selected & ~masked & (expected_inputs != enc["input_ids"])
+    assert torch.equal(fates == MASKED, masked) and masked.any()
+    assert changed.any() and (fates[changed] == RANDOM).all()
+    assert ((fates == KEPT) | (fates == RANDOM)).sum() == (selected & ~masked).sum()
+    assert (fates == KEPT).any()
+
+
 def test_rates_and_split_match_the_policy(batch):
     tok, enc = batch
     special = enc["special_tokens_mask"].bool() | (enc["attention_mask"] == 0)

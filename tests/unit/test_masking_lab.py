@@ -69,17 +69,40 @@ def test_loss_equals_torch_cross_entropy(mlm_key):
     sim = simulate_masking(mlm_key, TEXT, rate=0.4, seed=3)
     result = masked_lm_loss(mlm_key, sim)
     loaded = load_model(mlm_key, head="mlm")
-    inputs = torch.tensor([sim.epochs[0].shown_ids])
+    inputs = torch.tensor([sim.epochs[0].shown_ids], device=loaded.device)
     labels = torch.full_like(inputs, -100)
     for s in sim.epochs[0].selected:
         labels[0, s.position] = s.original_id
     with torch.no_grad():
-        logits = loaded.model(input_ids=inputs).logits
+        logits = loaded.model(input_ids=inputs).logits.float()
     expected = F.cross_entropy(logits[0], labels[0], ignore_index=-100)
     assert abs(result.loss - float(expected)) < 1e-4
     for p in result.positions:
         assert p.rank >= 1 and 0 < p.p_original <= 1
         assert abs(p.nll + torch.log(torch.tensor(p.p_original)).item()) < 1e-4
+
+
+@pytest.mark.parametrize("split", [(0.8, 0.1, 0.1), (0.0, 0.0, 1.0)])
+def test_ranks_and_accuracy_follow_an_argsort_of_the_full_logits(mlm_key, mlm_loaded, split):
+    """Each position's rank is where the original token falls when the whole vocabulary's
+    logits are sorted (1 = the top guess); top-1 accuracy is the share of rank 1."""
+    mask, random, keep = split
+    sim = simulate_masking(mlm_key, TEXT, rate=0.5, mask=mask, random=random, keep=keep, seed=7)
+    result = masked_lm_loss(mlm_key, sim)
+    model, tokenizer = mlm_loaded.model, mlm_loaded.tokenizer
+    with torch.no_grad():
+        inputs = torch.tensor([sim.epochs[0].shown_ids], device=mlm_loaded.device)
+        logits = model(input_ids=inputs).logits[0].float().cpu()  # (T, V)
+    order = logits.argsort(dim=-1, descending=True)  # (T, V): token ids, best first
+    expected_ranks = [int((order[s.position] == s.original_id).nonzero()) + 1 for s in sim.epochs[0].selected]
+    assert [p.rank for p in result.positions] == expected_ranks
+    assert [p.top_guess for p in result.positions] == [
+        tokenizer.convert_ids_to_tokens(int(order[s.position, 0])) for s in sim.epochs[0].selected
+    ]
+    hits = sum(r == 1 for r in expected_ranks)
+    assert result.top1_accuracy == pytest.approx(hits / len(expected_ranks))
+    if keep == 1.0:  # the model sees every original token: it gets some of them right
+        assert hits > 0
 
 
 def test_policy_comparison_same_selection(mlm_key):

@@ -8,12 +8,11 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
 from helpers import MLM_KEY, REPO, fake_hub_cache
-from models import SPECS, UnknownModelError, get_spec, list_models
+from models import SPECS, UnknownModelError, default_model_key, get_spec, list_models
 from models import registry
 
 ZOO = {
@@ -70,9 +69,18 @@ def test_unreachable_hub_is_detected_fast(monkeypatch):
 
     monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
     registry._probe_cache.clear()
-    started = time.monotonic()
+    attempts = []
+    real_connect = registry.socket.create_connection
+
+    def connect(address, timeout=None, *args, **kwargs):
+        attempts.append((address, timeout))
+        return real_connect(address, timeout, *args, **kwargs)
+
+    monkeypatch.setattr(registry.socket, "create_connection", connect)
     assert registry.hub_reachable() is False
-    assert time.monotonic() - started < 3
+    # one bounded probe (not transformers' minute of retries), then the answer is cached
+    assert attempts == [(("127.0.0.1", 9), 2.0)]
+    assert registry.hub_reachable() is False and len(attempts) == 1
     monkeypatch.setattr(registry, "hub_cached", lambda repo_id: False)
     available, why = registry.availability(get_spec("bert-base"))
     assert not available and "cannot be reached" in why and "prefetch.py bert-base" in why
@@ -150,3 +158,65 @@ def test_next_sentence_plumbing_on_a_local_bert_for_pretraining(tmp_path):
     data = json.loads(out.stdout.strip().splitlines()[-1])
     assert data["class"] == "BertForNextSentencePrediction"
     assert 0 < data["p"] < 1 and abs(data["p"] - data["direct"]) < 1e-6
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("splade-tiny", "splade-tiny"),  # an available MLM: it wins
+        ("minilm-mlm", "minilm-mlm"),
+        ("minilm-l6", "minilm-mlm"),  # no MLM head: ignored
+        ("no-such-model", "minilm-mlm"),  # unknown: ignored
+        ("", "minilm-mlm"),
+    ],
+)
+def test_encoder_lab_default_picks_the_opening_model(monkeypatch, override, expected):
+    from helpers import skip_if_available
+
+    skip_if_available("bert-base")  # the preference list puts it before the embedded ones
+    monkeypatch.setenv("ENCODER_LAB_DEFAULT", override)
+    assert default_model_key() == expected
+    assert [m.key for m in list_models() if m.default] == [expected]
+
+
+def test_encoder_lab_default_is_ignored_when_unavailable(monkeypatch, tmp_path):
+    monkeypatch.setenv("ENCODER_LAB_MODELS_DIR", str(tmp_path))  # no embedded MLM installed
+    monkeypatch.setenv("ENCODER_LAB_DEFAULT", "splade-tiny")
+    assert default_model_key() != "splade-tiny"
+
+
+def _run_main(monkeypatch, argv):
+    """app.main(argv) up to the launch: what it allowed and what it would launch with."""
+    import app
+    import models
+
+    monkeypatch.setenv(registry.EXTRA_MODELS_ENV, "")  # restored after the test
+    devices, launches = [], []
+    monkeypatch.setattr(models, "set_device", devices.append)  # keeps the session's models loaded
+    monkeypatch.setattr(app, "limit_malloc_arenas", lambda: None)
+
+    class Demo:
+        def launch(self, **kwargs):
+            launches.append(kwargs)
+
+    monkeypatch.setattr(app, "build_demo", Demo)
+    app.main(argv)
+    return devices, launches
+
+
+def test_allow_model_flag_adds_hub_models(monkeypatch):
+    devices, launches = _run_main(
+        monkeypatch, ["--allow-model", "acme/tiny-mlm", "--allow-model", "org/other", "--device", "cpu"]
+    )
+    assert devices == ["cpu"] and len(launches) == 1
+    assert registry.allowed_hub_models() == ("acme/tiny-mlm", "org/other")
+    listed = {m.key: m for m in list_models()}
+    assert "not vetted" in listed["acme/tiny-mlm"].provenance
+    assert get_spec("org/other").source == "org/other"
+    assert not registry.is_operator_added(get_spec(MLM_KEY))
+
+
+@pytest.mark.parametrize("bad", ["../etc", "no-owner", "a/b/c", "acme/x y"])
+def test_allow_model_flag_refuses_bad_ids_before_launch(monkeypatch, bad):
+    with pytest.raises(SystemExit, match="invalid Hub ids"):
+        _run_main(monkeypatch, ["--allow-model", bad])

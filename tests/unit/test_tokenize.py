@@ -40,3 +40,24 @@ def test_bad_text(encoder_key, bad):
 def test_bad_pair(encoder_key):
     with pytest.raises(InputError, match="second text"):
         tokenize(encoder_key, "fine", text_pair=" ")
+
+
+@pytest.mark.parametrize("pair", ["We sat by the riverbank, unbelievably calm.", "Tokenization!"])
+def test_pair_offsets_point_into_each_own_text(encoder_key, pair):
+    text = "The bank was closed."
+    r = tokenize(encoder_key, text, text_pair=pair)
+    single = tokenize(encoder_key, text)
+    assert r.offsets[: len(single.offsets) - 1] == single.offsets[:-1]  # the first text as alone
+    seen = {0: [], 1: []}
+    for token, (start, end), special, segment in zip(r.tokens, r.offsets, r.special_tokens_mask,
+                                                      r.token_type_ids):
+        if special:
+            assert (start, end) == (0, 0)
+            continue
+        source = (text, pair)[segment]
+        assert 0 <= start < end <= len(source)
+        assert token.removeprefix("##") == source[start:end].lower()  # uncased WordPiece
+        seen[segment].append(source[start:end])
+    # every non-space character of both texts is covered, in order
+    assert "".join(seen[0]) == text.replace(" ", "")
+    assert "".join(seen[1]) == pair.replace(" ", "")
