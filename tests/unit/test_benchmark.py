@@ -22,9 +22,7 @@ def test_pretrained_timings_are_sane(minilm):
         assert p.runs >= 3 and p.batch_size == 1
         assert 0 < p.min_ms <= p.median_ms <= p.max_ms
         assert p.tokens_per_s == pytest.approx(p.length / (p.median_ms / 1000))
-    # longer input is never faster by 2x (best of the runs: robust to a busy machine)
-    for short, long in zip(minilm.points, minilm.points[1:]):
-        assert long.min_ms >= 0.5 * short.min_ms, (short, long)
+    # how fast is for bench/ (BENCHMARKS.md); here only that the figures are consistent
 
 
 def test_peak_memory_holds_at_least_the_output(minilm):

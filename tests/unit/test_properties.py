@@ -3,11 +3,15 @@
 Emoji, right-to-left scripts, zero-width and control characters, lone surrogates (which a
 JSON request can carry), markup and mask spellings, and 100k-character texts. The rule:
 each call returns a result or raises the project's own error (``EncoderLabError``), never
-another exception, never a hang (a generous per-example deadline).
+another exception, never a hang (a generous per-example deadline); and where the input is
+valid by the documented rules (written out below, independently of the code), a result is
+required: a function that refuses everything fails here. ``derandomize``: the examples are
+the same on every run (no example database either), so a failure reproduces.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -16,6 +20,7 @@ from hypothesis import strategies as st
 
 import models
 from models import EncoderLabError
+from models.benchmark import MIN_LENGTH  # the shortest sequence length a benchmark takes
 
 PIECES = [
     "[MASK]", "<mask>", "[mask]", "[CLS]", "[SEP]", "<s>", "</s>", "##ing", "Ġthe", "▁de",
@@ -32,41 +37,79 @@ texts = st.one_of(
 )
 
 HUGE = "a\u200b🙂 " * 25_000  # 100,000 characters
+LONG_VALID = "On a quiet morning the old fisherman walked down to the river bank with his [MASK]."
 CHECKS = settings(
     max_examples=25,
     deadline=timedelta(seconds=30),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     database=None,
+    derandomize=True,
 )
 
 
-def project_error_or_result(call, *args, **kwargs):
-    """Run ``call``: a project error is an acceptable outcome, any other exception is not."""
+def project_error_or_result(call, *args, valid: bool = False, **kwargs):
+    """Run ``call``: a project error is an acceptable outcome, any other exception is not.
+
+    ``valid``: the input is valid by the documented rules, so only a result will do.
+    """
     try:
         return call(*args, **kwargs)
     except EncoderLabError as exc:
         assert str(exc).strip(), "a project error must say what is wrong"
+        assert not valid, f"valid input refused: {exc}"
         return None
+
+
+# --- what the README and docstrings promise to accept (not read from the code) -------------
+
+MAX_CHARS = 20_000
+MASKS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)  # both spellings, any case
+EMBEDDED_MLM = ("minilm-mlm", "splade-tiny")  # available wherever `make setup` ran
+
+
+def valid_text(text) -> bool:
+    """A string with something besides whitespace, at most 20,000 characters, no lone surrogate."""
+    return (isinstance(text, str) and text.strip() != "" and len(text) <= MAX_CHARS
+            and not any("\ud800" <= c <= "\udfff" for c in text))
+
+
+def masks_in(text: str) -> int:
+    return len(MASKS.findall(text))
+
+
+def test_validity_rules_by_hand():
+    assert valid_text("a") and valid_text(" [MASK] ") and valid_text("x" * MAX_CHARS)
+    assert not valid_text("") and not valid_text(" \n\t") and not valid_text("x" * (MAX_CHARS + 1))
+    assert not valid_text("a\ud800b") and not valid_text(None)
+    assert masks_in("[MASK] <mask> [mask] <MASK> [MASK") == 4
 
 
 @CHECKS
 @given(text=texts, pair=st.one_of(st.none(), texts))
 @example(text=HUGE, pair=None)
 @example(text="a", pair=HUGE)
+@example(text=LONG_VALID, pair="A second sentence.")  # valid: a result is required
 def test_tokenize(mlm_key, text, pair):
-    result = project_error_or_result(models.tokenize, mlm_key, text, pair)
+    valid = valid_text(text) and (pair is None or valid_text(pair))
+    result = project_error_or_result(models.tokenize, mlm_key, text, pair, valid=valid)
     if result is not None:
         assert len(result.tokens) == len(result.ids) == len(result.offsets)
+        for (start, end), segment in zip(result.offsets, result.token_type_ids):
+            assert 0 <= start <= end <= len((text, pair)[segment])
 
 
 @CHECKS
 @given(text=texts, top_k=st.integers(-3, 60))
 @example(text=HUGE + "[MASK]", top_k=5)
 @example(text="[MASK]" * 11, top_k=5)
+@example(text=LONG_VALID, top_k=5)
+@example(text="<mask> and [mask]", top_k=50)
 def test_fill_mask(mlm_key, mlm_loaded, text, top_k):
-    result = project_error_or_result(models.fill_mask, mlm_key, text, top_k)
+    # short texts here (never near 512 tokens): 1-10 masks and a top_k of 1-50 are valid
+    valid = valid_text(text) and len(text) <= 2000 and 1 <= masks_in(text) <= 10 and 1 <= top_k <= 50
+    result = project_error_or_result(models.fill_mask, mlm_key, text, top_k, valid=valid)
     if result is not None:
-        assert 1 <= len(result.masks) <= models.MAX_MASKS
+        assert len(result.masks) == masks_in(text)
         assert all(len(m.predictions) == top_k for m in result.masks)
 
 
@@ -83,20 +126,30 @@ def test_text_segments_and_mask_word(text, index):
 @given(text=texts, rate=st.one_of(st.floats(-0.5, 1.5), st.just(float("nan"))), seed=st.integers(-1, 2**32),
        whole_word=st.booleans(), epochs=st.integers(0, 12))
 @example(text=HUGE, rate=0.15, seed=0, whole_word=False, epochs=1)
+@example(text=LONG_VALID, rate=0.5, seed=1, whole_word=True, epochs=2)
 def test_simulate_masking_and_loss(mlm_key, mlm_loaded, text, rate, seed, whole_word, epochs):
+    valid = (valid_text(text) and len(text) <= 200 and 0 <= rate <= 1 and 0 <= seed < 2**31
+             and 1 <= epochs <= 20)  # a short text: never near the lab's 256 tokens
     sim = project_error_or_result(
-        models.simulate_masking, mlm_key, text, rate=rate, whole_word=whole_word, epochs=epochs, seed=seed
+        models.simulate_masking, mlm_key, text, rate=rate, whole_word=whole_word, epochs=epochs, seed=seed,
+        valid=valid,
     )
     if sim is not None:
-        loss = project_error_or_result(models.masked_lm_loss, mlm_key, sim, 0)
+        assert len(sim.epochs) == epochs
+        picked = bool(sim.epochs[0].selected)  # nothing selected: the loss is undefined (an error)
+        loss = project_error_or_result(models.masked_lm_loss, mlm_key, sim, 0, valid=picked)
         if loss is not None:
-            assert loss.loss >= 0
+            assert loss.loss >= 0 and len(loss.positions) == len(sim.epochs[0].selected)
 
 
 @CHECKS
 @given(text=texts)
+@example(text=LONG_VALID)
 def test_compare_policies(mlm_key, mlm_loaded, text):
-    result = project_error_or_result(models.compare_policies, mlm_key, text, 0.5)
+    # valid when the same draw selects something (the presets share the selection)
+    sim = project_error_or_result(models.simulate_masking, mlm_key, text, 0.5, seed=0)
+    valid = sim is not None and len(text) <= 200 and bool(sim.epochs[0].selected)
+    result = project_error_or_result(models.compare_policies, mlm_key, text, 0.5, valid=valid)
     if result is not None:
         assert set(result) == set(models.POLICY_PRESETS)
 
@@ -104,8 +157,12 @@ def test_compare_policies(mlm_key, mlm_loaded, text):
 @CHECKS
 @given(sentences=st.lists(texts, max_size=5), draws=st.integers(-1, 3))
 @example(sentences=[HUGE], draws=1)
+@example(sentences=[LONG_VALID, "A cat."], draws=3)
 def test_masking_statistics(mlm_key, sentences, draws):
-    project_error_or_result(models.masking_statistics, mlm_key, sentences, draws=draws)
+    valid = 1 <= len(sentences) and all(valid_text(s) for s in sentences) and 1 <= draws <= 5000
+    stats = project_error_or_result(models.masking_statistics, mlm_key, sentences, draws=draws, valid=valid)
+    if stats is not None:
+        assert stats.draws == draws and stats.sentences == len(sentences) and stats.special_selected == 0
 
 
 @CHECKS
@@ -117,12 +174,15 @@ def test_next_sentence(mlm_key, a, b):
 
 
 @CHECKS
-@given(key=st.one_of(st.text(max_size=30), st.sampled_from(["", "bert-base", "../etc", "minilm-mlm "])),
+@given(key=st.one_of(st.text(max_size=30),
+                     st.sampled_from(["", "bert-base", "../etc", "minilm-mlm ", *EMBEDDED_MLM])),
        text=texts)
+@example(key="splade-tiny", text=LONG_VALID)
 def test_any_model_key(key, text):
     """Unknown keys, online-only models and odd strings: a project error, never a crash."""
-    project_error_or_result(models.fill_mask, key, text)
-    project_error_or_result(models.tokenize, key, text)
+    known = key in EMBEDDED_MLM
+    project_error_or_result(models.fill_mask, key, text, valid=known and valid_text(text) and 1 <= masks_in(text) <= 10)
+    project_error_or_result(models.tokenize, key, text, valid=known and valid_text(text))
 
 
 # --- the attention, embeddings and compare cores ------------------------------------------
@@ -138,8 +198,10 @@ sentence_lists = st.one_of(
 @CHECKS
 @given(text=texts, pair=st.one_of(st.none(), texts))
 @example(text=HUGE, pair=None)
+@example(text=LONG_VALID, pair="The bank.")
 def test_extract_attention(encoder_key, text, pair):
-    result = project_error_or_result(models.extract_attention, encoder_key, text, pair)
+    valid = valid_text(text) and len(text) <= 2000 and (pair is None or valid_text(pair))
+    result = project_error_or_result(models.extract_attention, encoder_key, text, pair, valid=valid)
     if result is not None:
         layers, heads, t, t2 = result.weights.shape
         assert t == t2 == len(result.tokens)
@@ -150,49 +212,73 @@ def test_extract_attention(encoder_key, text, pair):
 @CHECKS
 @given(sentences=sentence_lists, pooling=st.sampled_from(["mean", "cls", "max", "MEAN", "", "sum"]),
        layer=st.integers(-10, 10))
+@example(sentences=[LONG_VALID, "A dog."], pooling="max", layer=-7)
 def test_embed_and_similarity(encoder_key, sentences, pooling, layer):
-    vectors = project_error_or_result(models.embed, encoder_key, sentences, pooling, layer)
+    # all-MiniLM-L6-v2: 6 layers, so 0..6 and -1..-7; short sentences (never near 512 tokens)
+    ok = (not isinstance(sentences, str) and all(valid_text(s) and len(s) <= 2000 for s in sentences)
+          and pooling in ("mean", "cls", "max") and -7 <= layer <= 6)
+    vectors = project_error_or_result(models.embed, encoder_key, sentences, pooling, layer,
+                                      valid=ok and 1 <= len(sentences) <= 50)
     if vectors is not None:
         assert vectors.shape[0] == len(sentences)
         assert not __import__("numpy").isnan(vectors).any()
-    project_error_or_result(models.similarity, encoder_key, sentences, pooling, layer)
+    project_error_or_result(models.similarity, encoder_key, sentences, pooling, layer,
+                            valid=ok and 2 <= len(sentences) <= 50)
 
 
 @CHECKS
 @given(sentences=sentence_lists, word=st.one_of(texts, st.just("bank")))
+@example(sentences=["The river bank was flooded.", "I paid cash at the BANK today."], word="bank")
 def test_word_in_context(encoder_key, sentences, word):
-    project_error_or_result(models.word_in_context, encoder_key, sentences, word)
+    # valid: 2-50 short sentences that each hold "bank" as a word
+    valid = (word == "bank" and isinstance(sentences, list) and 2 <= len(sentences) <= 50
+             and all(valid_text(s) and len(s) <= 2000 and re.search(r"\bbank\b", s, re.I) for s in sentences))
+    project_error_or_result(models.word_in_context, encoder_key, sentences, word, valid=valid)
 
 
 @CHECKS
 @given(rows=st.integers(0, 5), cols=st.integers(0, 4), method=st.sampled_from(["pca", "umap", "tsne", ""]),
        fill=st.sampled_from([0.0, 1.0, float("nan"), float("inf")]))
+@example(rows=3, cols=1, method="pca", fill=1.0)
 def test_project_2d(rows, cols, method, fill):
     import numpy as np
 
     vectors = np.full((rows, cols), fill)
     if rows and cols:
         vectors[0, 0] = 2.0
-    project_error_or_result(models.project_2d, vectors, method)
+    valid = method == "pca" and rows >= 2 and cols >= 1 and np.isfinite(fill)
+    points = project_error_or_result(models.project_2d, vectors, method, valid=valid)
+    if points is not None:
+        assert points.shape == (rows, 2) and np.isfinite(points).all()
 
 
 @CHECKS
 @given(keys=st.lists(st.sampled_from(["minilm-mlm", "splade-tiny", "minilm-l6", "bert-base", "nope", ""]),
                      max_size=4),
        text=texts, top_k=st.integers(-1, 60))
+@example(keys=["minilm-l6", "splade-tiny", "bert-base"], text=LONG_VALID, top_k=3)
 def test_compare_fill_mask_and_tokens(mlm_loaded, keys, text, top_k):
-    project_error_or_result(models.compare_fill_mask, keys, text, top_k)
-    project_error_or_result(models.compare_tokens, keys, text)
+    # valid: known keys, at least one embedded MLM among them (offline, Hub models are skipped)
+    known = bool(keys) and not {"nope", ""} & set(keys)
+    runs = known and any(k in EMBEDDED_MLM for k in keys)
+    valid = runs and valid_text(text) and len(text) <= 2000 and 1 <= masks_in(text) <= 10 and 1 <= top_k <= 50
+    project_error_or_result(models.compare_fill_mask, keys, text, top_k, valid=valid)
+    project_error_or_result(models.compare_tokens, keys, text, valid=runs and valid_text(text))
 
 
 @settings(CHECKS, max_examples=10)
 @given(lengths=st.one_of(st.lists(st.integers(-5, 100_000), max_size=4), st.just("64")),
        batch=st.integers(-1, 100))
+@example(lengths=[16, 8], batch=2)
 def test_benchmark_forward_refuses_or_runs_bounded(lengths, batch):
     # Only requests that are refused up front, or tiny ones, run here: a big valid request
     # would be a benchmark, not a property test.
+    valid = False
     if isinstance(lengths, list) and lengths and all(0 < n <= 16 for n in lengths) and 0 < batch <= 2:
         lengths = lengths[:2]
+        valid = all(n >= MIN_LENGTH for n in lengths)  # tiny, and within the published limits
     elif isinstance(lengths, list) and lengths and all(0 < n <= 2048 for n in lengths) and 0 < batch <= 8:
         lengths = [-1]  # keep it an invalid request
-    project_error_or_result(models.benchmark_forward, "splade-tiny", lengths, batch)
+    result = project_error_or_result(models.benchmark_forward, "splade-tiny", lengths, batch, valid=valid)
+    if valid:
+        assert [p.length for p in result.points] == sorted(set(lengths))  # each length once, in order
