@@ -107,3 +107,41 @@ def fake_hub_cache(cache: os.PathLike, repo_id: str, files_from) -> None:
     shutil.copytree(files_from, snapshot)
     with open(os.path.join(repo_dir, "refs", "main"), "w") as fh:
         fh.write(revision)
+
+
+# --- waiting for the app's answers (an event, not a guessed sleep) -------------------------
+
+APP_CALLS = ("/gradio_api/queue/", "/gradio_api/run/", "/gradio_api/call/")
+
+
+def track_app_calls(page) -> None:
+    """Count the page's requests to the app's queue: each action's join, and the stream
+    its answers come back on (which ends once the session has nothing pending)."""
+    page.open_calls = set()
+
+    def started(request):
+        if any(part in request.url for part in APP_CALLS):
+            page.open_calls.add(request)
+
+    def ended(request):
+        page.open_calls.discard(request)
+
+    page.on("request", started)
+    page.on("requestfinished", ended)
+    page.on("requestfailed", ended)
+
+
+def settle(page, timeout_s: float = 300.0) -> None:
+    """Wait until every action taken so far has been answered and drawn.
+
+    Two painted frames let the page's handlers send their requests (and Playwright report
+    them); settled when, after that, none of the app's calls is still open.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+        if not page.open_calls:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the app's answers did not all arrive within {timeout_s:.0f}s")
+        page.wait_for_timeout(100)  # lets Playwright deliver the request events meanwhile

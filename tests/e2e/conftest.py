@@ -6,6 +6,8 @@ import shutil
 
 import pytest
 
+from helpers import track_app_calls
+
 
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -52,6 +54,8 @@ def page(browser, app_server):
 
     page.on("request", on_request)
     page.on("dialog", on_dialog)
+    track_app_calls(page)
     page.goto(app_server)
     yield page
     context.close()
+

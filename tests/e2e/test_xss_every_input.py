@@ -11,7 +11,7 @@ import re
 
 from playwright.sync_api import expect
 
-from helpers import screenshot
+from helpers import screenshot, settle
 
 PAYLOAD = (
     '<img src=x id=xss-injected onerror="window.__xss=1;alert(1)"> The [MASK] bank '
@@ -50,8 +50,7 @@ def test_payload_stays_text_everywhere(page):
             label = (button.inner_text() or "").strip()
             if label and button.is_visible() and button.is_enabled() and not SKIP.search(label):
                 button.click()
-                page.wait_for_timeout(300)
-        page.wait_for_timeout(2000)  # let the last answers arrive and render
+        settle(page)  # every answer has arrived and been drawn: all of them are inspected
         assert injected(page) == [], name
         assert page.dialogs == [], (name, page.dialogs)
         slug = re.sub(r"\W+", "-", name.lower()).strip("-")
