@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from playwright.sync_api import expect
 
-from helpers import SCREENSHOTS, screenshot
+from helpers import SCREENSHOTS, screenshot, settle
 from models import AttentionResult, attention_head_stats, extract_attention, filter_heads
 
 TIMEOUT = 60_000
@@ -133,6 +133,6 @@ def test_a_script_ending_token_cannot_break_out_of_bertviz(page):
     shown = texts.all_text_contents()
     assert HOSTILE in shown and "</script>" in shown and "&lt;b&gt;" in shown
     assert frame.locator("img").count() == 0
-    page.wait_for_timeout(500)  # an onerror handler would have fired by now
+    settle(page)  # the page has painted twice since: an onerror handler would have run
     assert page.dialogs == [], page.dialogs
     frame_screenshot(page, 'iframe[title="hand-made bertviz"]', "attention-bertviz-hostile-token")

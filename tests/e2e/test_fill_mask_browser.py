@@ -6,7 +6,7 @@ import re
 
 from playwright.sync_api import expect
 
-from helpers import screenshot
+from helpers import screenshot, settle
 from models import default_model_key, fill_mask
 
 TIMEOUT = 60_000
@@ -60,7 +60,7 @@ def test_typed_markup_stays_text(page):
     page.get_by_label("Text with masks").fill(payload)
     page.get_by_role("button", name="Predict").click()
     expect(filled_box(page)).to_have_value(re.compile(r"^<img src=x"), timeout=TIMEOUT)
-    page.wait_for_timeout(500)
+    settle(page)  # every answer is in and drawn before the page is inspected
     assert page.evaluate("window.__xss") is None
     assert page.dialogs == []
     assert page.locator('img[src="x"]').count() == 0
