@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 from helpers import REPO, screenshot
 
 TIMEOUT = 120_000
+TRAINING_TIMEOUT = 900_000
 
 
 def test_watch_and_train_live(page):
@@ -24,7 +25,8 @@ def test_watch_and_train_live(page):
         expect(page.locator(".js-plotly-plot .annotation-text", has_text="stage 2")).to_be_attached()
 
     page.get_by_role("button", name="Train a tiny BERT now").click()
-    expect(page.get_by_text("Done.")).to_be_visible(timeout=TIMEOUT)
+    # a bound on a hang, not a speed requirement: on a busy CPU 150 steps can take minutes
+    expect(page.get_by_text("Done.")).to_be_visible(timeout=TRAINING_TIMEOUT)
     expect(page.get_by_text("Step 150 of 150")).to_be_visible()
     screenshot(page, "pretrain")
     assert page.external_requests == []
