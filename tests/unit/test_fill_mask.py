@@ -229,3 +229,54 @@ def test_filled_text_by_hand(text, guesses, expected):
 
     spans = [m.span() for m in MASK_PATTERN.finditer(text)]
     assert _fill_in(text, spans, [_guess(t, r) for t, r in guesses]) == expected
+
+
+# --- a byte-level BPE model: token strings as the pipeline shows them ----------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_roberta(tmp_path_factory):
+    """A byte-level BPE tokenizer trained on a few lines and a 2-layer random-init
+    RobertaForMaskedLM (seeded): plumbing only, its guesses mean nothing."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaConfig, RobertaForMaskedLM, RobertaTokenizer
+
+    folder = tmp_path_factory.mktemp("tiny-roberta")
+    bpe = ByteLevelBPETokenizer()
+    lines = ["The river bank was calm.", "Cash at the bank.", "I sat by the river and watched it."] * 20
+    bpe.train_from_iterator(lines, vocab_size=300, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(folder))
+    tokenizer = RobertaTokenizer(vocab=str(folder / "vocab.json"), merges=str(folder / "merges.txt"))
+    torch.manual_seed(0)
+    config = RobertaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                           intermediate_size=64, max_position_embeddings=130)
+    return RobertaForMaskedLM(config).eval(), tokenizer
+
+
+def test_byte_level_bpe_predictions_match_the_pipeline(monkeypatch, tiny_roberta):
+    """Ġ-marked vocabulary entries: ``token`` is the decoded text (the pipeline's
+    ``token_str``), ``raw_token`` the vocabulary entry."""
+    import copy
+    import importlib
+
+    from transformers import pipeline
+
+    from models import registry
+    from models.loading import LoadedModel
+
+    model, tokenizer = tiny_roberta
+    reference = pipeline("fill-mask", model=copy.deepcopy(model), tokenizer=tokenizer, device="cpu")
+    key = "test/tiny-roberta"  # an operator-allowed id, served by this in-memory model
+    monkeypatch.setenv(registry.EXTRA_MODELS_ENV, key)
+    loaded = LoadedModel(registry.get_spec(key), model, tokenizer, torch.device("cpu"), torch.float32, 0)
+    monkeypatch.setattr(importlib.import_module("models.fill_mask"), "load_model", lambda *a, **k: loaded)
+    text = "I sat by the [MASK] and watched <mask>."
+    ours = fill_mask(key, text, top_k=15)
+    expected = reference(ours.text, top_k=15)  # the text with RoBERTa's own mask token
+    assert ours.text == "I sat by the <mask> and watched <mask>." and len(expected) == 2
+    for mask, ref in zip(ours.masks, expected, strict=True):
+        assert [p.token_id for p in mask.predictions] == [r["token"] for r in ref]
+        assert [p.token for p in mask.predictions] == [r["token_str"] for r in ref]
+        assert [p.raw_token for p in mask.predictions] == tokenizer.convert_ids_to_tokens([r["token"] for r in ref])
+    shown = [p for m in ours.masks for p in m.predictions]
+    assert any(p.raw_token.startswith("Ġ") and p.token != p.raw_token for p in shown)  # the case tested

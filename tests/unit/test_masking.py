@@ -173,3 +173,24 @@ def test_seeded_and_deterministic(batch):
     c = _mask(tok, enc, MaskingPolicy(), seed=6)
     assert all(torch.equal(x, y) for x, y in zip(a, b))
     assert not torch.equal(a[2], c[2])
+
+
+def test_word_ids_equal_the_collators_for_sentence_pairs(batch):
+    """Pairs put a word right after [SEP] at offset 0: it starts a word of its own, as in
+    transformers' collator (the reference), never joining the first text's last word."""
+    from transformers import DataCollatorForLanguageModeling
+
+    tok, _ = batch
+    enc = tok(TEXTS, ["Second text here.", "Another, shorter one!", "Yes."], padding=True,
+              return_special_tokens_mask=True, return_offsets_mapping=True, return_tensors="np")
+    special = enc["special_tokens_mask"].astype(bool) | (enc["attention_mask"] == 0)
+    ours = word_ids_from_offsets(enc["offset_mapping"], special)
+    expected, _ = DataCollatorForLanguageModeling._calc_word_ids_and_prob_mask(
+        enc["offset_mapping"], special.astype(np.int64)
+    )
+    np.testing.assert_array_equal(ours, expected)
+    for row in range(len(TEXTS)):
+        segments = enc["token_type_ids"][row]
+        first = ours[row][(segments == 0) & ~special[row]]
+        second = ours[row][(segments == 1) & ~special[row]]
+        assert first.max() < second.min()  # no word spans the two texts
