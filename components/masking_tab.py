@@ -9,17 +9,22 @@ import pandas as pd
 
 from models import (
     MAX_TEXT_CHARS,
+    TEXTBOOK_LOGITS,
+    TEXTBOOK_TARGET,
     compare_policies,
+    explain_loss,
+    explain_masked_position,
     list_models,
     masked_lm_loss,
     masking_statistics,
     next_sentence,
+    next_sentence_loss,
     simulate_masking,
 )
 from models.evaluation import heldout_sentences
 from models.masking_lab import MAX_EPOCHS
 
-from . import copy, plots
+from . import arithmetic_copy, arithmetic_plots, copy, plots
 from .common import HEAVY, quoted, readable_errors
 from .server import on_gpu
 
@@ -54,15 +59,33 @@ def run_loss(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, 
         sim = _simulate(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed)
         loss = masked_lm_loss(model_key, sim, int(epoch) - 1)
         first = loss.positions[0]
+        unselected = sum(not s for s in sim.special) - len(loss.positions)
         explain = (
             f"**Loss = {loss.loss:.4f} nats**, the mean of −log p over the {len(loss.positions)} "
-            f"selected position(s) only; top-1 accuracy {loss.top1_accuracy:.0%}.  \n"
+            f"selected position(s) only (the {unselected} unselected one(s) cost nothing); "
+            f"top-1 accuracy {loss.top1_accuracy:.0%}.  \n"
             f"Worked example, position {first.position}: the model saw {quoted(first.shown)} where "
             f"{quoted(first.original)} was. Its logits at that position go through a softmax over "
             f"the whole vocabulary; p({quoted(first.original)}) = {first.p_original:.6f}, rank "
             f"{first.rank}, so −log p = −ln({first.p_original:.6f}) = {first.nll:.4f} nats."
         )
         return plots.loss_frame(loss), explain
+
+
+@on_gpu
+def run_arithmetic(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed, epoch,
+                   source, position):
+    """exp, denominator, p and −ln p at one position (the ``explain_loss`` API)."""
+    with readable_errors("The arithmetic"):
+        if source == arithmetic_copy.ARITHMETIC_SOURCES[0]:
+            result = explain_loss(TEXTBOOK_LOGITS, TEXTBOOK_TARGET)
+        else:
+            if not 1 <= int(epoch or 0) <= int(epochs):
+                raise gr.Error(f"Choose an epoch between 1 and {int(epochs)}.")
+            sim = _simulate(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed)
+            chosen = None if position is None or position == "" else int(position)
+            result = explain_masked_position(model_key, sim, int(epoch) - 1, chosen)
+        return arithmetic_plots.arithmetic_frame(result), arithmetic_plots.arithmetic_text(result)
 
 
 @on_gpu
@@ -99,6 +122,18 @@ def run_nsp(model_key, a, b):
     with readable_errors("Next sentence prediction"):
         p = next_sentence(model_key, a, b)
         return f"**P(IsNext) = {p:.3f}**: the model thinks B {'follows' if p >= 0.5 else 'does not follow'} A."
+
+
+@on_gpu
+def run_nsp_loss(model_key, a, b, is_next):
+    """P(IsNext) and the NSP loss against the true label (the ``nsp_loss`` API)."""
+    with readable_errors("The NSP loss"):
+        return arithmetic_plots.nsp_loss_text(next_sentence_loss(model_key, a, b, bool(is_next)))
+
+
+def not_next():
+    """A random B does not follow A: set the true label to NotNext."""
+    return False
 
 
 def random_b(seed: float):
@@ -154,6 +189,19 @@ def build_masking_tab() -> None:
             label="Same text, same selection, three policies", interactive=False,
         )
         score.click(run_loss, params + [epoch], [loss_table, explain], api_name="masked_lm_loss")
+
+        gr.Markdown(arithmetic_copy.ARITHMETIC_HELP)
+        with gr.Row():
+            source = gr.Radio(arithmetic_copy.ARITHMETIC_SOURCES, value=arithmetic_copy.ARITHMETIC_SOURCES[0],
+                              label="Explain")
+            position = gr.Number(value=None, precision=0, minimum=0,
+                                 label="Token position (a real position; empty: the first selected)")
+            show = gr.Button("Show the arithmetic")
+        arithmetic_text = gr.Markdown(elem_id="arithmetic-text")
+        arithmetic_table = gr.Dataframe(label="Softmax, step by step", interactive=False,
+                                        elem_id="arithmetic-table")
+        show.click(run_arithmetic, params + [epoch, source, position], [arithmetic_table, arithmetic_text],
+                   api_name="explain_loss")
         compare.click(run_compare, [text, model, rate, whole_word, seed], compare_table, api_name="compare_policies")
 
         gr.Markdown(copy.STATS_HELP)
@@ -176,5 +224,12 @@ def build_masking_tab() -> None:
             shuffle = gr.Button("Random B")
             nsp = gr.Button("P(IsNext)")
         nsp_out = gr.Markdown()
-        shuffle.click(random_b, seed, b, api_name="random_sentence")
+        gr.Markdown(arithmetic_copy.NSP_LOSS_HELP)
+        with gr.Row():
+            is_next = gr.Radio(arithmetic_copy.NSP_LABELS, value=True, label="True label")
+            nsp_loss = gr.Button("NSP loss")
+        nsp_loss_out = gr.Markdown(elem_id="nsp-loss")
+        shuffle.click(random_b, seed, b, api_name="random_sentence").then(
+            not_next, None, is_next, api_visibility="private")
         nsp.click(run_nsp, [nsp_model, a, b], nsp_out, api_name="next_sentence")
+        nsp_loss.click(run_nsp_loss, [nsp_model, a, b, is_next], nsp_loss_out, api_name="nsp_loss")

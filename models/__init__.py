@@ -25,6 +25,18 @@ from .errors import (
     ModelUnavailableError,
     UnknownModelError,
 )
+from .arithmetic import (
+    TEXTBOOK_LOGITS,
+    TEXTBOOK_TARGET,
+    LossArithmetic,
+    NSPLoss,
+    explain_loss,
+    explain_masked_position,
+    next_sentence_loss,
+)
+from .causal import CausalEval, evaluate_causal, supports_causal
+from .generation import GenerationResult, GenerationStep, generate_left_to_right
+from .input_embeddings import InputEmbeddings, input_embeddings
 from .benchmark import BenchmarkPoint, BenchmarkResult, benchmark_forward
 from .compare import (
     ArchitectureFacts,
@@ -88,6 +100,21 @@ from .tokenization import tokenize
 from .validation import MAX_TEXT_CHARS
 
 __all__ = [
+    "TEXTBOOK_LOGITS",
+    "TEXTBOOK_TARGET",
+    "LossArithmetic",
+    "NSPLoss",
+    "explain_loss",
+    "explain_masked_position",
+    "next_sentence_loss",
+    "CausalEval",
+    "evaluate_causal",
+    "supports_causal",
+    "GenerationResult",
+    "GenerationStep",
+    "generate_left_to_right",
+    "InputEmbeddings",
+    "input_embeddings",
     "BenchmarkPoint",
     "BenchmarkResult",
     "benchmark_forward",

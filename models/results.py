@@ -88,6 +88,7 @@ class FillMaskResult:
     tokens: tuple[str, ...]
     masks: tuple[MaskPrediction, ...]
     filled_text: str  # the user's text with each mask replaced by its top prediction
+    causal: bool = False  # read through a causal mask (left context only)
 
     def to_records(self) -> list[dict]:
         """One flat record per (mask, rank): handy for pandas and JSON."""
