@@ -24,6 +24,10 @@ from .loading import check_token_count, load_model
 from .validation import check_text
 
 
+# Registry families whose positions enter inside attention, not as a table added here.
+NO_POSITION_TABLE = frozenset({"deberta-v2", "modernbert"})
+
+
 @dataclass(frozen=True, eq=False)
 class InputEmbeddings:
     """Per token: its three input vectors, their sum, and the model's own pre-LayerNorm input."""
@@ -74,8 +78,8 @@ def input_embeddings(model_key: str, text: str, text_pair: str | None = None) ->
         text_pair = None
     if text_pair is not None:
         text_pair = check_text(text_pair, what="second text")
-    loaded = load_model(model_key, head="base")
-    tables = _tables(loaded.model)
+    loaded = None if spec.family in NO_POSITION_TABLE else load_model(model_key, head="base")
+    tables = None if loaded is None else _tables(loaded.model)
     if tables is None:
         raise CapabilityError(
             f"{spec.display_name} ({spec.key}, family {spec.family}) has no table of absolute "
