@@ -202,7 +202,7 @@ def build_attention_tab() -> None:
                     max_length=MAX_TEXT_CHARS,
                 )
                 model = gr.Dropdown(choices=model_choices(models), value=default, label="Model")
-                causal = gr.Checkbox(value=False, label=causal_copy.CAUSAL_LABEL)
+                causal = gr.Checkbox(value=False, label=causal_copy.CAUSAL_LABEL, elem_id="attention-causal")
                 button = gr.Button("Show attention", variant="primary")
                 gr.Examples(copy.EXAMPLES, inputs=[text, text_pair], label="Examples")
                 gr.Markdown(copy.PAIR_NOTE)

@@ -1,8 +1,14 @@
 """UI text of the detective-vs-storyteller views (Fill-mask and Attention tabs)."""
 
 # Measured with scripts/evaluate_causal.py (see the README): the embedded minilm-mlm on the
-# held-out split, the same seeded masked positions with and without the causal mask.
-HELDOUT_FIGURES = "{figures}"
+# whole held-out split, the same seeded masked positions with and without the causal mask.
+HELDOUT_FIGURES = (
+    "Measured on the held-out split (3,191 sentences the model never trained on, 11,034 masked "
+    "positions, the same for both runs), the embedded `minilm-mlm` gets the masked word right "
+    "**37.6 %** of the time (top-5: 57.4 %; loss 3.62 nats) when it sees both sides, and "
+    "**13.9 %** (top-5: 30.0 %; loss 5.69 nats) with the causal mask: still above always "
+    "guessing the most frequent words (5.5 %), but most of its skill came from the right side."
+)
 
 CAUSAL_LABEL = "Causal mask: each word sees only itself and its left (the storyteller's view)"
 

@@ -124,7 +124,7 @@ def build_fill_mask_tab(demo: gr.Blocks) -> None:
                         choices=model_choices(models, need_mlm=True), value=default, label="Model", scale=2
                     )
                     top_k = gr.Slider(1, 20, value=5, step=1, label="Top-k", scale=1)
-                causal = gr.Checkbox(value=False, label=causal_copy.CAUSAL_LABEL)
+                causal = gr.Checkbox(value=False, label=causal_copy.CAUSAL_LABEL, elem_id="fill-mask-causal")
                 with gr.Row():
                     live = gr.Checkbox(value=True, label="Live: predict as you type")
                     button = gr.Button("Predict", variant="primary")
@@ -156,7 +156,8 @@ def build_fill_mask_tab(demo: gr.Blocks) -> None:
                 gen_button = gr.Button("Generate with an encoder")
             with gr.Column(scale=4):
                 generated = gr.Textbox(label="Generated text", interactive=False)
-        gen_steps = gr.Dataframe(label="Every step", interactive=False, wrap=True, elem_id="generation-steps")
+        gen_steps = gr.Dataframe(label="Every step", interactive=False, wrap=True, elem_id="generation-steps",
+                                 column_widths=["6%", "30%", "38%", "8%", "18%"])
 
         outputs = [table, plot, filled, status]
         gr.on(

@@ -64,7 +64,7 @@ def input_embeddings_frame(result: InputEmbeddings) -> pd.DataFrame:
     if result.segment_ids is not None:
         rows["segment row"] = result.segment_ids
     for name, vectors in _parts(result):
-        rows[f"|{name.split(' ')[0] if name[0] != '=' else 'sum'}|"] = np.round(norm(vectors), 4)
+        rows[f"|{name.split(' ')[0] if name[0] != '=' else 'sum'}|"] = [round(float(x), 4) for x in norm(vectors)]
     rows["max |sum − model input|"] = [float(x) for x in np.abs(result.total - result.model_input).max(-1)]
     return pd.DataFrame(rows)
 

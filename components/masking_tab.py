@@ -83,7 +83,7 @@ def run_arithmetic(text, model_key, rate, mask, rand, keep, whole_word, epochs, 
             if not 1 <= int(epoch or 0) <= int(epochs):
                 raise gr.Error(f"Choose an epoch between 1 and {int(epochs)}.")
             sim = _simulate(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed)
-            chosen = None if position is None or position == "" else int(position)
+            chosen = int(position) if position else None  # 0 is [CLS], never selected: "the first"
             result = explain_masked_position(model_key, sim, int(epoch) - 1, chosen)
         return arithmetic_plots.arithmetic_frame(result), arithmetic_plots.arithmetic_text(result)
 
@@ -194,8 +194,8 @@ def build_masking_tab() -> None:
         with gr.Row():
             source = gr.Radio(arithmetic_copy.ARITHMETIC_SOURCES, value=arithmetic_copy.ARITHMETIC_SOURCES[0],
                               label="Explain")
-            position = gr.Number(value=None, precision=0, minimum=0,
-                                 label="Token position (a real position; empty: the first selected)")
+            position = gr.Number(value=0, precision=0, minimum=0,
+                                 label="Token position, for a real position (0: the first selected one)")
             show = gr.Button("Show the arithmetic")
         arithmetic_text = gr.Markdown(elem_id="arithmetic-text")
         arithmetic_table = gr.Dataframe(label="Softmax, step by step", interactive=False,

@@ -62,11 +62,11 @@ def test_generation_endpoint_matches_the_core(client):
 def test_explain_loss_textbook_and_a_real_position(client):
     args = ["He sat on the bank of the river and watched the water.", MLM_KEY, 0.3, 0.8, 0.1, 0.1, False, 1,
             "dynamic", 2, 1]
-    table, text = client.predict(*args, "the textbook example", None, api_name="/explain_loss")
+    table, text = client.predict(*args, "the textbook example", 0, api_name="/explain_loss")
     assert table["data"][0][0] == "cat ← target" and "0.7468" in text and "0.2919 nats" in text
     sim = simulate_masking(MLM_KEY, args[0], 0.3, seed=2)
     core = explain_masked_position(MLM_KEY, sim, 0)
-    table, text = client.predict(*args, "a real position", None, api_name="/explain_loss")
+    table, text = client.predict(*args, "a real position", 0, api_name="/explain_loss")
     assert f"{core.loss:.4f} nats" in text and f"Position {core.position}" in text
     with pytest.raises(AppError, match="not selected"):
         unselected = next(i for i in range(1, 10) if i not in {s.position for s in sim.epochs[0].selected})
