@@ -232,4 +232,5 @@ def build_masking_tab() -> None:
         shuffle.click(random_b, seed, b, api_name="random_sentence").then(
             not_next, None, is_next, api_visibility="private")
         nsp.click(run_nsp, [nsp_model, a, b], nsp_out, api_name="next_sentence")
-        nsp_loss.click(run_nsp_loss, [nsp_model, a, b, is_next], nsp_loss_out, api_name="nsp_loss")
+        gr.on([nsp.click, nsp_loss.click], run_nsp_loss, [nsp_model, a, b, is_next], nsp_loss_out,
+              api_name="nsp_loss")
