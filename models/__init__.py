@@ -85,6 +85,8 @@ from .results import (
     TokenizationResult,
 )
 from .tokenization import tokenize
+from .pretraining_heads import ReplacedTokens, detect_replaced, sentence_order
+from .zoo import ZOO_KEYS, ZooEntry, zoo_comparison
 from .validation import MAX_TEXT_CHARS
 
 __all__ = [
@@ -167,4 +169,10 @@ __all__ = [
     "load_tokenizer",
     "set_device",
     "tokenize",
+    "ReplacedTokens",
+    "detect_replaced",
+    "sentence_order",
+    "ZOO_KEYS",
+    "ZooEntry",
+    "zoo_comparison",
 ]

