@@ -13,7 +13,6 @@ from models import (
     list_models,
     masked_lm_loss,
     masking_statistics,
-    next_sentence,
     simulate_masking,
 )
 from models.evaluation import heldout_sentences
@@ -21,6 +20,7 @@ from models.masking_lab import MAX_EPOCHS
 
 from . import copy, plots
 from .common import HEAVY, quoted, readable_errors
+from .masking_heads import build_pair_section, build_rtd_section
 from .server import on_gpu
 
 STATS_SENTENCES = 1000
@@ -93,14 +93,6 @@ def run_statistics(model_key, rate, mask, rand, keep, whole_word, draws, seed):
         return plots.rates_figure(stats), note
 
 
-@on_gpu
-def run_nsp(model_key, a, b):
-    """P(IsNext) for sentence B after sentence A (the ``next_sentence`` API)."""
-    with readable_errors("Next sentence prediction"):
-        p = next_sentence(model_key, a, b)
-        return f"**P(IsNext) = {p:.3f}**: the model thinks B {'follows' if p >= 0.5 else 'does not follow'} A."
-
-
 def random_b(seed: float):
     """A random sentence from the built-in set, for a negative NSP example."""
     sentences = heldout_sentences()
@@ -111,7 +103,6 @@ def build_masking_tab() -> None:
     models = list_models()
     usable = [m for m in models if m.available]
     mlm_default = next((m.key for m in models if m.default), usable[0].key if usable else None)
-    nsp_models = [m for m in models if m.has_nsp_head] or models
     with gr.Tab("Masking lab", id="masking"):
         gr.Markdown(copy.MASKING_HELP)
         with gr.Row():
@@ -165,16 +156,5 @@ def build_masking_tab() -> None:
         measure.click(run_statistics, [model, rate, mask, rand, keep, whole_word, draws, seed],
                       [stats_plot, stats_note], api_name="masking_statistics", **HEAVY)
 
-        gr.Markdown(copy.NSP_HELP)
-        with gr.Row():
-            nsp_model = gr.Dropdown([(m.display_name, m.key) for m in nsp_models],
-                                    value=nsp_models[0].key, label="Model with an NSP head")
-        with gr.Row():
-            a = gr.Textbox(label="Sentence A", value=copy.NSP_A)
-            b = gr.Textbox(label="Sentence B", value=copy.NSP_B)
-        with gr.Row():
-            shuffle = gr.Button("Random B")
-            nsp = gr.Button("P(IsNext)")
-        nsp_out = gr.Markdown()
-        shuffle.click(random_b, seed, b, api_name="random_sentence")
-        nsp.click(run_nsp, [nsp_model, a, b], nsp_out, api_name="next_sentence")
+        build_pair_section(models, random_b)
+        build_rtd_section(models)

@@ -75,7 +75,16 @@ from .pretrain import (
     train_mlm,
     train_tiny,
 )
-from .registry import SPECS, default_model_key, get_spec, list_models
+from .registry import (
+    CAPABILITIES,
+    SPECS,
+    can,
+    default_model_key,
+    default_selection,
+    first_capable,
+    get_spec,
+    list_models,
+)
 from .results import (
     FillMaskResult,
     MaskPrediction,
@@ -173,6 +182,10 @@ __all__ = [
     "detect_replaced",
     "sentence_order",
     "ZOO_KEYS",
+    "CAPABILITIES",
+    "can",
+    "default_selection",
+    "first_capable",
     "ZooEntry",
     "zoo_comparison",
 ]

@@ -23,6 +23,7 @@ class ModelSpec:
     has_nsp_head: bool = False  # ships BERT's next-sentence-prediction head
     has_sop_head: bool = False  # ships ALBERT's sentence-order-prediction head
     has_rtd_head: bool = False  # ships ELECTRA's replaced-token-detection discriminator
+    sentence_embeddings: bool = False  # trained to give sentence vectors (e.g. contrastively)
     miniature: bool = False  # one of the mini zoo: trained by this project, not published
     mlm_subfolder: str = ""  # where the MLM head lives when not in the main folder (ELECTRA's generator)
     # What is true on this machine now: filled by ``list_models`` (None in the bare registry).

@@ -41,6 +41,11 @@ _ZOO: dict[str, tuple[str, str, str, dict]] = {
 ZOO_KEYS: tuple[str, ...] = tuple(_ZOO)
 
 
+def recipe_of(key: str) -> str:
+    """The family's idea in miniature, one line (for cards and tables)."""
+    return _ZOO[key][2]
+
+
 def zoo_folder(key: str) -> Path:
     return ZOO_DIR / key
 

@@ -598,7 +598,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         opt.step()
         tokens += int(n_tok)
         step += 1
-        running.append({k: float(v) for k, v in parts.items()} | {"loss": float(loss)})
+        running.append({k: float(v.detach()) for k, v in parts.items()} | {"loss": float(loss.detach())})
         if step % 25 == 0 and rank == 0:
             mean = {k: sum(r[k] for r in running) / len(running) for k in running[0]}
             row = {"step": step, "tokens": tokens, "lr": lr, **{k: round(v, 4) for k, v in mean.items()},
