@@ -15,11 +15,10 @@ ARITHMETIC_HELP = (
 ARITHMETIC_SOURCES = ["the textbook example", "a real position"]
 
 NSP_LOSS_HELP = (
-    "**Where the score comes from, and its loss.** BERT feeds the final vector of [CLS] through "
-    "its **pooler** (a dense layer and tanh) and a 2-way classifier: two logits, IsNext and "
-    "NotNext, whose softmax gives P(IsNext). Training compares it with the true label "
-    "(half of the pairs really follow, half are random) by **binary cross-entropy**: "
-    "−ln P(IsNext) when B follows A, −ln (1 − P(IsNext)) when it does not."
+    "**NSP's loss.** Training compares P(IsNext) with the true label (half of the pairs really "
+    "follow, half are random) by **binary cross-entropy**: −ln P(IsNext) when B follows A, "
+    "−ln (1 − P(IsNext)) when it does not. Choose the label and see the loss, and the two "
+    "logits recomputed by hand from the [CLS] vector through the pooler (NSP models only)."
 )
 
 NSP_LABELS = [("IsNext: B really follows A", True), ("NotNext: B is a random sentence", False)]

@@ -14,6 +14,7 @@ from models import (
     attention_head_stats,
     extract_attention,
     filter_heads,
+    first_capable,
     input_embeddings,
     list_models,
 )
@@ -30,7 +31,6 @@ VENDOR_DIR = REPO_ROOT / ".cache" / "static" / "node_modules"
 ALL_HEADS = "all heads"
 MODES = [("one head", "head"), ("average over heads", "mean"), ("rollout", "rollout")]
 BERTVIZ_VIEWS = [("head view", "head"), ("model view", "model")]
-PREFERRED = ("bert-base", "minilm-l6")
 # Slider bounds before a model is shown (then fitted to it); API callers may ask for any
 # layer/head up to these, and values beyond the model's are clamped and said.
 MAX_LAYERS, MAX_HEADS = 48, 64
@@ -188,8 +188,7 @@ def build_attention_tab() -> None:
     if all(path.is_file() for path in files.values()):
         gr.set_static_paths(list(files.values()))  # only these three files, nothing else
     models = list_models()
-    available = {m.key for m in models if m.available}
-    default = next((k for k in PREFERRED if k in available), None)
+    default = first_capable(models, "attention")
     with gr.Tab("Attention", id="attention") as tab:
         gr.Markdown(copy.HELP)
         with gr.Row():

@@ -10,7 +10,16 @@ from pathlib import Path
 
 import gradio as gr
 
-from models import MAX_TEXT_CHARS, POOLINGS, compare_poolings, list_models, project_2d, separation_score, word_in_context
+from models import (
+    MAX_TEXT_CHARS,
+    POOLINGS,
+    compare_poolings,
+    first_capable,
+    list_models,
+    project_2d,
+    separation_score,
+    word_in_context,
+)
 from models.embeddings import (
     MAX_SENTENCES,
     bank_demo,
@@ -26,7 +35,6 @@ from . import embeddings_plots as plots
 from .common import model_choices, quoted, readable_errors
 from .server import on_gpu
 
-DEFAULT_MODEL = "minilm-l6"
 LAYER_LABEL = "Layer (0 = input embeddings, -1 = last)"
 CSV_FOLDER = Path(tempfile.gettempdir()) / "encoder-lab-csv"  # Gradio serves the temp folder
 CSV_KEEP = 100  # the newest CSV files kept; older ones are deleted when one is written
@@ -35,8 +43,8 @@ CSV_KEEP = 100  # the newest CSV files kept; older ones are deleted when one is 
 def model_picker() -> tuple[list[tuple[str, str]], str | None]:
     """(label, key) of every registry model, usable ones first, and the default key."""
     models = list_models()
-    keys = [m.key for m in models if m.available]
-    return model_choices(models), DEFAULT_MODEL if DEFAULT_MODEL in keys else (keys[0] if keys else None)
+    default = first_capable(models, "embeddings") or first_capable(models, "any")
+    return model_choices(models), default
 
 
 def _csv_file(frame, folder: Path | None = None, keep: int | None = None) -> str:

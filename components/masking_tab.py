@@ -17,8 +17,6 @@ from models import (
     list_models,
     masked_lm_loss,
     masking_statistics,
-    next_sentence,
-    next_sentence_loss,
     simulate_masking,
 )
 from models.evaluation import heldout_sentences
@@ -26,6 +24,7 @@ from models.masking_lab import MAX_EPOCHS
 
 from . import arithmetic_copy, arithmetic_plots, copy, plots
 from .common import HEAVY, quoted, readable_errors
+from .masking_heads import build_pair_section, build_rtd_section
 from .server import on_gpu
 
 STATS_SENTENCES = 1000
@@ -116,26 +115,6 @@ def run_statistics(model_key, rate, mask, rand, keep, whole_word, draws, seed):
         return plots.rates_figure(stats), note
 
 
-@on_gpu
-def run_nsp(model_key, a, b):
-    """P(IsNext) for sentence B after sentence A (the ``next_sentence`` API)."""
-    with readable_errors("Next sentence prediction"):
-        p = next_sentence(model_key, a, b)
-        return f"**P(IsNext) = {p:.3f}**: the model thinks B {'follows' if p >= 0.5 else 'does not follow'} A."
-
-
-@on_gpu
-def run_nsp_loss(model_key, a, b, is_next):
-    """P(IsNext) and the NSP loss against the true label (the ``nsp_loss`` API)."""
-    with readable_errors("The NSP loss"):
-        return arithmetic_plots.nsp_loss_text(next_sentence_loss(model_key, a, b, bool(is_next)))
-
-
-def not_next():
-    """A random B does not follow A: set the true label to NotNext."""
-    return False
-
-
 def random_b(seed: float):
     """A random sentence from the built-in set, for a negative NSP example."""
     sentences = heldout_sentences()
@@ -146,7 +125,6 @@ def build_masking_tab() -> None:
     models = list_models()
     usable = [m for m in models if m.available]
     mlm_default = next((m.key for m in models if m.default), usable[0].key if usable else None)
-    nsp_models = [m for m in models if m.has_nsp_head] or models
     with gr.Tab("Masking lab", id="masking"):
         gr.Markdown(copy.MASKING_HELP)
         with gr.Row():
@@ -213,24 +191,5 @@ def build_masking_tab() -> None:
         measure.click(run_statistics, [model, rate, mask, rand, keep, whole_word, draws, seed],
                       [stats_plot, stats_note], api_name="masking_statistics", **HEAVY)
 
-        gr.Markdown(copy.NSP_HELP)
-        with gr.Row():
-            nsp_model = gr.Dropdown([(m.display_name, m.key) for m in nsp_models],
-                                    value=nsp_models[0].key, label="Model with an NSP head")
-        with gr.Row():
-            a = gr.Textbox(label="Sentence A", value=copy.NSP_A)
-            b = gr.Textbox(label="Sentence B", value=copy.NSP_B)
-        with gr.Row():
-            shuffle = gr.Button("Random B")
-            nsp = gr.Button("P(IsNext)")
-        nsp_out = gr.Markdown()
-        gr.Markdown(arithmetic_copy.NSP_LOSS_HELP)
-        with gr.Row():
-            is_next = gr.Radio(arithmetic_copy.NSP_LABELS, value=True, label="True label")
-            nsp_loss = gr.Button("NSP loss")
-        nsp_loss_out = gr.Markdown(elem_id="nsp-loss")
-        shuffle.click(random_b, seed, b, api_name="random_sentence").then(
-            not_next, None, is_next, api_visibility="private")
-        nsp.click(run_nsp, [nsp_model, a, b], nsp_out, api_name="next_sentence")
-        gr.on([nsp.click, nsp_loss.click], run_nsp_loss, [nsp_model, a, b, is_next], nsp_loss_out,
-              api_name="nsp_loss")
+        build_pair_section(models, random_b)
+        build_rtd_section(models)

@@ -87,7 +87,16 @@ from .pretrain import (
     train_mlm,
     train_tiny,
 )
-from .registry import SPECS, default_model_key, get_spec, list_models
+from .registry import (
+    CAPABILITIES,
+    SPECS,
+    can,
+    default_model_key,
+    default_selection,
+    first_capable,
+    get_spec,
+    list_models,
+)
 from .results import (
     FillMaskResult,
     MaskPrediction,
@@ -97,6 +106,8 @@ from .results import (
     TokenizationResult,
 )
 from .tokenization import tokenize
+from .pretraining_heads import ReplacedTokens, detect_replaced, sentence_order
+from .zoo import ZOO_KEYS, ZooEntry, zoo_comparison
 from .validation import MAX_TEXT_CHARS
 
 __all__ = [
@@ -194,4 +205,14 @@ __all__ = [
     "load_tokenizer",
     "set_device",
     "tokenize",
+    "ReplacedTokens",
+    "detect_replaced",
+    "sentence_order",
+    "ZOO_KEYS",
+    "CAPABILITIES",
+    "can",
+    "default_selection",
+    "first_capable",
+    "ZooEntry",
+    "zoo_comparison",
 ]
