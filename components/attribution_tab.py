@@ -77,7 +77,7 @@ def build_attribution_tab() -> None:
                 status = gr.Markdown("", elem_id="attribution-status")
                 shaded = gr.HTML(label="Scores per word, one row per method", elem_id="attribution-tokens")
                 gr.Markdown(copy.DELETION_HELP)
-                curves = gr.Plot(label="Deletion check")
+                curves = gr.Plot(label="Deletion check", elem_id="attribution-curves")
                 table = gr.Dataframe(label="Scores per token", elem_id="attribution-table",
                                      interactive=False)
                 gr.Markdown(copy.LIMITS)

@@ -42,7 +42,7 @@ import torch
 from . import registry
 from .attention import extract_attention, rollout_of
 from .errors import InputError
-from .fill_mask import encode_masks, gather_positions, mask_spans
+from .fill_mask import MAX_MASKS, encode_masks, gather_positions, mask_spans
 from .loading import RESULT_CACHES, LoadedModel, ModelCache, get_device, load_model, require_head
 from .validation import check_int, check_text
 
@@ -265,7 +265,12 @@ def _mask_case(model_key: str, text: str, mask_index, target: str | None) -> _Ma
     require_head(registry.get_spec(model_key), "mlm")
     text = check_text(text)
     spans = mask_spans(text)
-    mask_index = check_int(mask_index, "mask_index", 0, len(spans) - 1)
+    mask_index = check_int(mask_index, "mask_index", 0, MAX_MASKS)
+    if mask_index >= len(spans):
+        raise InputError(
+            f"The text has {len(spans)} mask(s), so there is no mask number {mask_index + 1} "
+            f"(mask_index {mask_index}; 0 is the first mask)."
+        )
     loaded = load_model(model_key, head="mlm")
     encoded = encode_masks(loaded, text, spans)
     tokenizer = loaded.tokenizer
