@@ -43,11 +43,11 @@ METHOD_NOTES = {
 }
 
 DELETION_HELP = (
-    "**Deletion check.** The words are replaced by the mask token one at a time, highest "
-    "score first, and p(target) is measured after each; the dashed grey line does the same "
+    "**Deletion check.** The scored tokens (words or word pieces) are replaced by the mask "
+    "token one at a time, highest score first, and p(target) is measured after each; the dashed grey line does the same "
     "in random orders (mean of 5 seeded orders). A method whose line falls faster than "
     "random found words the model really used *on this input*: the legend's **area** "
-    "(between the random and the method's curve, over the share of words removed) is its "
+    "(between the random and the method's curve, over the share of tokens removed) is its "
     "faithfulness here; near 0 or below means no better than chance. Leave-one-out looks at "
     "the same thing the check measures (removing words), so it has an advantage here."
 )
@@ -60,8 +60,8 @@ LIMITS = (
     "rollout: where attention routes information; leave-one-out: the effect of removing one "
     "word). Removing words makes inputs the model never saw in training, so a drop in p can "
     "also come from the broken sentence itself. A high score is a reason to look closer, not a "
-    "proof. On the 40 held-out sentences of `bench/attribution_faithfulness.py` the methods "
-    "differ in how well they pass the deletion check: see BENCHMARKS.md."
+    "proof. Over 40 held-out sentences (`bench/attribution_faithfulness.py`, figures in "
+    "docs/attribution.md) the methods differ in how well they pass the deletion check."
 )
 
 EXAMPLES = [

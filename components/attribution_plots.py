@@ -91,7 +91,7 @@ def scores_frame(results: list[AttributionResult]) -> pd.DataFrame:
 
 
 def deletion_figure(curves: list[DeletionCurve]) -> go.Figure:
-    """p(target) against the share of words removed: one line per method, random dashed."""
+    """p(target) against the share of tokens removed: one line per method, random dashed."""
     fig = go.Figure()
     for curve in curves:
         x = np.linspace(0, 1, len(curve.attributed))
@@ -110,13 +110,13 @@ def deletion_figure(curves: list[DeletionCurve]) -> go.Figure:
             line=dict(color=RANDOM_COLOUR, dash="dash"),
         ))
         target = plot_text(show_token(reference.target_token))
-        title = (f"Deletion check: p(“{target}”) as words are replaced by "
+        title = (f"Deletion check: p(“{target}”) as tokens are replaced by "
                  f"{plot_text(reference.replacement)}, highest score first")
     else:
         title = "Deletion check"
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)),
-        xaxis_title="share of words removed",
+        xaxis_title="share of tokens removed",
         yaxis_title="p(target)",
         yaxis_rangemode="tozero",
         template="plotly_white",

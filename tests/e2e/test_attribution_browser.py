@@ -30,8 +30,8 @@ def test_explain_a_guess(page):
 
     text = page.get_by_label("Text with a mask")
     text.fill(HOSTILE)
-    page.get_by_label("gradient × input").uncheck()
-    page.get_by_label("integrated gradients").uncheck()
+    page.get_by_label("gradient × input", exact=True).uncheck()
+    page.get_by_label("integrated gradients", exact=True).uncheck()
     page.get_by_role("button", name="Explain this guess").click()
     expect(rows).to_have_count(2, timeout=TIMEOUT)
     expect(page.locator("#attribution-tokens")).to_contain_text("<", timeout=TIMEOUT)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import copy
 import threading
+from datetime import timedelta
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from models import (
     ATTRIBUTION_METHODS,
@@ -191,3 +194,24 @@ def test_on_held_out_sentences_occlusion_beats_random_deletion():
     assert texts == heldout_cloze(5, seed=0, max_words=14)  # seeded
     (loo,) = measure_faithfulness(TRAINED, texts, methods=("leave_one_out",))
     assert loo.mean_area > 0 and loo.beats_random >= 0.5
+
+
+@settings(max_examples=15, deadline=timedelta(seconds=60), database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=st.one_of(
+        st.text(st.characters(), max_size=40),
+        st.lists(st.sampled_from(["[MASK]", "<mask>", "<s>", "\ud800", "👩‍👩‍👧", "the", "&lt;", " "]),
+                 max_size=10).map(" ".join),
+    ),
+    mask_index=st.integers(-2, 12),
+    target=st.one_of(st.none(), st.text(max_size=12), st.integers(-5, 10**6)),
+)
+def test_any_input_gives_a_result_or_a_project_error(mlm_key, text, mask_index, target):
+    try:
+        result = attribute_fill_mask(mlm_key, text, "leave_one_out", mask_index, target)
+    except EncoderLabError as exc:
+        assert str(exc).strip()
+        return
+    assert len(result.scores) == len(result.tokens) == len(result.candidates)
+    assert np.isfinite(result.scores).all()
