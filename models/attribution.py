@@ -249,6 +249,39 @@ def curve_area(attributed: np.ndarray, random: np.ndarray) -> float:
 # --- fill-mask ------------------------------------------------------------------------------
 
 
+def mask_target(loaded: LoadedModel, inputs: dict, position: int,
+                target_id: int | None = None) -> tuple[ScalarTarget, int]:
+    """p(target) at one mask ``position`` of an encoded input (batch of 1), and the target id.
+
+    target_id None: the model's top guess there. Special tokens and masks are not
+    candidates; "removed" means replaced by the mask token. The MLM head projects the mask
+    position only (fill-mask's gathering hook, active for this thread within each forward).
+    """
+    tokenizer, model = loaded.tokenizer, loaded.model
+    ids = inputs["input_ids"][0]
+    special = tokenizer.get_special_tokens_mask(ids.tolist(), already_has_special_tokens=True)
+    candidates = tuple(not s and int(t) != tokenizer.mask_token_id for s, t in zip(special, ids.tolist()))
+    extra = {k: v for k, v in inputs.items() if k != "input_ids"}
+
+    def prepare():
+        return gather_positions(model, [position], loaded.device)
+
+    def probabilities(outputs) -> torch.Tensor:  # (B, V) at the mask
+        logits = outputs.logits
+        column = 0 if logits.shape[1] == 1 else position  # re-padding heads give every position
+        return logits[:, column].float().softmax(-1)
+
+    if target_id is None:
+        with torch.inference_mode(), prepare():
+            device_inputs = {k: v.to(loaded.device) for k, v in inputs.items()}
+            target_id = int(probabilities(model(**device_inputs))[0].argmax())  # the top guess
+    target = ScalarTarget(
+        loaded, ids, extra, lambda outputs: probabilities(outputs)[:, target_id], candidates,
+        tokenizer.mask_token_id, prepare,
+    )
+    return target, target_id
+
+
 @dataclass(frozen=True)
 class _MaskCase:
     loaded: LoadedModel
@@ -276,29 +309,9 @@ def _mask_case(model_key: str, text: str, mask_index, target: str | None) -> _Ma
     tokenizer = loaded.tokenizer
     ids = encoded.inputs["input_ids"][0]
     position = encoded.positions[mask_index]
-    special = tokenizer.get_special_tokens_mask(ids.tolist(), already_has_special_tokens=True)
-    candidates = tuple(not s and int(t) != tokenizer.mask_token_id for s, t in zip(special, ids.tolist()))
-    extra = {k: v for k, v in encoded.inputs.items() if k != "input_ids"}
-    model = loaded.model
-
-    def prepare():
-        return gather_positions(model, [position], loaded.device)
-
-    def probabilities(outputs) -> torch.Tensor:  # (B, V) at the mask
-        logits = outputs.logits
-        column = 0 if logits.shape[1] == 1 else position  # re-padding heads give every position
-        return logits[:, column].float().softmax(-1)
-
-    if target is None or (isinstance(target, str) and not target.strip()):
-        with torch.inference_mode(), prepare():
-            inputs = {k: v.to(loaded.device) for k, v in encoded.inputs.items()}
-            target_id = int(probabilities(model(**inputs))[0].argmax())  # the top guess
-    else:
-        target_id = _target_id(loaded, target)
-    target_fn = ScalarTarget(
-        loaded, ids, extra, lambda outputs: probabilities(outputs)[:, target_id], candidates,
-        tokenizer.mask_token_id, prepare,
-    )
+    target_id = None if target is None or (isinstance(target, str) and not target.strip()) \
+        else _target_id(loaded, target)
+    target_fn, target_id = mask_target(loaded, encoded.inputs, position, target_id)
     return _MaskCase(
         loaded=loaded,
         model_text=encoded.model_text,

@@ -215,3 +215,55 @@ def test_any_input_gives_a_result_or_a_project_error(mlm_key, text, mask_index, 
         return
     assert len(result.scores) == len(result.tokens) == len(result.candidates)
     assert np.isfinite(result.scores).all()
+
+
+# --- every family the app runs: tiny random-init MLMs (plumbing only, weights mean nothing) ---
+
+_FAMILIES = {
+    "bert": ("BertConfig", "BertForMaskedLM", {}),
+    "roberta": ("RobertaConfig", "RobertaForMaskedLM", {"pad_token_id": 1}),
+    "distilbert": ("DistilBertConfig", "DistilBertForMaskedLM", {"dim": 32, "n_layers": 2, "n_heads": 2, "hidden_dim": 64}),
+    "albert": ("AlbertConfig", "AlbertForMaskedLM", {"embedding_size": 16}),
+    "deberta-v2": ("DebertaV2Config", "DebertaV2ForMaskedLM", {}),
+    "modernbert": ("ModernBertConfig", "ModernBertForMaskedLM", {"pad_token_id": 0, "cls_token_id": 101, "sep_token_id": 102}),
+    "electra": ("ElectraConfig", "ElectraForMaskedLM", {"embedding_size": 16}),
+}
+
+
+@pytest.mark.parametrize("family", sorted(_FAMILIES))
+def test_every_family_through_inputs_embeds(family):
+    import transformers
+
+    from models.attribution import gradient_x_input, integrated_gradients, leave_one_out, mask_target
+    from models.loading import LoadedModel
+
+    config_name, model_name, extra = _FAMILIES[family]
+    sizes = {"vocab_size": 30522, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+             "intermediate_size": 64, "max_position_embeddings": 64}
+    torch.manual_seed(0)
+    config = getattr(transformers, config_name)(**(sizes | extra))
+    model = getattr(transformers, model_name)(config).eval()
+    embedded = load_model(TRAINED, head="mlm")  # only for its spec and BERT tokenizer
+    loaded = LoadedModel(embedded.spec, model, embedded.tokenizer, torch.device("cpu"), torch.float32, 0)
+    inputs = dict(embedded.tokenizer("She opened the [MASK] and left.", return_tensors="pt"))
+    if family in ("distilbert", "modernbert", "roberta"):
+        inputs.pop("token_type_ids")
+    position = inputs["input_ids"][0].tolist().index(embedded.tokenizer.mask_token_id)
+    target, target_id = mask_target(loaded, inputs, position)
+
+    def p_of(embeds):  # the same scalar by hand, every position projected
+        logits = model(inputs_embeds=embeds, **{k: v for k, v in inputs.items() if k != "input_ids"}).logits
+        return logits[0, position].softmax(-1)[target_id]
+
+    embeds = model.get_input_embeddings()(inputs["input_ids"]).detach().requires_grad_()
+    p = p_of(embeds)
+    (grad,) = torch.autograd.grad(p, embeds)
+    np.testing.assert_allclose(gradient_x_input(target), (grad * embeds).sum(-1)[0].detach().numpy(),
+                               rtol=1e-4, atol=1e-10)
+    scores, delta = integrated_gradients(target, 16)
+    f_x = target.on_ids(target.input_ids[None])[0]
+    f_b = target.on_ids(target.baseline_ids()[None])[0]
+    assert f_x == pytest.approx(p.item(), rel=1e-4)
+    assert delta == pytest.approx(scores.sum() - (f_x - f_b), abs=1e-9)
+    assert abs(delta) <= 0.05 * abs(f_x - f_b) + 1e-9
+    assert leave_one_out(target).shape == (len(target.input_ids),)
