@@ -147,6 +147,10 @@ def status_markdown(results: list[AttributionResult], curves: list[DeletionCurve
                 f"p(text) − p(baseline) = {result.target_probability - result.baseline_probability:+.4f}: "
                 f"completeness gap {result.completeness_delta:+.5f}."
             )
+            change = abs(result.target_probability - result.baseline_probability)
+            if abs(result.completeness_delta) > 0.05 * change:
+                lines.append("⚠️ The gap is over 5 % of that difference: raise the steps for "
+                             "integrated gradients you can trust here.")
     if curves:
         best = max(curves, key=lambda c: c.area)
         verdict = (f"held up best here (area {best.area:+.3f})" if best.area > 0
