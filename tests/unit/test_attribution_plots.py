@@ -52,3 +52,16 @@ def test_deletion_figure_one_line_per_method_and_random_dashed():
     assert fig.data[-1].line.dash == "dash"
     assert list(fig.data[0].x) == pytest.approx([0, 1 / 3, 2 / 3, 1])
     assert list(fig.data[0].customdata) == ["(none)", "opened", "door", "&lt;script&gt;"]
+
+
+@pytest.mark.parametrize("delta, warned", [(0.001, False), (0.04, True)])
+def test_status_names_the_baseline_and_warns_on_a_large_completeness_gap(delta, warned):
+    from dataclasses import replace
+
+    ig = replace(_result("integrated_gradients", [0, 0.1, 0.2, 0, 0.15, 0]),
+                 baseline="every token but … replaced by [MASK]", baseline_probability=0.1,
+                 completeness_delta=delta, n_steps=32)
+    text = plots.status_markdown([ig], [])
+    assert "replaced by [MASK]" in text and "p(text) − p(baseline) = +0.4000" in text
+    assert f"completeness gap {delta:+.5f}" in text
+    assert ("raise the steps" in text) is warned
