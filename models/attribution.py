@@ -55,6 +55,9 @@ ATTRIBUTION_METHODS = (
 DEFAULT_IG_STEPS = 32
 MAX_IG_STEPS = 256
 RANDOM_ORDERS = 5  # random deletion orders averaged for the reference curve
+# Occlusion and deletion cost one forward pass per token (deletion: 1 + RANDOM_ORDERS
+# curves), so the cost grows with the square of the length: longer texts are refused.
+MAX_ATTRIBUTION_TOKENS = 128
 RANDOM_SEED = 0
 _BATCH = 32  # rows per forward pass for occlusion and deletion (bounds memory)
 
@@ -308,6 +311,11 @@ def _mask_case(model_key: str, text: str, mask_index, target: str | None) -> _Ma
     encoded = encode_masks(loaded, text, spans)
     tokenizer = loaded.tokenizer
     ids = encoded.inputs["input_ids"][0]
+    if len(ids) > MAX_ATTRIBUTION_TOKENS:
+        raise InputError(
+            f"Your text is {len(ids)} tokens long; attributions are computed for texts of up to "
+            f"{MAX_ATTRIBUTION_TOKENS} tokens (each method runs the model once per token). Shorten it."
+        )
     position = encoded.positions[mask_index]
     target_id = None if target is None or (isinstance(target, str) and not target.strip()) \
         else _target_id(loaded, target)

@@ -146,10 +146,17 @@ def test_a_chosen_target_and_mask():
     ],
 )
 def test_bad_input_says_what_to_do(kwargs, error):
-    args = {"method": "leave_one_out"} | kwargs
+    args = {"text": TEXT, "method": "leave_one_out"} | kwargs
     with pytest.raises(error) as info:
-        attribute_fill_mask(TRAINED, TEXT, **args)
+        attribute_fill_mask(TRAINED, **args)
     assert str(info.value)
+
+
+def test_long_texts_are_refused_before_any_attribution_work():
+    from models.attribution import MAX_ATTRIBUTION_TOKENS
+
+    with pytest.raises(InputError, match=f"up to {MAX_ATTRIBUTION_TOKENS} tokens"):
+        attribute_fill_mask(TRAINED, "word " * MAX_ATTRIBUTION_TOKENS + "[MASK].", "leave_one_out")
 
 
 def test_a_model_without_an_mlm_head_is_refused(encoder_key):
