@@ -11,6 +11,7 @@ from models import (
     InputError,
     attribute_fill_mask,
     deletion_curve,
+    first_capable,
     list_models,
 )
 from models.attribution import DEFAULT_IG_STEPS, MAX_IG_STEPS
@@ -51,7 +52,7 @@ def build_attribution_tab() -> None:
     """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
     models = list_models()
     choices = model_choices(models, need_mlm=True)
-    default = next((m.key for m in models if m.default), choices[0][1] if choices else None)
+    default = first_capable(models, "mlm")
     with gr.Tab(copy.TAB_LABEL, id="attribution"):
         gr.Markdown(copy.HELP)
         with gr.Row():
