@@ -32,14 +32,16 @@ def _heldout_pair_accuracy(model_key: str) -> float | None:
     return next((e.pair_accuracy for e in zoo_comparison() if e.key == model_key), None)
 
 
-@on_gpu
-def run_pair(model_key: str, a: str, b: str):
+def pair_answer(model_key: str, a: str, b: str):
     """The chosen model's own pair head: SOP for ALBERT-style models, else NSP."""
     with readable_errors("Sentence-pair prediction"):
         spec = get_spec(model_key)
         kind = "sop" if spec.has_sop_head and not spec.has_nsp_head else "nsp"
         p = (sentence_order if kind == "sop" else next_sentence)(model_key, a, b)
         return views.pair_markdown(kind, p, _heldout_pair_accuracy(model_key))
+
+
+run_pair = on_gpu(pair_answer)
 
 
 @on_gpu
@@ -59,18 +61,20 @@ def swap_pair(a: str, b: str):
 
 
 @on_gpu
-def run_sentence_order(model_key: str, a: str, b: str):
+def run_sentence_order(model_key: str, a: str, b: str) -> str:
     """P(in order) for the pair A, B (the ``sentence_order`` API)."""
     with readable_errors("Sentence-order prediction"):
         return views.pair_markdown("sop", sentence_order(model_key, a, b), _heldout_pair_accuracy(model_key))
 
 
-@on_gpu
-def run_detect_replaced(model_key: str, text: str, swap: float, seed: float):
+def replaced_view(model_key: str, text: str, swap: float, seed: float):
     """Every token's P(replaced) (the ``detect_replaced`` API)."""
     with readable_errors("Replaced-token detection"):
         result = detect_replaced(model_key, text, int(swap or 0), int(seed or 0))
         return views.replaced_html(result), views.replaced_rows(result)
+
+
+run_detect_replaced = on_gpu(replaced_view)
 
 
 def build_pair_section(models, random_b) -> None:
@@ -90,7 +94,7 @@ def build_pair_section(models, random_b) -> None:
         shuffle = gr.Button("Random B")
         swap = gr.Button("Swap A and B")
         score = gr.Button("Score the pair", variant="primary")
-    first = run_pair(pair_models[0].key, copy.PAIR_A, copy.PAIR_B) if pair_models else ""
+    first = pair_answer(pair_models[0].key, copy.PAIR_A, copy.PAIR_B) if pair_models else ""
     out = gr.Markdown(first, elem_id="masking-pair-answer")
     gr.Markdown(arithmetic_copy.NSP_LOSS_HELP)
     with gr.Row():
@@ -108,7 +112,7 @@ def build_pair_section(models, random_b) -> None:
 
 
 @on_gpu
-def next_sentence_answer(model_key: str, a: str, b: str):
+def next_sentence_answer(model_key: str, a: str, b: str) -> str:
     """P(IsNext) for sentence B after sentence A (the ``next_sentence`` API)."""
     with readable_errors("Next sentence prediction"):
         return views.pair_markdown("nsp", next_sentence(model_key, a, b), _heldout_pair_accuracy(model_key))
@@ -129,7 +133,7 @@ def build_rtd_section(models) -> None:
     detect = gr.Button("Detect replaced tokens", variant="primary")
     html, rows = ("", [])
     if usable:
-        html, rows = run_detect_replaced(usable[0].key, copy.RTD_EXAMPLE, 0, 0)
+        html, rows = replaced_view(usable[0].key, copy.RTD_EXAMPLE, 0, 0)
     view = gr.HTML(html, elem_id="masking-rtd-view")
     table = gr.Dataframe(value=rows, headers=RTD_COLUMNS, label="P(replaced) per token",
                          interactive=False, elem_id="masking-rtd-table")

@@ -7,6 +7,14 @@ No Gradio and no plotting here: functions take plain arguments and return frozen
 dataclasses of Python / NumPy values.
 """
 
+from .attribution import (
+    ATTRIBUTION_METHODS,
+    AttributionResult,
+    DeletionCurve,
+    ScalarTarget,
+    attribute_fill_mask,
+    deletion_curve,
+)
 from .attention import (
     HEAD_FILTERS,
     AttentionResult,
@@ -111,6 +119,12 @@ from .zoo import ZOO_KEYS, ZooEntry, zoo_comparison
 from .validation import MAX_TEXT_CHARS
 
 __all__ = [
+    "ATTRIBUTION_METHODS",
+    "AttributionResult",
+    "DeletionCurve",
+    "ScalarTarget",
+    "attribute_fill_mask",
+    "deletion_curve",
     "TEXTBOOK_LOGITS",
     "TEXTBOOK_TARGET",
     "LossArithmetic",

@@ -1,6 +1,6 @@
 """Fill-mask: the model's top-k guesses at each masked position.
 
-Three steps, as in transformers' fill-mask pipeline: ``_encode`` (normalise the mask
+Three steps, as in transformers' fill-mask pipeline: ``encode_masks`` (normalise the mask
 spellings, tokenise, check), ``_forward`` (the model call: the only step that touches the
 device), ``_decode`` (softmax over the whole vocabulary, top-k, token strings).
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -54,6 +55,15 @@ def fill_mask(model_key: str, text: str, top_k: int = 5, causal: bool = False) -
         require_causal(model_key)
     top_k = check_int(top_k, "top_k", 1, MAX_TOP_K)
     text = check_text(text)
+    spans = mask_spans(text)
+    loaded = load_model(model_key, head="mlm")
+    encoded = encode_masks(loaded, text, spans)
+    logits = _forward(loaded, encoded, bool(causal))
+    return _decode(loaded, text, encoded, logits, top_k, bool(causal))
+
+
+def mask_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the masks of a checked text; an ``InputError`` for none or too many."""
     spans = [m.span() for m in MASK_PATTERN.finditer(text)]
     if not spans:
         raise InputError(
@@ -64,13 +74,11 @@ def fill_mask(model_key: str, text: str, top_k: int = 5, causal: bool = False) -
         raise InputError(
             f"Your text has {len(spans)} masks; the limit is {MAX_MASKS}. Remove some."
         )
-    loaded = load_model(model_key, head="mlm")
-    encoded = _encode(loaded, text, spans)
-    logits = _forward(loaded, encoded, bool(causal))
-    return _decode(loaded, text, encoded, logits, top_k, bool(causal))
+    return spans
 
 
-def _encode(loaded: LoadedModel, text: str, spans: list[tuple[int, int]]) -> _Encoded:
+def encode_masks(loaded: LoadedModel, text: str, spans: list[tuple[int, int]]) -> _Encoded:
+    """The text as the model reads it (its own mask token), tokenised, with the masks' positions."""
     tokenizer = loaded.tokenizer
     mask_token = tokenizer.mask_token
     if mask_token is None or tokenizer.mask_token_id is None:
@@ -124,16 +132,27 @@ def _ensure_hook(model) -> None:
             model._encoder_lab_gather = True
 
 
-def masked_logits(model, inputs: dict, positions: list[int]) -> torch.Tensor:
-    """(M, V) logits of an MLM model for one input (batch of 1), at ``positions`` only."""
+@contextmanager
+def gather_positions(model, positions: list[int], device):
+    """Within this block (and this thread), ``model``'s MLM head projects only ``positions``.
+
+    Yields the positions as an index tensor. A caller must check the logits' second
+    dimension: a head that re-pads its output gives every position (index it then).
+    """
     _ensure_hook(model)
-    index = torch.as_tensor(positions, dtype=torch.long, device=inputs["input_ids"].device)
+    index = torch.as_tensor(positions, dtype=torch.long, device=device)
     _gather.positions = index
     try:
-        with torch.inference_mode():
-            logits = model(**inputs).logits  # (1, M, V)
+        yield index
     finally:
         _gather.positions = None
+
+
+def masked_logits(model, inputs: dict, positions: list[int]) -> torch.Tensor:
+    """(M, V) logits of an MLM model for one input (batch of 1), at ``positions`` only."""
+    with gather_positions(model, positions, inputs["input_ids"].device) as index:
+        with torch.inference_mode():
+            logits = model(**inputs).logits  # (1, M, V)
     if logits.shape[1] != len(positions):  # a head that re-pads its output: project all
         with torch.inference_mode():
             logits = model(**inputs).logits[:, index]

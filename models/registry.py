@@ -353,7 +353,16 @@ def availability(spec: ModelSpec) -> tuple[bool, str]:
     if spec.source_kind != "hub":
         folder = local_path(spec)
         if folder is not None and _has_weights(folder):
+            if spec.miniature:
+                return True, "mini zoo: trained by this project, shipped in weights/zoo"
             return True, "embedded: installed on this machine"
+        if spec.miniature:
+            return False, (
+                f"the mini zoo is not trained in this checkout yet ({folder} is missing): build "
+                "the corpus with `python scripts/build_corpus.py`, then train it with "
+                "`python scripts/train_zoo.py` (hours of CPU), or point ENCODER_LAB_ZOO_DIR at "
+                "a trained zoo."
+            )
         return False, (
             f"{spec.key}'s embedded weights are not installed "
             f"(expected in {folder}); run `make setup` to install them."

@@ -8,12 +8,16 @@ Light on purpose (no torch import): the registry builds its specs from here, and
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from .results import ModelSpec
 
-ZOO_DIR = Path(__file__).resolve().parent.parent / "weights" / "zoo"
+# Where the trained miniatures live: weights/zoo in the repository (what the training script
+# writes), or ENCODER_LAB_ZOO_DIR (the test suite points it at a tiny zoo it trains itself).
+SHIPPED_ZOO_DIR = Path(__file__).resolve().parent.parent / "weights" / "zoo"
+ZOO_DIR = Path(os.environ.get("ENCODER_LAB_ZOO_DIR") or SHIPPED_ZOO_DIR)
 
 # key -> (family, mask token, the family's idea in miniature, capability flags)
 _ZOO: dict[str, tuple[str, str, str, dict]] = {
@@ -60,13 +64,15 @@ def _record(key: str) -> dict | None:
 def _provenance(key: str, idea: str) -> str:
     record = _record(key)
     if record is None:
-        amount = "not trained on this checkout yet (run scripts/train_zoo.py)"
-    else:
-        amount = (f"{record['tokens'] / 1e6:.1f} M training tokens, {record['steps']:,} steps, "
-                  f"{record['wall_minutes']:.0f} minutes on {record['device'].upper()}")
-    return (f"Miniature trained by this project, not the published checkpoint: {idea}; 4 layers, "
-            f"256 wide, 4 heads, 8,192-token vocabulary, trained from random init on the project's "
-            f"public-domain / permissive English corpus ({amount}). See weights/zoo/{key}/MODEL_CARD.md.")
+        return (f"Miniature trained by this project, not the published checkpoint: {idea}; not "
+                "trained on this checkout yet (run scripts/train_zoo.py).")
+    shape = record["config"]["shape"]
+    amount = (f"{record['tokens']:,} training tokens, {record['steps']:,} steps, "
+              f"{record['wall_minutes']:.0f} minutes on {record['device'].upper()}")
+    return (f"Miniature trained by this project, not the published checkpoint: {idea}; "
+            f"{shape['layers']} layers, {shape['hidden']} wide, {shape['heads']} heads, "
+            f"{shape['vocab']:,}-token vocabulary, trained from random init on the project's "
+            f"public-domain / permissive English corpus ({amount}). See its MODEL_CARD.md.")
 
 
 def zoo_specs() -> tuple[ModelSpec, ...]:

@@ -69,8 +69,8 @@ class Shape:
 class ZooConfig:
     """One training budget for every family."""
 
-    tokens: int = 4_000_000  # training tokens per family (non-padding inputs of the trained model)
-    batch_size: int = 32
+    tokens: int = 1_200_000  # training tokens per family (non-padding inputs of the trained model)
+    batch_size: int = 16
     lr: float = 1e-3
     warmup: float = 0.06  # share of the budget with a linear warm-up, then linear decay to 0
     weight_decay: float = 0.01

@@ -1,7 +1,7 @@
 """Train the mini zoo: tokenizers, then seven families under one token budget; ship them.
 
     python scripts/build_corpus.py                  # the corpus (.cache/corpus), once
-    nice -n 19 python scripts/train_zoo.py --tokens 2500000 --threads 2
+    nice -n 19 python scripts/train_zoo.py --threads 2   # the shipped run: 1.2 M tokens each, batch 16
 
 Writes the tokenizers and runs under ``--work`` (.cache/zoo) and the shipped folders under
 ``--out`` (weights/zoo/<key>/: config, fp16 safetensors, tokenizer, record.json,
@@ -20,7 +20,6 @@ import copy
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import asdict, replace
@@ -49,6 +48,19 @@ def load_or_train_tokenizer(kind: str, corpus: Path, work: Path, vocab: int):
         train_tokenizer(kind, [str(corpus / "train.txt")], folder, vocab)
         print(f"tokenizer {kind}: trained in {time.time() - t0:.0f} s", flush=True)
     return AutoTokenizer.from_pretrained(str(folder))
+
+
+def write_cards_in(folder: Path) -> None:
+    """The model cards of the zoo in ``folder`` (the card module reads the zoo's location)."""
+    from models import zoo as zoo_module
+    from models.zoo_cards import write_cards
+
+    before = zoo_module.ZOO_DIR
+    zoo_module.ZOO_DIR = folder
+    try:
+        write_cards(log=lambda line: None)
+    finally:
+        zoo_module.ZOO_DIR = before
 
 
 def export(family: str, objective, tokenizer, record: dict, out: Path) -> None:
@@ -83,6 +95,7 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--tiny", action="store_true", help="a 2-layer 64-wide shape (tests only)")
     p.add_argument("--max-sentences", type=int, default=0, help="use only the first N corpus lines (tests)")
+    p.add_argument("--heldout-limit", type=int, default=0, help="score on the first N held-out sentences only (tests)")
     p.add_argument("--digest", type=Path, default=None,
                    help="write each rank's sha256 of the trained weights here (the DDP replica check)")
     p.add_argument("--no-export", action="store_true", help="train only: no final evaluation, nothing saved")
@@ -101,7 +114,7 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     shape = Z.Shape(layers=2, hidden=64, heads=2, ffn=128, vocab=1024, albert_embedding=32,
-                    electra_generator_hidden=32) if args.tiny else Z.Shape()
+                    electra_generator_hidden=16) if args.tiny else Z.Shape()
     cfg = Z.ZooConfig(tokens=args.tokens, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                       autocast=args.autocast, evals=args.evals, eval_sentences=args.eval_sentences,
                       threads=args.threads, shape=shape)
@@ -110,6 +123,8 @@ def main(argv=None) -> int:
     if args.max_sentences:
         sources, sentences = sources[: args.max_sentences], sentences[: args.max_sentences]
     heldout = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines() if s]
+    if args.heldout_limit:
+        heldout = heldout[: args.heldout_limit]
     cloze = json.loads((REPO / "data" / "everyday_cloze.json").read_text(encoding="utf-8"))["items"]
     families = list(args.families)
     if "mini-distilbert" in families and "mini-bert" in families:  # the teacher first
@@ -168,8 +183,7 @@ def main(argv=None) -> int:
                                                              "wall_minutes", "tokens", "steps")}}))
         if not args.no_export:
             export(family, objective, tokenizer, record, args.out)
-            if args.out.resolve() == (REPO / "weights" / "zoo").resolve():
-                subprocess.run([sys.executable, str(REPO / "scripts" / "zoo_cards.py")], check=False)
+            write_cards_in(args.out)
         if family == "mini-bert":
             # the teacher as shipped (fp16 values), so a DistilBERT-only re-run sees the same one
             teacher = copy.deepcopy(objective.model).half().float()

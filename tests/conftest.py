@@ -10,6 +10,12 @@ import time
 import pytest
 
 from helpers import ARTIFACTS, ENCODER_KEY, MLM_KEY, REPO, free_port, wait_for_http
+from zoo_setup import ensure_test_zoo
+
+
+def pytest_configure(config):
+    """Before any test module imports ``models``: a complete mini zoo to test against."""
+    ensure_test_zoo()
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,9 @@ def test_masking_lab_heads_open_computed(page):
     expect(tokens.first).to_be_visible(timeout=TIMEOUT)
     page.get_by_label("Sentence", exact=True).fill('The <b onmouseover="window.__x=1">chef</b> sang.')
     page.get_by_role("button", name="Detect replaced tokens").click()
-    expect(page.locator("#masking-rtd-view")).to_contain_text("onmouseover", timeout=TIMEOUT)
-    assert page.locator("#masking-rtd-view b").count() == 0
+    # the markup's words arrive as token text ("mouse" in some piece, whatever the tokenizer)
+    expect(page.locator("#masking-rtd-view")).to_contain_text("ouse", timeout=TIMEOUT)
+    assert page.locator("#masking-rtd-view b").count() == 0 and page.evaluate("window.__x") is None
     page.locator("#masking-rtd-view").scroll_into_view_if_needed()
     screenshot(page, "masking-rtd")
     assert page.external_requests == [] and page.dialogs == []

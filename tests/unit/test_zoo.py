@@ -48,6 +48,11 @@ def _mlm_folder(key: str) -> Path:
     return zoo_folder(key) / ("generator" if key == "mini-electra" else "")
 
 
+def _shape(key: str) -> dict:
+    """The shape the zoo in use was trained in (the shipped one, or the suite's tiny one)."""
+    return json.loads((zoo_folder(key) / "record.json").read_text())["config"]["shape"]
+
+
 def test_seven_families_listed_available_and_labelled():
     specs = {m.key: m for m in list_models()}
     assert ZOO_KEYS == SEVEN
@@ -65,14 +70,15 @@ def test_seven_families_listed_available_and_labelled():
 def test_loads_through_auto_classes_as_its_family(key):
     from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
 
+    shape = _shape(key)
     config = AutoConfig.from_pretrained(zoo_folder(key))
     assert config.architectures == [CLASSES[key]]
-    assert (config.hidden_size if hasattr(config, "hidden_size") else config.dim) == 256
+    assert (config.dim if key == "mini-distilbert" else config.hidden_size) == shape["hidden"]
     tok = AutoTokenizer.from_pretrained(zoo_folder(key))
-    assert len(tok) == 8192
+    assert len(tok) == shape["vocab"]
     assert tok.mask_token == models.get_spec(key).mask_token
     mlm = AutoModelForMaskedLM.from_pretrained(_mlm_folder(key))
-    assert mlm.config.vocab_size == 8192
+    assert mlm.config.vocab_size == shape["vocab"]
 
 
 def test_family_shapes_follow_their_recipes():
@@ -81,28 +87,40 @@ def test_family_shapes_follow_their_recipes():
     def cfg(key, sub=""):
         return AutoConfig.from_pretrained(zoo_folder(key) / sub)
 
+    shape = _shape("mini-bert")
     assert cfg("mini-distilbert").n_layers == cfg("mini-bert").num_hidden_layers // 2
     albert = cfg("mini-albert")
-    assert (albert.embedding_size, albert.num_hidden_groups) == (128, 1)
+    assert (albert.embedding_size, albert.num_hidden_groups) == (shape["albert_embedding"], 1)
+    assert albert.embedding_size < albert.hidden_size  # factorised
     modern = cfg("mini-modernbert")
-    assert modern.local_attention == 32 and modern.global_attn_every_n_layers == 2
+    assert modern.local_attention == shape["modernbert_window"] and modern.global_attn_every_n_layers == 2
     assert cfg("mini-deberta").relative_attention
     assert cfg("mini-electra", "generator").hidden_size == cfg("mini-electra").hidden_size // 4
 
 
 def test_tokenizer_kinds_are_real_wordpiece_bpe_and_unigram():
-    word = "unbelievably"
-    pieces = {key: tokenize(key, f"An {word} quiet morning.").tokens for key in SEVEN}
-    for key in ("mini-bert", "mini-distilbert", "mini-electra"):
-        assert pieces[key][0] == "[CLS]" and all(t == t.lower() for t in pieces[key])
-    assert pieces["mini-roberta"][0] == "<s>" and "Ġquiet" in pieces["mini-roberta"]
-    assert pieces["mini-modernbert"][0] == "[CLS]" and "Ġquiet" in pieces["mini-modernbert"]
-    assert "▁quiet" in pieces["mini-albert"] and "▁quiet" in pieces["mini-deberta"]
-    assert "▁an" in pieces["mini-albert"] and "▁An" in pieces["mini-deberta"]  # ALBERT lower-cases
     from transformers import AutoTokenizer
 
-    vocab = AutoTokenizer.from_pretrained(zoo_folder("mini-bert")).get_vocab()
-    assert sum(t.startswith("##") for t in vocab) > 1000  # WordPiece continuation pieces
+    def vocab_share(key: str, test) -> float:
+        vocab = AutoTokenizer.from_pretrained(zoo_folder(key)).get_vocab()
+        return sum(map(test, vocab)) / len(vocab)
+
+    cut = {key: tokenize(key, "An unbelievably quiet morning.") for key in SEVEN}
+    for key in ("mini-bert", "mini-distilbert", "mini-electra"):  # uncased WordPiece
+        toks = cut[key].tokens
+        assert (toks[0], toks[-1]) == ("[CLS]", "[SEP]")
+        body = [t for t, special in zip(toks, cut[key].special_tokens_mask) if not special]
+        assert all(t == t.lower() for t in body) and any(t.startswith("##") for t in body)
+        assert vocab_share(key, lambda t: t.startswith("##")) > 0.1
+    assert (cut["mini-roberta"].tokens[0], cut["mini-roberta"].tokens[-1]) == ("<s>", "</s>")
+    assert cut["mini-modernbert"].tokens[0] == "[CLS]"  # ModernBERT: byte-level BPE, BERT's specials
+    for key in ("mini-roberta", "mini-modernbert"):
+        assert any(t.startswith("Ġ") for t in cut[key].tokens)
+        assert vocab_share(key, lambda t: t.startswith("Ġ")) > 0.1
+    for key in ("mini-albert", "mini-deberta"):  # SentencePiece-style Unigram
+        assert cut[key].tokens[1].startswith("▁")
+        assert vocab_share(key, lambda t: t.startswith("▁")) > 0.1
+    assert cut["mini-albert"].tokens[1].startswith("▁a") and cut["mini-deberta"].tokens[1].startswith("▁A")
 
 
 @pytest.mark.parametrize("key", SEVEN)
@@ -210,11 +228,12 @@ def test_whole_word_score_counts_a_word_only_when_every_piece_is_right():
 def test_zoo_comparison_one_budget_for_all():
     entries = {e.key: e for e in zoo_comparison()}
     assert set(entries) == set(SEVEN)
-    budgets = {json.loads((zoo_folder(k) / "record.json").read_text())["config"]["tokens"] for k in SEVEN}
-    assert len(budgets) == 1
-    budget = budgets.pop()
+    configs = [json.loads((zoo_folder(k) / "record.json").read_text())["config"] for k in SEVEN]
+    budgets = {(c["tokens"], c["batch_size"], c["seed"], json.dumps(c["shape"])) for c in configs}
+    assert len(budgets) == 1  # one budget, batch, seed and shape for every family
+    budget, batch = configs[0]["tokens"], configs[0]["batch_size"]
     for e in entries.values():
-        assert budget <= e.tokens <= budget + 32 * 128  # stops at the first batch past the budget
+        assert budget <= e.tokens <= budget + batch * 128  # stops at the first batch past the budget
         assert 0.0 <= e.score <= 1.0 and e.flops > 0 and e.cpu_minutes > 0
         assert [p[0] for p in e.curve] == sorted(p[0] for p in e.curve)
     assert entries["mini-bert"].pair_accuracy is not None and entries["mini-albert"].pair_accuracy is not None
