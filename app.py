@@ -18,6 +18,7 @@ import gradio as gr
 
 from components import copy
 from components.attention_tab import build_attention_tab
+from components.attribution_tab import build_attribution_tab
 from components.compare_tab import build_compare_tab
 from components.embeddings_tab import build_embeddings_tab
 from components.fill_mask_tab import build_fill_mask_tab
@@ -35,6 +36,7 @@ def build_demo() -> gr.Blocks:
         gr.Markdown(copy.INTRO)
         with gr.Tabs():
             build_fill_mask_tab(demo)
+            build_attribution_tab()
             build_masking_tab()
             build_attention_tab()
             build_embeddings_tab()

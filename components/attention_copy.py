@@ -10,12 +10,33 @@ HELP = (
     "of the others' values with those weights. An encoder has **no causal mask**: a token "
     "may look right as well as left, at every position of the whole input (a decoder such as "
     "GPT hides the future; BERT does not, which is why it is trained by filling masks rather "
-    "than by predicting the next word).  \n"
+    "than by predicting the next word; tick **Causal mask** to see what hiding the right side "
+    "would look like).  \n"
     "Try the **bank** pair: *I sat by the river bank.* / *I deposited cash at the bank.* In "
     "layers where *bank* puts weight on *river* or on *cash*, the model is gathering the "
     "context that tells the two senses apart. Many heads do simpler things: look at the "
     "previous or the next token, at [SEP] (often a \"no-op\" place to park attention), or at "
     "[CLS]. Attention weights show where information *may* flow, not why the model decides."
+)
+
+CAUSAL_NOTE = (
+    "**Causal mask added** (the same weights; the model was never trained this way): each token "
+    "sees only itself and the tokens to its left, so every weight right of the diagonal is "
+    "exactly 0 (the empty upper triangle), and the first token can only look at itself."
+)
+
+INPUT_EMBEDDINGS_HELP = (
+    "## What the first layer reads: input = token + position + segment\n"
+    "Before any attention, each token becomes the **sum of three learned vectors**: its own "
+    "row of the token table (the same wherever the word stands), the row of its **position** "
+    "(0, 1, 2, …: the only thing that tells the model word order, since attention itself "
+    "ignores order), and the row of its **segment** (A for the first text, B for the second: "
+    "how BERT tells the two sentences of a pair apart). A LayerNorm follows, and that is "
+    "layer 0. Below, the three vectors of every token (first dimensions only, one colour "
+    "scale), their sum, and a check that the sum is exactly what the model computed. Try one "
+    "text, then add a second: only the segment column changes for B's tokens. RoBERTa-style "
+    "models have one segment row only; DistilBERT has none; models with relative or rotary "
+    "positions (DeBERTa-v3, ModernBERT) have no position table to add."
 )
 
 PAIR_NOTE = (

@@ -14,12 +14,16 @@ from models import (
     attention_head_stats,
     extract_attention,
     filter_heads,
+    first_capable,
+    input_embeddings,
     list_models,
 )
 from models.registry import REPO_ROOT
 
 from . import attention_copy as copy
 from . import attention_plots as plots
+from . import causal_copy
+from . import input_embeddings_plots
 from .common import model_choices, readable_errors
 from .server import on_gpu
 
@@ -27,7 +31,6 @@ VENDOR_DIR = REPO_ROOT / ".cache" / "static" / "node_modules"
 ALL_HEADS = "all heads"
 MODES = [("one head", "head"), ("average over heads", "mean"), ("rollout", "rollout")]
 BERTVIZ_VIEWS = [("head view", "head"), ("model view", "model")]
-PREFERRED = ("bert-base", "minilm-l6")
 # Slider bounds before a model is shown (then fitted to it); API callers may ask for any
 # layer/head up to these, and values beyond the model's are clamped and said.
 MAX_LAYERS, MAX_HEADS = 48, 64
@@ -46,8 +49,8 @@ def library_urls() -> dict[str, str] | None:
 
 
 @on_gpu  # the only place this tab runs a model
-def _result(text, text_pair, model_key):
-    return extract_attention(model_key, text, text_pair or None)
+def _result(text, text_pair, model_key, causal=False):
+    return extract_attention(model_key, text, text_pair or None, bool(causal))
 
 
 def _in_range(value, top: int) -> int:
@@ -66,6 +69,8 @@ def status_line(result, layer: int, head: int) -> str:
         f"(`{result.model_key}`, {result.attn_implementation} attention); {seg}. "
         f"Showing layer {layer}, head {head}."
     ]
+    if result.causal:
+        notes.append(copy.CAUSAL_NOTE)
     notes.append(plots.truncation_note(result, plots.VIEW_MAX_TOKENS, "the heatmap and the grid"))
     return "  \n".join(n for n in notes if n)
 
@@ -75,10 +80,10 @@ def token_segments(result) -> list[tuple[str, str]]:
     return [(f"{tok} ", f"segment {'AB'[seg]}") for tok, seg in zip(result.tokens, result.segment_ids)]
 
 
-def attention(text, text_pair, model_key, layer, head, mode):
+def attention(text, text_pair, model_key, layer, head, mode, causal=False):
     """Tokens, status, heatmap and grid (the ``attention`` API)."""
     with readable_errors("Attention"):
-        result = _result(text, text_pair, model_key)
+        result = _result(text, text_pair, model_key, causal)
         layer = _in_range(layer, result.num_layers - 1)
         head = _in_range(head, result.num_heads - 1)
         image, _ = plots.grid_image(result)
@@ -87,11 +92,11 @@ def attention(text, text_pair, model_key, layer, head, mode):
             status_line(result, layer, head),
             plots.attention_heatmap(result, layer, head, mode or "head"),
             image,
-            (text, text_pair, model_key),  # what is on screen: later clicks read this
+            (text, text_pair, model_key, bool(causal)),  # what is on screen: later clicks read this
         )
 
 
-# The private events below read ``shown`` (text, second text, model of the result on
+# The private events below read ``shown`` (text, second text, model, causal of the result on
 # screen), not the text boxes: a slider moved or a cell clicked after the boxes were edited
 # still refers to the tokens, grid and table that are displayed.
 
@@ -141,28 +146,40 @@ def open_table_row(shown, evt: gr.SelectData):
 
 def filter_stats(shown, which):
     """The statistics table of the result on screen, filtered."""
-    return head_stats(*shown, which) if shown else gr.skip()
+    return head_stats(*shown[:3], which, *shown[3:]) if shown else gr.skip()
 
 
-def head_stats(text, text_pair, model_key, which):
+def head_stats(text, text_pair, model_key, which, causal=False):
     """The per-head statistics table, optionally filtered (the ``head_stats`` API)."""
     with readable_errors("Head statistics"):
-        stats = attention_head_stats(_result(text, text_pair, model_key))
+        stats = attention_head_stats(_result(text, text_pair, model_key, causal))
         heads = None if which in (None, "", ALL_HEADS) else filter_heads(stats, which)
         return plots.stats_frame(stats, heads)
 
 
-def bertviz_view(text, text_pair, model_key, view):
+def bertviz_view(text, text_pair, model_key, view, causal=False):
     """bertviz's head or model view in a sandboxed iframe (the ``bertviz_view`` API)."""
     with readable_errors("bertviz"):
         urls = library_urls()
         if urls is None:
             return plots.notice_html(copy.LIBS_MISSING)
-        result = _result(text, text_pair, model_key)
+        result = _result(text, text_pair, model_key, causal)
         page = plots.bertviz_page(result, view or "head", urls)
         note = plots.truncation_note(result, plots.BERTVIZ_MAX_TOKENS, "bertviz")
         frame = plots.iframe(page, f"bertviz {view} view", height=760 if view == "model" else 620)
         return (plots.notice_html(note) if note else "") + frame
+
+
+@on_gpu
+def show_input_embeddings(text, text_pair, model_key):
+    """Token + position + segment vectors and their sum (the ``input_embeddings`` API)."""
+    with readable_errors("Input embeddings"):
+        result = input_embeddings(model_key, text, text_pair or None)
+        return (
+            input_embeddings_plots.input_embeddings_figure(result),
+            input_embeddings_plots.input_embeddings_frame(result),
+            input_embeddings_plots.input_embeddings_summary(result),
+        )
 
 
 def build_attention_tab() -> None:
@@ -171,8 +188,7 @@ def build_attention_tab() -> None:
     if all(path.is_file() for path in files.values()):
         gr.set_static_paths(list(files.values()))  # only these three files, nothing else
     models = list_models()
-    available = {m.key for m in models if m.available}
-    default = next((k for k in PREFERRED if k in available), None)
+    default = first_capable(models, "attention")
     with gr.Tab("Attention", id="attention") as tab:
         gr.Markdown(copy.HELP)
         with gr.Row():
@@ -185,6 +201,7 @@ def build_attention_tab() -> None:
                     max_length=MAX_TEXT_CHARS,
                 )
                 model = gr.Dropdown(choices=model_choices(models), value=default, label="Model")
+                causal = gr.Checkbox(value=False, label=causal_copy.CAUSAL_LABEL, elem_id="attention-causal")
                 button = gr.Button("Show attention", variant="primary")
                 gr.Examples(copy.EXAMPLES, inputs=[text, text_pair], label="Examples")
                 gr.Markdown(copy.PAIR_NOTE)
@@ -223,18 +240,23 @@ def build_attention_tab() -> None:
         bertviz = gr.HTML(
             "" if library_urls() else plots.notice_html(copy.LIBS_MISSING), elem_id="attention-bertviz"
         )
+        gr.Markdown(copy.INPUT_EMBEDDINGS_HELP)
+        sum_button = gr.Button("Show token + position + segment")
+        sum_summary = gr.Markdown(elem_id="input-embeddings-summary")
+        sum_plot = gr.Plot(label="Input vectors per token (first dimensions)", elem_id="input-embeddings-plot")
+        sum_table = gr.Dataframe(label="Rows used and vector lengths", interactive=False)
 
         source = [text, text_pair, model]
         on_screen = gr.State(None)  # (text, second text, model) of the result shown
         shown = gr.on(
-            [button.click, text.submit, text_pair.submit, tab.select],
+            [button.click, text.submit, text_pair.submit, causal.input, tab.select],
             attention,
-            inputs=[*source, layer, head, mode],
+            inputs=[*source, layer, head, mode, causal],
             outputs=[tokens, status, plot, grid, on_screen],
             api_name="attention",
         )
         shown.success(controls, [on_screen, layer, head], [layer, head], api_visibility="private")
-        shown.success(head_stats, [*source, which], table, api_name="head_stats")
+        shown.success(head_stats, [*source, which, causal], table, api_name="head_stats")
         which.change(filter_stats, [on_screen, which], table, api_visibility="private")
         gr.on(
             [layer.release, head.release, mode.input],
@@ -247,4 +269,6 @@ def build_attention_tab() -> None:
         opened = [layer, head, mode, plot]
         grid.select(open_grid_cell, on_screen, opened, api_visibility="private")
         table.select(open_table_row, on_screen, opened, api_visibility="private")
-        gr.on([draw.click, view.change], bertviz_view, [*source, view], bertviz, api_name="bertviz_view")
+        gr.on([draw.click, view.change], bertviz_view, [*source, view, causal], bertviz, api_name="bertviz_view")
+        sum_button.click(show_input_embeddings, source, [sum_plot, sum_table, sum_summary],
+                         api_name="input_embeddings")

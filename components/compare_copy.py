@@ -43,3 +43,22 @@ SPEED_HELP = (
 
 LENGTH_CHOICES = ["32", "64", "128", "256", "512", "1024", "2048"]
 COMPARE_EXAMPLE = "The capital of France is [MASK]. Paris is a <mask> city."
+
+ZOO_HELP = (
+    "### Same data, same budget: the mini zoo\n"
+    "Seven miniatures **trained by this project** (not the published checkpoints), one per "
+    "family, each the real transformers class with its family's defining ideas: the same "
+    "corpus (public-domain and permissive English text, `data/corpus_sources.json`), the same "
+    "seed, the same shape (4 layers, 256 wide, 4 heads, FFN 768, an 8,192-token vocabulary "
+    "trained for each tokenizer kind) and **the same number of training tokens**. What "
+    "differs is only the recipe: objective, masking, tokenizer, attention and sharing. The "
+    "score does not depend on the tokenizer: 15 % of the words of each held-out sentence "
+    "(the same words for every model) have all their pieces masked, and a word counts only "
+    "when every piece is the top-1 guess. ELECTRA's score is its generator's (a quarter of "
+    "the width: the discriminator cannot fill masks); ELECTRA and DistilBERT cost more per "
+    "token (a generator; a teacher's forward pass), hence the FLOPs and CPU minutes. "
+    "**Caveat:** a few million tokens is a tiny fraction of any published run; these "
+    "miniatures show each idea's direction at this scale, not the published models' quality."
+)
+ZOO_FINDINGS = ""  # what the comparison showed: written from the shipped run
+ZOO_MISSING = "The mini zoo is not trained on this checkout yet: run `python scripts/train_zoo.py`."

@@ -16,6 +16,7 @@ from models import (
     CompareTokensResult,
     SkippedModel,
     TrainingRecipe,
+    ZooEntry,
 )
 
 from models.compare import continues_word
@@ -243,3 +244,48 @@ def benchmark_notes_html(results: list[BenchmarkResult], refused: tuple[SkippedM
     items += [f"<li><b>{plot_text(s.model_key)}</b>: not run: {plot_text(s.reason)}</li>" for s in refused]
     memory = plot_text(results[0].memory_measure) if results else ""
     return f"<div class='compare-bench-notes'><ul>{''.join(items)}</ul><p>Peak memory: {memory}.</p></div>"
+
+
+# --- "Same data, same budget": the mini zoo ------------------------------------------------
+
+
+def zoo_frame(entries: tuple[ZooEntry, ...]) -> pd.DataFrame:
+    """One row per family: budget, costs, size and scores (fractions shown as percentages)."""
+    rows = []
+    for e in entries:
+        rows.append({
+            "model": e.key,
+            "family": e.family,
+            "tokenizer": e.tokenizer_kind,
+            "training tokens": e.tokens,
+            "steps": e.steps,
+            "wall minutes": round(e.wall_minutes, 1),
+            "CPU minutes": round(e.cpu_minutes, 1),
+            "training TFLOPs": round(e.flops / 1e12, 1),
+            "parameters": e.parameters,
+            "held-out whole-word top-1 %": round(100 * e.score, 1),
+            "everyday cloze top-5 %": round(100 * e.everyday_top5, 1),
+            "NSP / SOP held-out %": "" if e.pair_accuracy is None else round(100 * e.pair_accuracy, 1),
+            "the family's idea here": e.idea,
+        })
+    return pd.DataFrame(rows)
+
+
+def zoo_curves_figure(entries: tuple[ZooEntry, ...]) -> go.Figure:
+    """Learning curves of every family on one chart: the comparable score against tokens seen."""
+    fig = go.Figure()
+    dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid"]
+    for k, e in enumerate(entries):
+        fig.add_trace(go.Scatter(
+            x=[p[0] / 1e6 for p in e.curve], y=[100 * p[1] for p in e.curve], mode="lines+markers",
+            name=plot_text(e.key), line=dict(dash=dashes[k % len(dashes)], width=2),
+            hovertemplate=f"{plot_text(e.key)}<br>%{{x:.2f}} M tokens<br>%{{y:.1f}} % words right<extra></extra>",
+        ))
+    fig.update_layout(
+        title="Same corpus, same token budget: held-out whole-word accuracy while training",
+        xaxis=dict(title="training tokens seen (millions)"),
+        yaxis=dict(title="held-out whole-word top-1 (%)", rangemode="tozero"),
+        template="plotly_white", height=420, margin=dict(l=10, r=10, t=50, b=10),
+        legend=dict(orientation="h", y=-0.2),
+    )
+    return fig

@@ -11,9 +11,11 @@ from models import (
     architecture_table,
     compare_fill_mask,
     compare_tokens,
+    default_selection,
     get_device,
     list_models,
     training_recipes,
+    zoo_comparison,
 )
 from models.benchmark import DEFAULT_LENGTHS, benchmark_models, limits_for
 
@@ -68,10 +70,18 @@ def run_benchmark(model_keys, lengths, batch_size: float, progress=gr.Progress()
         )
 
 
+def show_zoo():
+    """Learning curves, table and notes of the mini zoo (the ``zoo_comparison`` API)."""
+    with readable_errors("Mini zoo comparison"):
+        entries = zoo_comparison()
+        if not entries:
+            return None, None, copy.ZOO_MISSING
+        return views.zoo_curves_figure(entries), views.zoo_frame(entries), copy.ZOO_FINDINGS
+
+
 def build_compare_tab() -> None:
     """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
     models = registry_models(list_models())
-    runnable_mlm = [m.key for m in models if m.available and m.has_mlm_head]
     with gr.Tab("Compare", id="compare"):
         gr.Markdown(copy.COMPARE_HELP)
         arch = gr.Dataframe(
@@ -87,7 +97,7 @@ def build_compare_tab() -> None:
 
         gr.Markdown(copy.SAME_INPUT_HELP)
         chosen = gr.CheckboxGroup(
-            model_choices(models, need_mlm=True, by_key=True, usable_first=False), value=list(dict.fromkeys(runnable_mlm + ["bert-base", "roberta-base"])),
+            model_choices(models, need_mlm=True, by_key=True, usable_first=False), value=default_selection(models, "mlm"),
             label="Models to compare", elem_id="compare-models",
         )
         text = gr.Textbox(label="Text for every model", value=copy.COMPARE_EXAMPLE, lines=2, max_length=MAX_TEXT_CHARS)
@@ -103,7 +113,7 @@ def build_compare_tab() -> None:
 
         gr.Markdown(copy.SPEED_HELP)
         bench_models = gr.CheckboxGroup(
-            model_choices(models, by_key=True, usable_first=False), value=["minilm-l6", "bert-base", "modernbert-base"],
+            model_choices(models, by_key=True, usable_first=False), value=default_selection(models, "any", published_limit=3),
             label="Models to time (unavailable ones run random-init: timing only)",
             elem_id="compare-bench-models",
         )
@@ -117,6 +127,15 @@ def build_compare_tab() -> None:
         bench_notes = gr.HTML(elem_id="compare-bench-notes")
         bench_table = gr.Dataframe(label="Timings", elem_id="compare-bench-table", interactive=False, wrap=True)
 
+        gr.Markdown(copy.ZOO_HELP)
+        zoo_plot_value, zoo_table_value, zoo_notes_value = show_zoo()
+        zoo_plot = gr.Plot(value=zoo_plot_value, label="Learning curves of the seven families", elem_id="compare-zoo-plot")
+        zoo_table = gr.Dataframe(value=zoo_table_value, label="Same data, same budget", elem_id="compare-zoo-table",
+                                 interactive=False, wrap=True)
+        zoo_notes = gr.Markdown(zoo_notes_value, elem_id="compare-zoo-notes")
+        zoo_reload = gr.Button("Reload the zoo's records")
+
+        zoo_reload.click(show_zoo, None, [zoo_plot, zoo_table, zoo_notes], api_name="zoo_comparison")
         recompute.click(show_architecture, None, arch, api_name="architecture_table")
         predict.click(
             run_compare_fill_mask, [chosen, text, top_k], [side, agreement, skipped], api_name="compare_fill_mask"

@@ -1,7 +1,7 @@
 """UI and teaching text of the Embeddings tab, kept apart from layout code."""
 
 EMBEDDINGS_HELP = (
-    "## Sentence vectors: [CLS] pooling vs mean pooling\n"
+    "## Sentence vectors: [CLS], mean and max pooling\n"
     "An encoder gives one vector per token. To get **one vector per sentence** you *pool* them: "
     "take the first token's vector (**[CLS] pooling**), or average the vectors of the real "
     "tokens (**mean pooling**; padding is left out by the attention mask), or take each "
@@ -9,8 +9,8 @@ EMBEDDINGS_HELP = (
     "of their vectors.\n\n"
     "Type sentences one per line. **A blank line starts a new group** (sentences that should "
     "be close, e.g. paraphrases); a line `# topic` names the topic of the groups below it. "
-    "The two heatmaps show the cosine of every pair, [CLS] on the left, mean on the right, on "
-    "one colour scale; white lines mark the groups. The table scores how well each pooling "
+    "The three heatmaps show the cosine of every pair, [CLS] on the left, mean in the middle, "
+    "max on the right, on one colour scale; white lines mark the groups. The table scores how well each pooling "
     "separates same-group pairs from the others: the **gap** between the mean cosine within "
     "and across groups, and the **ROC AUC**, the chance that a random same-group pair scores "
     "above a random different-group pair (1 = perfect, 0.5 = chance). The AUC does not depend "
@@ -18,7 +18,11 @@ EMBEDDINGS_HELP = (
 )
 
 WHY_HELP = (
-    "### Why mean pooling often beats [CLS], why normalise, what Sentence-BERT changed\n"
+    "### Why mean pooling often beats [CLS], max pooling and padding, why normalise, what Sentence-BERT changed\n"
+    "- **The common claim: “[CLS] is the sentence vector.”** It holds where training made it "
+    "one: after fine-tuning with a classifier on [CLS] (its vector then carries what that task "
+    "needs, and little else), or in retrieval models trained with [CLS] pooling (DPR, BGE). "
+    "It does not hold for a pre-trained encoder used as it is.\n"
     "- **[CLS] without fine-tuning is a poor sentence vector.** In pre-training, BERT's [CLS] "
     "vector only had to serve next-sentence prediction (and later encoders dropped even "
     "that), so nothing taught it to summarise meaning. The mean of all token vectors keeps "
@@ -26,6 +30,14 @@ WHY_HELP = (
     "everywhere: raw BERT vectors crowd into a narrow cone, so most cosines come out high. "
     "Reimers and Gurevych (2019) found the mean of raw BERT's outputs better than its [CLS] "
     "vector, and both worse than averaged GloVe word vectors, on semantic similarity.\n"
+    "- **Max pooling and padding.** Max pooling keeps, for each dimension, the largest value "
+    "over the sentence's tokens: a few strong words can dominate it. In a batch, short "
+    "sentences are padded to the longest, and the model still computes vectors at the padded "
+    "positions; they must be left out by setting them to −∞ before the max (a 0 would beat "
+    "every negative value, and the padding's own vectors are not 0 either). Done so, as "
+    "here, a sentence's vector is the same alone or batched with longer ones; forget the mask "
+    "and it changes with its neighbours' lengths. Mean pooling needs the same care (sum over "
+    "real tokens, divided by their count).\n"
     "- **Normalise before the cosine.** Cosine is the dot product of unit vectors. Vector "
     "lengths can carry things such as word frequency or sentence length, not meaning; dividing by "
     "the length (L2 normalisation) leaves only the direction, and makes a dot product a "

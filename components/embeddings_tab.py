@@ -10,7 +10,16 @@ from pathlib import Path
 
 import gradio as gr
 
-from models import MAX_TEXT_CHARS, compare_poolings, list_models, project_2d, separation_score, word_in_context
+from models import (
+    MAX_TEXT_CHARS,
+    POOLINGS,
+    compare_poolings,
+    first_capable,
+    list_models,
+    project_2d,
+    separation_score,
+    word_in_context,
+)
 from models.embeddings import (
     MAX_SENTENCES,
     bank_demo,
@@ -26,7 +35,6 @@ from . import embeddings_plots as plots
 from .common import model_choices, quoted, readable_errors
 from .server import on_gpu
 
-DEFAULT_MODEL = "minilm-l6"
 LAYER_LABEL = "Layer (0 = input embeddings, -1 = last)"
 CSV_FOLDER = Path(tempfile.gettempdir()) / "encoder-lab-csv"  # Gradio serves the temp folder
 CSV_KEEP = 100  # the newest CSV files kept; older ones are deleted when one is written
@@ -35,8 +43,8 @@ CSV_KEEP = 100  # the newest CSV files kept; older ones are deleted when one is 
 def model_picker() -> tuple[list[tuple[str, str]], str | None]:
     """(label, key) of every registry model, usable ones first, and the default key."""
     models = list_models()
-    keys = [m.key for m in models if m.available]
-    return model_choices(models), DEFAULT_MODEL if DEFAULT_MODEL in keys else (keys[0] if keys else None)
+    default = first_capable(models, "embeddings") or first_capable(models, "any")
+    return model_choices(models), default
 
 
 def _csv_file(frame, folder: Path | None = None, keep: int | None = None) -> str:
@@ -84,10 +92,10 @@ def _verdict(scores) -> str:
 
 @on_gpu
 def run_similarity(text: str, model_key: str, layer: float):
-    """[CLS] and mean cosine matrices, the separation score, a CSV (the ``similarity`` API)."""
+    """[CLS], mean and max cosine matrices, the separation score, a CSV (the ``similarity`` API)."""
     with readable_errors("Similarity"):
         sentences, groups, topics = parse_groups(text)
-        results = compare_poolings(model_key, sentences, layer)
+        results = compare_poolings(model_key, sentences, layer, POOLINGS)
         if len(set(groups)) > 1 and len(set(groups)) < len(groups):
             scores = {r.pooling: separation_score(r.matrix, groups, topics) for r in results}
             summary, table = _verdict(scores), plots.separation_frame(scores)
@@ -147,10 +155,10 @@ def build_embeddings_tab() -> None:
             with gr.Column(scale=2):
                 model = gr.Dropdown(choices, value=default, label="Model")
                 layer = gr.Number(value=-1, precision=0, label=LAYER_LABEL)
-                compare = gr.Button("Compare [CLS] and mean pooling", variant="primary")
+                compare = gr.Button("Compare [CLS], mean and max pooling", variant="primary")
                 summary = gr.Markdown(elem_id="embeddings-summary")
                 csv = gr.DownloadButton("Download the matrices (CSV)", value=None)
-        heatmaps = gr.Plot(label="Cosine similarity: [CLS] pooling (left) and mean pooling (right)")
+        heatmaps = gr.Plot(label="Cosine similarity: [CLS] pooling (left), mean pooling (middle), max pooling (right)")
         table = gr.Dataframe(label="How well each pooling separates the groups", interactive=False)
         sentence_set.change(groups_text, sentence_set, sentences, api_visibility="private")
         compare.click(

@@ -8,6 +8,7 @@ from models import (
     MAX_TEXT_CHARS,
     EncoderLabError,
     fill_mask,
+    generate_left_to_right,
     get_spec,
     list_models,
     mask_word,
@@ -17,7 +18,7 @@ from models import registry
 from models.fill_mask import MASK_PATTERN
 from models.loading import is_loaded
 
-from . import copy, plots
+from . import causal_copy, causal_plots, copy, plots
 from .common import escape, model_choices, quoted, readable_errors
 from .server import on_gpu
 
@@ -44,7 +45,8 @@ def model_card(model_key: str) -> str:
 def _outputs(result):
     status = (
         f"{len(result.masks)} mask(s), {len(result.tokens)} tokens read by "
-        f"`{result.model_key}`."
+        f"`{result.model_key}`"
+        + (", **causal mask**: each position saw only its left." if result.causal else ".")
     )
     return (
         plots.predictions_frame(result),
@@ -55,25 +57,33 @@ def _outputs(result):
 
 
 @on_gpu
-def predict(text: str, model_key: str, top_k: float, progress=gr.Progress()):
+def predict(text: str, model_key: str, top_k: float, causal: bool = False, progress=gr.Progress()):
     """Run fill-mask; errors become a readable message (the ``fill_mask`` API)."""
     with readable_errors("Fill-mask"):
         if not is_loaded(model_key, "mlm"):
             progress(0.1, desc=f"Loading {get_spec(model_key).display_name}…")
-        return _outputs(fill_mask(model_key, text, int(top_k)))
+        return _outputs(fill_mask(model_key, text, int(top_k), bool(causal)))
 
 
 @on_gpu
-def predict_live(text: str, model_key: str, top_k: float, live: bool):
+def predict_live(text: str, model_key: str, top_k: float, live: bool, causal: bool = False):
     """As-you-type fill-mask: never pops up errors, writes them in the status line."""
     if not live:
         return (gr.skip(),) * N_OUTPUTS
     if not text or not MASK_PATTERN.search(text):
         return (gr.skip(),) * (N_OUTPUTS - 1) + ("Add [MASK] to the text to see predictions.",)
     try:
-        return _outputs(fill_mask(model_key, text, int(top_k)))
+        return _outputs(fill_mask(model_key, text, int(top_k), bool(causal)))
     except EncoderLabError as exc:
         return (gr.skip(),) * (N_OUTPUTS - 1) + (f"⚠️ {escape(str(exc))}",)
+
+
+@on_gpu
+def generate(prompt: str, model_key: str, steps: float, seed: float, top_k: float):
+    """Append a mask, fill it, repeat (the ``generate_left_to_right`` API)."""
+    with readable_errors("Generation"):
+        result = generate_left_to_right(model_key, prompt, int(steps), int(seed or 0), int(top_k))
+        return result.text, causal_plots.generation_frame(result)
 
 
 def show_words(text: str):
@@ -114,6 +124,7 @@ def build_fill_mask_tab(demo: gr.Blocks) -> None:
                         choices=model_choices(models, need_mlm=True), value=default, label="Model", scale=2
                     )
                     top_k = gr.Slider(1, 20, value=5, step=1, label="Top-k", scale=1)
+                causal = gr.Checkbox(value=False, label=causal_copy.CAUSAL_LABEL, elem_id="fill-mask-causal")
                 with gr.Row():
                     live = gr.Checkbox(value=True, label="Live: predict as you type")
                     button = gr.Button("Predict", variant="primary")
@@ -132,18 +143,34 @@ def build_fill_mask_tab(demo: gr.Blocks) -> None:
                     interactive=False,
                 )
 
+        gr.Markdown(causal_copy.CAUSAL_HELP)
+        gr.Markdown(causal_copy.GENERATE_HELP)
+        with gr.Row():
+            with gr.Column(scale=3):
+                prompt = gr.Textbox(label="Prompt to continue", value=causal_copy.GENERATE_PROMPT,
+                                    max_length=MAX_TEXT_CHARS)
+                with gr.Row():
+                    steps = gr.Slider(1, 30, value=8, step=1, label="Steps")
+                    gen_top_k = gr.Slider(1, 20, value=5, step=1, label="Pick among the top")
+                    seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
+                gen_button = gr.Button("Generate with an encoder")
+            with gr.Column(scale=4):
+                generated = gr.Textbox(label="Generated text", interactive=False)
+        gen_steps = gr.Dataframe(label="Every step", interactive=False, wrap=True, elem_id="generation-steps",
+                                 column_widths=["6%", "30%", "38%", "8%", "18%"])
+
         outputs = [table, plot, filled, status]
         gr.on(
             [button.click, text.submit],
             predict,
-            inputs=[text, model, top_k],
+            inputs=[text, model, top_k, causal],
             outputs=outputs,
             api_name="fill_mask",
         )
         gr.on(
-            [text.change, top_k.release, model.change, demo.load],
+            [text.change, top_k.release, model.change, causal.input, demo.load],
             predict_live,
-            inputs=[text, model, top_k, live],
+            inputs=[text, model, top_k, live, causal],
             outputs=outputs,
             api_name="fill_mask_live",
             trigger_mode="always_last",
@@ -152,3 +179,5 @@ def build_fill_mask_tab(demo: gr.Blocks) -> None:
         text.change(show_words, text, words, api_name="text_segments", queue=False)
         words.select(click_word, text, text, api_name="mask_word")
         model.change(model_card, model, card, api_name="model_card", queue=False)
+        gr.on([gen_button.click, prompt.submit], generate, [prompt, model, steps, seed, gen_top_k],
+              [generated, gen_steps], api_name="generate_left_to_right")

@@ -9,18 +9,22 @@ import pandas as pd
 
 from models import (
     MAX_TEXT_CHARS,
+    TEXTBOOK_LOGITS,
+    TEXTBOOK_TARGET,
     compare_policies,
+    explain_loss,
+    explain_masked_position,
     list_models,
     masked_lm_loss,
     masking_statistics,
-    next_sentence,
     simulate_masking,
 )
 from models.evaluation import heldout_sentences
 from models.masking_lab import MAX_EPOCHS
 
-from . import copy, plots
+from . import arithmetic_copy, arithmetic_plots, copy, plots
 from .common import HEAVY, quoted, readable_errors
+from .masking_heads import build_pair_section, build_rtd_section
 from .server import on_gpu
 
 STATS_SENTENCES = 1000
@@ -54,15 +58,33 @@ def run_loss(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, 
         sim = _simulate(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed)
         loss = masked_lm_loss(model_key, sim, int(epoch) - 1)
         first = loss.positions[0]
+        unselected = sum(not s for s in sim.special) - len(loss.positions)
         explain = (
             f"**Loss = {loss.loss:.4f} nats**, the mean of −log p over the {len(loss.positions)} "
-            f"selected position(s) only; top-1 accuracy {loss.top1_accuracy:.0%}.  \n"
+            f"selected position(s) only (the {unselected} unselected one(s) cost nothing); "
+            f"top-1 accuracy {loss.top1_accuracy:.0%}.  \n"
             f"Worked example, position {first.position}: the model saw {quoted(first.shown)} where "
             f"{quoted(first.original)} was. Its logits at that position go through a softmax over "
             f"the whole vocabulary; p({quoted(first.original)}) = {first.p_original:.6f}, rank "
             f"{first.rank}, so −log p = −ln({first.p_original:.6f}) = {first.nll:.4f} nats."
         )
         return plots.loss_frame(loss), explain
+
+
+@on_gpu
+def run_arithmetic(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed, epoch,
+                   source, position):
+    """exp, denominator, p and −ln p at one position (the ``explain_loss`` API)."""
+    with readable_errors("The arithmetic"):
+        if source == arithmetic_copy.ARITHMETIC_SOURCES[0]:
+            result = explain_loss(TEXTBOOK_LOGITS, TEXTBOOK_TARGET)
+        else:
+            if not 1 <= int(epoch or 0) <= int(epochs):
+                raise gr.Error(f"Choose an epoch between 1 and {int(epochs)}.")
+            sim = _simulate(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed)
+            chosen = int(position) if position else None  # 0 is [CLS], never selected: "the first"
+            result = explain_masked_position(model_key, sim, int(epoch) - 1, chosen)
+        return arithmetic_plots.arithmetic_frame(result), arithmetic_plots.arithmetic_text(result)
 
 
 @on_gpu
@@ -93,14 +115,6 @@ def run_statistics(model_key, rate, mask, rand, keep, whole_word, draws, seed):
         return plots.rates_figure(stats), note
 
 
-@on_gpu
-def run_nsp(model_key, a, b):
-    """P(IsNext) for sentence B after sentence A (the ``next_sentence`` API)."""
-    with readable_errors("Next sentence prediction"):
-        p = next_sentence(model_key, a, b)
-        return f"**P(IsNext) = {p:.3f}**: the model thinks B {'follows' if p >= 0.5 else 'does not follow'} A."
-
-
 def random_b(seed: float):
     """A random sentence from the built-in set, for a negative NSP example."""
     sentences = heldout_sentences()
@@ -111,7 +125,6 @@ def build_masking_tab() -> None:
     models = list_models()
     usable = [m for m in models if m.available]
     mlm_default = next((m.key for m in models if m.default), usable[0].key if usable else None)
-    nsp_models = [m for m in models if m.has_nsp_head] or models
     with gr.Tab("Masking lab", id="masking"):
         gr.Markdown(copy.MASKING_HELP)
         with gr.Row():
@@ -154,6 +167,19 @@ def build_masking_tab() -> None:
             label="Same text, same selection, three policies", interactive=False,
         )
         score.click(run_loss, params + [epoch], [loss_table, explain], api_name="masked_lm_loss")
+
+        gr.Markdown(arithmetic_copy.ARITHMETIC_HELP)
+        with gr.Row():
+            source = gr.Radio(arithmetic_copy.ARITHMETIC_SOURCES, value=arithmetic_copy.ARITHMETIC_SOURCES[0],
+                              label="Explain")
+            position = gr.Number(value=0, precision=0, minimum=0,
+                                 label="Token position, for a real position (0: the first selected one)")
+            show = gr.Button("Show the arithmetic")
+        arithmetic_text = gr.Markdown(elem_id="arithmetic-text")
+        arithmetic_table = gr.Dataframe(label="Softmax, step by step", interactive=False,
+                                        elem_id="arithmetic-table")
+        show.click(run_arithmetic, params + [epoch, source, position], [arithmetic_table, arithmetic_text],
+                   api_name="explain_loss")
         compare.click(run_compare, [text, model, rate, whole_word, seed], compare_table, api_name="compare_policies")
 
         gr.Markdown(copy.STATS_HELP)
@@ -165,16 +191,5 @@ def build_masking_tab() -> None:
         measure.click(run_statistics, [model, rate, mask, rand, keep, whole_word, draws, seed],
                       [stats_plot, stats_note], api_name="masking_statistics", **HEAVY)
 
-        gr.Markdown(copy.NSP_HELP)
-        with gr.Row():
-            nsp_model = gr.Dropdown([(m.display_name, m.key) for m in nsp_models],
-                                    value=nsp_models[0].key, label="Model with an NSP head")
-        with gr.Row():
-            a = gr.Textbox(label="Sentence A", value=copy.NSP_A)
-            b = gr.Textbox(label="Sentence B", value=copy.NSP_B)
-        with gr.Row():
-            shuffle = gr.Button("Random B")
-            nsp = gr.Button("P(IsNext)")
-        nsp_out = gr.Markdown()
-        shuffle.click(random_b, seed, b, api_name="random_sentence")
-        nsp.click(run_nsp, [nsp_model, a, b], nsp_out, api_name="next_sentence")
+        build_pair_section(models, random_b)
+        build_rtd_section(models)

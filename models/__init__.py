@@ -7,6 +7,14 @@ No Gradio and no plotting here: functions take plain arguments and return frozen
 dataclasses of Python / NumPy values.
 """
 
+from .attribution import (
+    ATTRIBUTION_METHODS,
+    AttributionResult,
+    DeletionCurve,
+    ScalarTarget,
+    attribute_fill_mask,
+    deletion_curve,
+)
 from .attention import (
     HEAD_FILTERS,
     AttentionResult,
@@ -25,6 +33,18 @@ from .errors import (
     ModelUnavailableError,
     UnknownModelError,
 )
+from .arithmetic import (
+    TEXTBOOK_LOGITS,
+    TEXTBOOK_TARGET,
+    LossArithmetic,
+    NSPLoss,
+    explain_loss,
+    explain_masked_position,
+    next_sentence_loss,
+)
+from .causal import CausalEval, evaluate_causal, supports_causal
+from .generation import GenerationResult, GenerationStep, generate_left_to_right
+from .input_embeddings import InputEmbeddings, input_embeddings
 from .benchmark import BenchmarkPoint, BenchmarkResult, benchmark_forward
 from .compare import (
     ArchitectureFacts,
@@ -75,7 +95,16 @@ from .pretrain import (
     train_mlm,
     train_tiny,
 )
-from .registry import SPECS, default_model_key, get_spec, list_models
+from .registry import (
+    CAPABILITIES,
+    SPECS,
+    can,
+    default_model_key,
+    default_selection,
+    first_capable,
+    get_spec,
+    list_models,
+)
 from .results import (
     FillMaskResult,
     MaskPrediction,
@@ -85,9 +114,32 @@ from .results import (
     TokenizationResult,
 )
 from .tokenization import tokenize
+from .pretraining_heads import ReplacedTokens, detect_replaced, sentence_order
+from .zoo import ZOO_KEYS, ZooEntry, zoo_comparison
 from .validation import MAX_TEXT_CHARS
 
 __all__ = [
+    "ATTRIBUTION_METHODS",
+    "AttributionResult",
+    "DeletionCurve",
+    "ScalarTarget",
+    "attribute_fill_mask",
+    "deletion_curve",
+    "TEXTBOOK_LOGITS",
+    "TEXTBOOK_TARGET",
+    "LossArithmetic",
+    "NSPLoss",
+    "explain_loss",
+    "explain_masked_position",
+    "next_sentence_loss",
+    "CausalEval",
+    "evaluate_causal",
+    "supports_causal",
+    "GenerationResult",
+    "GenerationStep",
+    "generate_left_to_right",
+    "InputEmbeddings",
+    "input_embeddings",
     "BenchmarkPoint",
     "BenchmarkResult",
     "benchmark_forward",
@@ -167,4 +219,14 @@ __all__ = [
     "load_tokenizer",
     "set_device",
     "tokenize",
+    "ReplacedTokens",
+    "detect_replaced",
+    "sentence_order",
+    "ZOO_KEYS",
+    "CAPABILITIES",
+    "can",
+    "default_selection",
+    "first_capable",
+    "ZooEntry",
+    "zoo_comparison",
 ]

@@ -7,6 +7,7 @@ only step that touches the device), and plain NumPy after that (statistics, roll
 A row of an attention matrix belongs to one token (the *query*): it is a probability
 distribution over all the tokens of the input (the *keys*), so it sums to 1. An encoder
 has no causal mask: a row may put weight on tokens to its right as well as its left.
+``causal=True`` adds one (``models.causal``): every row then puts exactly 0 to its right.
 
 Fast attention kernels (PyTorch SDPA, FlashAttention) never build the weights, so
 transformers returns none from them; this module asks the loader for the "eager"
@@ -21,6 +22,7 @@ import numpy as np
 import torch
 
 from . import registry
+from .causal import require_causal, with_causal_mask
 from .errors import InputError
 from .loading import RESULT_CACHES, LoadedModel, ModelCache, check_token_count, get_device, load_model
 from .validation import check_text
@@ -57,6 +59,7 @@ class AttentionResult:
     sep_positions: tuple[int, ...]  # where the separator/end tokens are ([SEP] or </s>)
     weights: np.ndarray  # (layers, heads, T, T) float32; weights[l, h, i] sums to 1
     attn_implementation: str  # what produced the weights, e.g. "eager"
+    causal: bool = False  # read through a causal mask: weights[..., i, j] == 0 for j > i
 
     @property
     def nbytes(self) -> int:
@@ -120,27 +123,33 @@ class _Encoded:
     special: tuple[int, ...]
 
 
-def extract_attention(model_key: str, text: str, text_pair: str | None = None) -> AttentionResult:
+def extract_attention(model_key: str, text: str, text_pair: str | None = None,
+                      causal: bool = False) -> AttentionResult:
     """Every layer's and head's attention weights on a text (or a text pair).
 
     With ``text_pair`` the texts are joined in the model's own pair format and the
-    segment ids say which token belongs to which text. Raises ``EncoderLabError``
-    subclasses on bad input (unknown or unavailable model, empty or too long text).
+    segment ids say which token belongs to which text. ``causal``: the same model with a
+    causal mask added (each token sees only itself and its left; the upper triangle of
+    every matrix is 0). Raises ``EncoderLabError`` subclasses on bad input (unknown or
+    unavailable model, empty or too long text, a family that cannot take a causal mask).
     """
     registry.get_spec(model_key)
+    causal = bool(causal)
+    if causal:
+        require_causal(model_key)
     text = check_text(text)
     if isinstance(text_pair, str) and not text_pair.strip():
         text_pair = None  # an empty second box means "no pair"
     if text_pair is not None:
         text_pair = check_text(text_pair, what="second text")
-    key = (model_key, text, text_pair, str(get_device()))
-    return RESULT_CACHE.get(key, lambda: _extract(model_key, text, text_pair))
+    key = (model_key, text, text_pair, str(get_device()), causal)
+    return RESULT_CACHE.get(key, lambda: _extract(model_key, text, text_pair, causal))
 
 
-def _extract(model_key: str, text: str, text_pair: str | None) -> AttentionResult:
+def _extract(model_key: str, text: str, text_pair: str | None, causal: bool = False) -> AttentionResult:
     loaded = attention_model(model_key)
     encoded = _encode(loaded, text, text_pair)
-    weights = _forward(loaded, encoded)
+    weights = _forward(loaded, encoded, causal)
     tokenizer = loaded.tokenizer
     return AttentionResult(
         model_key=model_key,
@@ -155,6 +164,7 @@ def _extract(model_key: str, text: str, text_pair: str | None) -> AttentionResul
         sep_positions=_positions(encoded, _first_id(tokenizer, "sep_token_id", "eos_token_id")),
         weights=weights,
         attn_implementation=str(loaded.model.config._attn_implementation),
+        causal=causal,
     )
 
 
@@ -215,9 +225,11 @@ def _positions(encoded: _Encoded, token_id: int | None) -> tuple[int, ...]:
     return tuple(i for i, (t, s) in enumerate(zip(encoded.ids, encoded.special)) if s and t == token_id)
 
 
-def _forward(loaded: LoadedModel, encoded: _Encoded) -> np.ndarray:
+def _forward(loaded: LoadedModel, encoded: _Encoded, causal: bool = False) -> np.ndarray:
     """(layers, heads, T, T) float32 weights, on the CPU."""
     inputs = {k: v.to(loaded.device) for k, v in encoded.inputs.items()}
+    if causal:
+        inputs = with_causal_mask(loaded.model, inputs)
     with torch.inference_mode():
         out = loaded.model(**inputs, output_attentions=True)
     attentions = out.attentions

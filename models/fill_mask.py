@@ -1,22 +1,26 @@
 """Fill-mask: the model's top-k guesses at each masked position.
 
-Three steps, as in transformers' fill-mask pipeline: ``_encode`` (normalise the mask
+Three steps, as in transformers' fill-mask pipeline: ``encode_masks`` (normalise the mask
 spellings, tokenise, check), ``_forward`` (the model call: the only step that touches the
 device), ``_decode`` (softmax over the whole vocabulary, top-k, token strings).
 
 All masks of a text are predicted in one forward pass, each independently of the others
 (as the pipeline does): the model does not see its own guess for mask 1 when guessing mask 2.
+With ``causal=True`` the same model reads through a causal mask (``models.causal``): each
+position sees only itself and the tokens to its left.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 
 from . import registry
+from .causal import require_causal, with_causal_mask
 from .errors import CapabilityError, InputError
 from .loading import LoadedModel, check_token_count, load_model, require_head
 from .results import FillMaskResult, MaskPrediction, Prediction
@@ -36,16 +40,30 @@ class _Encoded:
     model_text: str
 
 
-def fill_mask(model_key: str, text: str, top_k: int = 5) -> FillMaskResult:
+def fill_mask(model_key: str, text: str, top_k: int = 5, causal: bool = False) -> FillMaskResult:
     """One entry per mask, in text order, each with its top-k (token, score), best first.
 
     Scores are probabilities: the softmax over the whole vocabulary at that position.
+    causal: add a causal attention mask (each position sees only itself and its left), a
+    way this model was never trained to read; a ``CapabilityError`` for families that
+    cannot take one.
     Raises ``EncoderLabError`` subclasses on bad input (unknown model, a model with no MLM
     head, empty text, no mask, too many masks, text too long, top_k out of range).
     """
     require_head(registry.get_spec(model_key), "mlm")  # before any work on the text
+    if causal:
+        require_causal(model_key)
     top_k = check_int(top_k, "top_k", 1, MAX_TOP_K)
     text = check_text(text)
+    spans = mask_spans(text)
+    loaded = load_model(model_key, head="mlm")
+    encoded = encode_masks(loaded, text, spans)
+    logits = _forward(loaded, encoded, bool(causal))
+    return _decode(loaded, text, encoded, logits, top_k, bool(causal))
+
+
+def mask_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the masks of a checked text; an ``InputError`` for none or too many."""
     spans = [m.span() for m in MASK_PATTERN.finditer(text)]
     if not spans:
         raise InputError(
@@ -56,13 +74,11 @@ def fill_mask(model_key: str, text: str, top_k: int = 5) -> FillMaskResult:
         raise InputError(
             f"Your text has {len(spans)} masks; the limit is {MAX_MASKS}. Remove some."
         )
-    loaded = load_model(model_key, head="mlm")
-    encoded = _encode(loaded, text, spans)
-    logits = _forward(loaded, encoded)
-    return _decode(loaded, text, encoded, logits, top_k)
+    return spans
 
 
-def _encode(loaded: LoadedModel, text: str, spans: list[tuple[int, int]]) -> _Encoded:
+def encode_masks(loaded: LoadedModel, text: str, spans: list[tuple[int, int]]) -> _Encoded:
+    """The text as the model reads it (its own mask token), tokenised, with the masks' positions."""
     tokenizer = loaded.tokenizer
     mask_token = tokenizer.mask_token
     if mask_token is None or tokenizer.mask_token_id is None:
@@ -80,9 +96,11 @@ def _encode(loaded: LoadedModel, text: str, spans: list[tuple[int, int]]) -> _En
     return _Encoded(dict(inputs), positions, spans, model_text)
 
 
-def _forward(loaded: LoadedModel, encoded: _Encoded) -> torch.Tensor:
+def _forward(loaded: LoadedModel, encoded: _Encoded, causal: bool = False) -> torch.Tensor:
     """Logits at the mask positions: (masks, vocab), float32, on the CPU."""
     inputs = {k: v.to(loaded.device) for k, v in encoded.inputs.items()}
+    if causal:
+        inputs = with_causal_mask(loaded.model, inputs)
     return masked_logits(loaded.model, inputs, encoded.positions).float().cpu()
 
 
@@ -114,16 +132,27 @@ def _ensure_hook(model) -> None:
             model._encoder_lab_gather = True
 
 
-def masked_logits(model, inputs: dict, positions: list[int]) -> torch.Tensor:
-    """(M, V) logits of an MLM model for one input (batch of 1), at ``positions`` only."""
+@contextmanager
+def gather_positions(model, positions: list[int], device):
+    """Within this block (and this thread), ``model``'s MLM head projects only ``positions``.
+
+    Yields the positions as an index tensor. A caller must check the logits' second
+    dimension: a head that re-pads its output gives every position (index it then).
+    """
     _ensure_hook(model)
-    index = torch.as_tensor(positions, dtype=torch.long, device=inputs["input_ids"].device)
+    index = torch.as_tensor(positions, dtype=torch.long, device=device)
     _gather.positions = index
     try:
-        with torch.inference_mode():
-            logits = model(**inputs).logits  # (1, M, V)
+        yield index
     finally:
         _gather.positions = None
+
+
+def masked_logits(model, inputs: dict, positions: list[int]) -> torch.Tensor:
+    """(M, V) logits of an MLM model for one input (batch of 1), at ``positions`` only."""
+    with gather_positions(model, positions, inputs["input_ids"].device) as index:
+        with torch.inference_mode():
+            logits = model(**inputs).logits  # (1, M, V)
     if logits.shape[1] != len(positions):  # a head that re-pads its output: project all
         with torch.inference_mode():
             logits = model(**inputs).logits[:, index]
@@ -131,7 +160,8 @@ def masked_logits(model, inputs: dict, positions: list[int]) -> torch.Tensor:
 
 
 def _decode(
-    loaded: LoadedModel, text: str, encoded: _Encoded, logits: torch.Tensor, top_k: int
+    loaded: LoadedModel, text: str, encoded: _Encoded, logits: torch.Tensor, top_k: int,
+    causal: bool = False,
 ) -> FillMaskResult:
     tokenizer = loaded.tokenizer
     probs = logits.softmax(dim=-1)  # (M, V): over the whole vocabulary
@@ -153,6 +183,7 @@ def _decode(
         tokens=tokens,
         masks=tuple(masks),
         filled_text=_fill_in(text, encoded.spans, [m.predictions[0] for m in masks]),
+        causal=causal,
     )
 
 

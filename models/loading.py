@@ -25,6 +25,7 @@ from transformers import (
     AutoModel,
     AutoModelForMaskedLM,
     AutoModelForNextSentencePrediction,
+    AutoModelForPreTraining,
     AutoTokenizer,
 )
 
@@ -32,7 +33,7 @@ from . import registry
 from .errors import CapabilityError, InputError, ModelUnavailableError
 from .results import ModelSpec
 
-HEADS = ("base", "mlm", "nsp")
+HEADS = ("base", "mlm", "nsp", "sop", "rtd")
 
 # Building a model touches process-wide state in transformers (e.g. ``no_init_weights``
 # swaps torch's init functions and skips weight tying for every thread while it is active).
@@ -275,13 +276,27 @@ def require_head(spec: ModelSpec, head: str) -> None:
             "RoBERTa showed that dropping NSP (and training on longer contiguous text) works as "
             "well or better, and most later encoders dropped it too."
         )
+    if head == "sop" and not spec.has_sop_head:
+        sop = [s.key for s in registry.SPECS if s.has_sop_head]
+        raise CapabilityError(
+            f"{spec.display_name} ({spec.key}) has no sentence-order-prediction head (ALBERT's "
+            f"replacement for NSP). Models that have one: {', '.join(sop)}."
+        )
+    if head == "rtd" and not spec.has_rtd_head:
+        rtd = [s.key for s in registry.SPECS if s.has_rtd_head]
+        raise CapabilityError(
+            f"{spec.display_name} ({spec.key}) has no replaced-token-detection discriminator "
+            f"(ELECTRA's objective). Models that have one: {', '.join(rtd)}."
+        )
 
 
 def load_model(model_key: str, head: str = "base", attn_implementation: str | None = None):
     """A cached ``LoadedModel``.
 
-    head: "base" (the bare encoder), "mlm" (with the masked-LM head) or "nsp" (BERT's
-    next-sentence-prediction head).
+    head: "base" (the bare encoder), "mlm" (with the masked-LM head), "nsp" (BERT's
+    next-sentence-prediction head), "sop" (ALBERT's sentence-order head, with its MLM head)
+    or "rtd" (ELECTRA's discriminator). ELECTRA's MLM head is its generator, a smaller
+    model in the spec's ``mlm_subfolder``.
     attn_implementation: None (transformers' default, e.g. SDPA) or "eager", which is
     what returns attention weights.
     """
@@ -298,7 +313,10 @@ def _load(spec: ModelSpec, head: str, attn_implementation: str | None, device) -
     dtype = dtype_for(device)
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
-    auto = {"mlm": AutoModelForMaskedLM, "nsp": AutoModelForNextSentencePrediction}.get(head, AutoModel)
+    auto = {"mlm": AutoModelForMaskedLM, "nsp": AutoModelForNextSentencePrediction,
+            "sop": AutoModelForPreTraining, "rtd": AutoModelForPreTraining}.get(head, AutoModel)
+    if head == "mlm" and spec.mlm_subfolder:
+        kwargs["subfolder"] = spec.mlm_subfolder
     try:
         with BUILD_LOCK:
             model, info = auto.from_pretrained(

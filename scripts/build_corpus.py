@@ -8,6 +8,9 @@ Every text comes from a package fetched with ``apt-get download`` (Debian) or ``
   case- and whitespace-insensitively, in a fixed hash order that mixes the sources. A
   sentence is held out when ``sha1(normalised sentence) % 1000 < 15`` (about 1.5 %), so the
   split never changes when sources are added or removed.
+* ``train_ordered.tsv``: the training split again, as ``source<TAB>sentence`` in each
+  source's reading order, so that neighbouring lines are neighbouring sentences (the mini
+  zoo's next-sentence and sentence-order objectives need them).
 * ``sources.json``: package, exact version, licence quoted from the package's copyright
   file (npm: package.json/README), sentence and word counts, description per source.
 
@@ -516,6 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.reconfigure(line_buffering=True)        # progress lines between apt's output
     started, fetcher = time.time(), Fetcher(args.out)
     seen, split, records = set(), {"train": [], "heldout": []}, []
+    ordered = []  # (source, sentence) of the training split in reading order (for NSP / SOP)
     print(f"{'source':<12} {'sentences':>9} {'words':>10} {'held out':>8}  licence")
     for name, package, extract in SOURCES + [BROWN] * args.with_brown:
         version, licence, sentences = extract(fetcher)
@@ -526,6 +530,8 @@ def main(argv: list[str] | None = None) -> int:
             seen.add(key)
             part = "heldout" if _hash(key) % 1000 < HELDOUT_PER_MILLE else "train"
             split[part].append(s)
+            if part == "train":
+                ordered.append(f"{name}\t{s}\n")
             kept, words, held = kept + 1, words + len(s.split()), held + (part == "heldout")
         records.append({"name": name, "package": package.rsplit("@", 1)[0] or package,
                         "version": version, "licence": licence, "sentences": kept, "words": words,
@@ -535,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.sort(key=lambda s: _hash(norm(s), "order:"))
         (args.out / f"{part}.txt").write_text("".join(s + "\n" for s in lines), encoding="utf-8")
         print(f"{part:<12} {len(lines):>9,} {sum(len(s.split()) for s in lines):>10,}")
+    (args.out / "train_ordered.tsv").write_text("".join(ordered), encoding="utf-8")
     (args.out / "sources.json").write_text(json.dumps(records, indent=2) + "\n", encoding="utf-8")
     shutil.rmtree(fetcher.scratch, ignore_errors=True)
     print(f"{'total':<12} {len(seen):>9,} {sum(r['words'] for r in records):>10,}  "

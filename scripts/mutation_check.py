@@ -178,8 +178,23 @@ def _locate(tree: Path, mutant: Mutant) -> tuple[Path | None, str]:
     return hits[0][0], str(hits[0][0].relative_to(tree))
 
 
-def _pytest(tree: Path, tests: list[str], timeout_s: int) -> tuple[str, str]:
+def _test_env(tree: Path) -> dict:
+    """The environment of every run. Where the suite trains a tiny test zoo keyed by a hash
+    of the training code (tests/zoo_setup.py, which hashes models/masking.py too), the zoo
+    of the unmutated tree is prepared once and shared, so no mutant retrains it."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    if (tree / "tests" / "zoo_setup.py").is_file() and "ENCODER_LAB_ZOO_DIR" not in env:
+        found = subprocess.run(
+            [sys.executable, "-c", "import sys; sys.path.insert(0, 'tests'); "
+             "from zoo_setup import ensure_test_zoo; print(ensure_test_zoo())"],
+            cwd=tree, env=env, capture_output=True, text=True,
+        )
+        if found.returncode == 0 and found.stdout.strip():
+            env["ENCODER_LAB_ZOO_DIR"] = found.stdout.strip().splitlines()[-1]
+    return env
+
+
+def _pytest(tree: Path, tests: list[str], timeout_s: int, env: dict) -> tuple[str, str]:
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--no-header",
            "-o", "addopts=", *tests]
     try:
@@ -207,11 +222,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="encoder-lab-mutants-") as tmp:
         tree = Path(tmp) / "tree"
         _copy_tree(tree)
+        env = _test_env(tree)
         files = sorted({t for m in chosen for t in m.tests if (tree / t).is_file()})
         print(f"baseline: {len(files)} test file(s) on the unmutated copy ...", flush=True)
         baseline = {}
         for f in files:
-            baseline[f], last = _pytest(tree, [f], args.timeout)
+            baseline[f], last = _pytest(tree, [f], args.timeout, env)
             print(f"  {f}: {baseline[f]}  {last}", flush=True)
         for m in chosen:
             target, where = _locate(tree, m)
@@ -227,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
                 started = time.monotonic()
                 try:
                     target.write_text(original.replace(m.find, m.replace), encoding="utf-8")
-                    outcome, last = _pytest(tree, tests, args.timeout)
+                    outcome, last = _pytest(tree, tests, args.timeout, env)
                 finally:
                     target.write_text(original, encoding="utf-8")
                 verdict = {"failed": "CAUGHT", "passed": "SURVIVED"}.get(outcome, f"CAUGHT? ({outcome})")

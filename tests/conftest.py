@@ -21,10 +21,16 @@ import time
 import pytest
 
 from helpers import ARTIFACTS, ENCODER_KEY, MLM_KEY, REPO, hub_opted_in, wait_for_http
+from zoo_setup import ensure_test_zoo
 
 if not hub_opted_in():
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["HF_HUB_CACHE"] = tempfile.mkdtemp(prefix="encoder-lab-empty-hub-")
+
+
+def pytest_configure(config):
+    """Before any test module imports ``models``: a complete mini zoo to test against."""
+    ensure_test_zoo()
 
 
 def pytest_report_header(config):

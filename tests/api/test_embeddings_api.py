@@ -39,10 +39,10 @@ def test_similarity_endpoint_matches_the_core(client):
     assert plot is not None
     assert "separates the groups better" in summary and "ROC AUC" in summary
     assert table["headers"][:5] == ["pooling", "within groups", "across groups", "gap", "ROC AUC"]
-    assert [row[0] for row in table["data"]] == ["[CLS] pooling", "mean pooling"]
+    assert [row[0] for row in table["data"]] == ["[CLS] pooling", "mean pooling", "max pooling"]
     frame = pd.read_csv(io.StringIO(_download(client, csv)))
     sentences = [line for line in GROUPS.splitlines() if line and not line.startswith("#")]
-    core = compare_poolings(ENCODER_KEY, sentences, -1)
+    core = compare_poolings(ENCODER_KEY, sentences, -1, ("cls", "mean", "max"))
     for result in core:
         rows = frame[frame["pooling"] == result.pooling]
         assert rows["sentence"].tolist() == sentences

@@ -8,7 +8,7 @@ import numpy as np
 from playwright.sync_api import expect
 
 from helpers import SCREENSHOTS, screenshot, settle
-from models import AttentionResult, attention_head_stats, extract_attention, filter_heads
+from models import AttentionResult, attention_head_stats, extract_attention, filter_heads, first_capable
 
 TIMEOUT = 60_000
 HOSTILE = "</script><img src=x onerror=alert(1)>"
@@ -45,7 +45,9 @@ def test_heatmap_grid_and_statistics(page):
     expect(table).to_contain_text("→ previous", timeout=TIMEOUT)
     grid_role = table.get_by_role("grid")  # virtualised: count rows by aria-rowcount
     expect(grid_role).to_have_attribute("aria-rowcount", str(1 + 6 * 12))
-    result = extract_attention("minilm-l6", "I sat by the river bank.", "I deposited cash at the bank.")
+    # the tab opens on the model chosen by capability (the default MLM here)
+    result = extract_attention(first_capable(None, "attention"), "I sat by the river bank.",
+                               "I deposited cash at the bank.")
     expected = filter_heads(attention_head_stats(result), "attend to the previous token")
     assert 0 < len(expected) < 12
     page.get_by_label("attend to the previous token").check()

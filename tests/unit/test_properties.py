@@ -282,3 +282,51 @@ def test_benchmark_forward_refuses_or_runs_bounded(lengths, batch):
     result = project_error_or_result(models.benchmark_forward, "splade-tiny", lengths, batch, valid=valid)
     if valid:
         assert [p.length for p in result.points] == sorted(set(lengths))  # each length once, in order
+
+
+# --- issue 15: the causal mask, generation, the arithmetic, input embeddings ---------------
+
+
+@CHECKS
+@given(text=texts, causal=st.booleans())
+@example(text=HUGE + "[MASK]", causal=True)
+@example(text=LONG_VALID, causal=True)
+def test_causal_fill_mask_and_attention(mlm_key, mlm_loaded, text, causal):
+    short = valid_text(text) and len(text) <= 2000
+    result = project_error_or_result(models.fill_mask, mlm_key, text, 3, causal,
+                                     valid=short and 1 <= masks_in(text) <= 10)
+    if result is not None:
+        assert result.causal == causal
+    attention = project_error_or_result(models.extract_attention, mlm_key, text, None, causal, valid=short)
+    if attention is not None and causal:
+        assert (__import__("numpy").triu(attention.weights, 1) == 0).all()
+
+
+@CHECKS
+@given(prompt=texts, steps=st.integers(-2, 40), seed=st.integers(-5, 2**31 + 5), top_k=st.integers(-2, 60))
+@example(prompt=HUGE, steps=2, seed=0, top_k=5)
+def test_generate_left_to_right(mlm_key, mlm_loaded, prompt, steps, seed, top_k):
+    result = project_error_or_result(models.generate_left_to_right, mlm_key, prompt, steps, seed, top_k)
+    if result is not None:
+        assert len(result.steps) == steps and all(len(s.candidates) == top_k for s in result.steps)
+
+
+@CHECKS
+@given(logits=st.dictionaries(texts, st.one_of(st.floats(allow_nan=True), st.integers(-10**6, 10**6),
+                                               st.text(max_size=3)), max_size=60),
+       target=texts)
+def test_explain_loss(logits, target):
+    result = project_error_or_result(models.explain_loss, logits, target)
+    if result is not None:
+        assert 0.0 <= result.p_target <= 1.0 and result.loss >= 0.0
+
+
+@CHECKS
+@given(text=texts, pair=st.one_of(st.none(), texts))
+@example(text=HUGE, pair=None)
+@example(text=LONG_VALID, pair="The bank.")
+def test_input_embeddings(encoder_key, text, pair):
+    valid = valid_text(text) and len(text) <= 2000 and (pair is None or valid_text(pair))
+    result = project_error_or_result(models.input_embeddings, encoder_key, text, pair, valid=valid)
+    if result is not None:
+        assert result.total.shape == result.token.shape and result.max_difference < 1e-4

@@ -1,0 +1,198 @@
+"""Train the mini zoo: tokenizers, then seven families under one token budget; ship them.
+
+    python scripts/build_corpus.py                  # the corpus (.cache/corpus), once
+    nice -n 19 python scripts/train_zoo.py --threads 2   # the shipped run: 1.2 M tokens each, batch 16
+
+Writes the tokenizers and runs under ``--work`` (.cache/zoo) and the shipped folders under
+``--out`` (weights/zoo/<key>/: config, fp16 safetensors, tokenizer, record.json,
+MODEL_CARD.md). Re-running with the same arguments on the same corpus reproduces the runs
+(same seeds and data order; bf16 kernels may differ across CPUs in the last bits).
+
+Under torchrun it trains with DistributedDataParallel (gloo on CPU, NCCL on CUDA):
+
+    torchrun --nproc_per_node 2 scripts/train_zoo.py --families mini-roberta ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+# Threads that wait for work sleep instead of spinning: on a shared machine (or under nice)
+# spinning OpenMP threads made training ~10x slower here (450 vs 5,000 tokens/s).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from models import zoo_train as Z  # noqa: E402
+from models.zoo_tokenizers import train_tokenizer  # noqa: E402
+
+
+def load_or_train_tokenizer(kind: str, corpus: Path, work: Path, vocab: int):
+    from transformers import AutoTokenizer
+
+    folder = work / "tokenizers" / kind
+    if not (folder / "tokenizer_config.json").is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        t0 = time.time()
+        train_tokenizer(kind, [str(corpus / "train.txt")], folder, vocab)
+        print(f"tokenizer {kind}: trained in {time.time() - t0:.0f} s", flush=True)
+    return AutoTokenizer.from_pretrained(str(folder))
+
+
+def write_cards_in(folder: Path) -> None:
+    """The model cards of the zoo in ``folder`` (the card module reads the zoo's location)."""
+    from models import zoo as zoo_module
+    from models.zoo_cards import write_cards
+
+    before = zoo_module.ZOO_DIR
+    zoo_module.ZOO_DIR = folder
+    try:
+        write_cards(log=lambda line: None)
+    finally:
+        zoo_module.ZOO_DIR = before
+
+
+def export(family: str, objective, tokenizer, record: dict, out: Path) -> None:
+    folder = out / family
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    model = copy.deepcopy(objective.model).half()
+    model.save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    if objective.generator is not None:
+        gen = copy.deepcopy(objective.generator).half()
+        gen.save_pretrained(str(folder / "generator"))
+        tokenizer.save_pretrained(str(folder / "generator"))
+    (folder / "record.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
+    p.add_argument("--work", type=Path, default=REPO / ".cache" / "zoo")
+    p.add_argument("--out", type=Path, default=REPO / "weights" / "zoo")
+    p.add_argument("--families", nargs="+", default=list(Z.FAMILIES), choices=Z.FAMILIES)
+    p.add_argument("--tokens", type=int, default=Z.ZooConfig.tokens)
+    p.add_argument("--batch-size", type=int, default=Z.ZooConfig.batch_size)
+    p.add_argument("--lr", type=float, default=Z.ZooConfig.lr)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--evals", type=int, default=Z.ZooConfig.evals)
+    p.add_argument("--eval-sentences", type=int, default=Z.ZooConfig.eval_sentences)
+    p.add_argument("--autocast", default="bf16", choices=["bf16", ""])
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--tiny", action="store_true", help="a 2-layer 64-wide shape (tests only)")
+    p.add_argument("--max-sentences", type=int, default=0, help="use only the first N corpus lines (tests)")
+    p.add_argument("--heldout-limit", type=int, default=0, help="score on the first N held-out sentences only (tests)")
+    p.add_argument("--digest", type=Path, default=None,
+                   help="write each rank's sha256 of the trained weights here (the DDP replica check)")
+    p.add_argument("--no-export", action="store_true", help="train only: no final evaluation, nothing saved")
+    args = p.parse_args(argv)
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    device = torch.device(args.device)
+    if world > 1:
+        import torch.distributed as dist
+
+        if device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+            torch.cuda.set_device(device)
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    rank = int(os.environ.get("RANK", "0"))
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    shape = Z.Shape(layers=2, hidden=64, heads=2, ffn=128, vocab=1024, albert_embedding=32,
+                    electra_generator_hidden=16) if args.tiny else Z.Shape()
+    cfg = Z.ZooConfig(tokens=args.tokens, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
+                      autocast=args.autocast, evals=args.evals, eval_sentences=args.eval_sentences,
+                      threads=args.threads, shape=shape)
+    work = args.work / ("tiny" if args.tiny else "")
+    sources, sentences = Z.read_ordered(args.corpus / "train_ordered.tsv")
+    if args.max_sentences:
+        sources, sentences = sources[: args.max_sentences], sentences[: args.max_sentences]
+    heldout = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines() if s]
+    if args.heldout_limit:
+        heldout = heldout[: args.heldout_limit]
+    cloze = json.loads((REPO / "data" / "everyday_cloze.json").read_text(encoding="utf-8"))["items"]
+    families = list(args.families)
+    if "mini-distilbert" in families and "mini-bert" in families:  # the teacher first
+        families.remove("mini-distilbert")
+        families.insert(families.index("mini-bert") + 1, "mini-distilbert")
+
+    work.mkdir(parents=True, exist_ok=True)
+    log_file = open(work / f"train-rank{rank}.log", "a", encoding="utf-8")
+
+    def log(line: str) -> None:
+        if rank == 0:
+            print(line, flush=True)
+        log_file.write(line + "\n")
+        log_file.flush()
+
+    chunks_of, teacher = {}, None
+    for family in families:
+        kind = Z.TOKENIZER_OF[family]
+        tokenizer = load_or_train_tokenizer(kind, args.corpus, work, shape.vocab)
+        if kind not in chunks_of:
+            ids = tokenizer(sentences, add_special_tokens=False)["input_ids"]
+            chunks_of[kind] = Z.make_chunks(sources, ids, shape.max_len - 3)
+            log(json.dumps({"tokenizer": kind, "chunks": len(chunks_of[kind]),
+                            "tokens": int(sum(len(x) for x in ids))}))
+        if family == "mini-distilbert" and teacher is None:
+            from transformers import BertForPreTraining
+
+            teacher = BertForPreTraining.from_pretrained(str(args.out / "mini-bert"), dtype=torch.float32)
+        done = Z.train_family(family, tokenizer, chunks_of[kind], heldout, cfg,
+                              args.work, teacher=teacher if family == "mini-distilbert" else None,
+                              device=device, log=log)
+        objective, record = done["objective"], done["record"]
+        if args.digest is not None:
+            args.digest.mkdir(parents=True, exist_ok=True)
+            (args.digest / f"{family}.rank{rank}.sha256").write_text(Z.state_digest(objective))
+        if rank != 0 or args.no_export:
+            continue
+        t0 = time.time()
+        mlm_model = objective.generator if family == "mini-electra" else objective.model
+        record["heldout"] = Z.whole_word_accuracy(family, mlm_model, tokenizer, heldout)
+        record["everyday"] = Z.cloze_hits(family, mlm_model, tokenizer, cloze)
+        if family in ("mini-bert", "mini-albert"):
+            record["pair_heldout"] = Z.pair_accuracy(objective, done["examples"], record["pair_objective"])
+        if family == "mini-electra":
+            record["rtd_heldout"] = Z.rtd_scores(objective, done["examples"])
+        record["parameters"] = {name: sum(p.numel() for p in m.parameters())
+                                for name, m in (("model", objective.model), ("generator", objective.generator))
+                                if m is not None}
+        record["tokenizer_kind"] = kind
+        record["corpus"] = {"sentences": len(sentences), "file": "train_ordered.tsv"}
+        record["eval_minutes"] = (time.time() - t0) / 60
+        record["torch"] = torch.__version__
+        record["device"] = str(device)
+        log(json.dumps({"family": family, "final": {k: record[k] for k in record
+                                                    if k in ("heldout", "everyday", "pair_heldout", "rtd_heldout",
+                                                             "wall_minutes", "tokens", "steps")}}))
+        if not args.no_export:
+            export(family, objective, tokenizer, record, args.out)
+            write_cards_in(args.out)
+        if family == "mini-bert":
+            # the teacher as shipped (fp16 values), so a DistilBERT-only re-run sees the same one
+            teacher = copy.deepcopy(objective.model).half().float()
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""A tiny mini zoo for the test suite when the repository ships none.
+
+The real zoo (weights/zoo, made by scripts/train_zoo.py) takes hours of CPU. When it is
+absent, the tests train the same seven families in a tiny shape (2 layers, 64 wide, a
+1,024-token vocabulary, a few thousand tokens from data/train_sample.txt) with the same
+script, once per version of the training code (cached under .cache/test-zoo/), and point
+ENCODER_LAB_ZOO_DIR at it, so every test and the app server they start see the seven
+families. Its models are labelled by their records like any run: a few steps, test-only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FAMILIES = ("mini-bert", "mini-roberta", "mini-distilbert", "mini-albert", "mini-electra",
+            "mini-deberta", "mini-modernbert")
+INPUTS = ("models/zoo_train.py", "models/zoo_tokenizers.py", "models/masking.py", "scripts/train_zoo.py",
+          "data/train_sample.txt")
+
+
+def shipped(folder: Path) -> bool:
+    return all((folder / key / "record.json").is_file() for key in FAMILIES)
+
+
+def ensure_test_zoo() -> Path:
+    """The folder of a complete zoo: the shipped one, else the cached tiny one (trained now)."""
+    if os.environ.get("ENCODER_LAB_ZOO_DIR"):
+        return Path(os.environ["ENCODER_LAB_ZOO_DIR"])
+    real = REPO / "weights" / "zoo"
+    if shipped(real):
+        return real
+    digest = hashlib.sha256(b"".join((REPO / f).read_bytes() for f in INPUTS)).hexdigest()[:16]
+    root = REPO / ".cache" / "test-zoo" / digest
+    out = root / "zoo"
+    if not shipped(out):
+        sample = (REPO / "data" / "train_sample.txt").read_text(encoding="utf-8").splitlines()[:3000]
+        corpus = root / "corpus"
+        corpus.mkdir(parents=True, exist_ok=True)
+        (corpus / "train.txt").write_text("\n".join(sample) + "\n", encoding="utf-8")
+        (corpus / "train_ordered.tsv").write_text("".join(f"sample\t{s}\n" for s in sample), encoding="utf-8")
+        cmd = [sys.executable, str(REPO / "scripts" / "train_zoo.py"), "--tiny", "--corpus", str(corpus),
+               "--work", str(root / "work"), "--out", str(out), "--tokens", "8000", "--batch-size", "8",
+               "--evals", "2", "--eval-sentences", "16", "--heldout-limit", "64", "--autocast", "",
+               "--threads", "2"]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+        if done.returncode != 0 or not shipped(out):
+            raise RuntimeError("training the test zoo failed:\n" + done.stderr[-4000:])
+    os.environ["ENCODER_LAB_ZOO_DIR"] = str(out)
+    return out
