@@ -51,6 +51,15 @@ from .embeddings import (
     similarity,
     word_in_context,
 )
+from .heads import (
+    Classification,
+    ClassifierResult,
+    ProbeLayersResult,
+    classifier_forward,
+    classify,
+    probe_layers,
+    train_classifier,
+)
 from .fill_mask import MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
 from .evaluation import FillMaskEval, evaluate_fill_mask
 from .loading import get_device, load_model, load_tokenizer, set_device
@@ -76,6 +85,7 @@ from .pretrain import (
     train_tiny,
 )
 from .registry import SPECS, default_model_key, get_spec, list_models
+from .retrieval import RetrievalReport, SearchHit, SearchResult, build_index, retrieval_report, search
 from .results import (
     FillMaskResult,
     MaskPrediction,
@@ -84,10 +94,26 @@ from .results import (
     Prediction,
     TokenizationResult,
 )
+from .tasks import TaskInfo, list_tasks
 from .tokenization import tokenize
 from .validation import MAX_TEXT_CHARS
 
 __all__ = [
+    "Classification",
+    "ClassifierResult",
+    "ProbeLayersResult",
+    "classifier_forward",
+    "classify",
+    "probe_layers",
+    "train_classifier",
+    "RetrievalReport",
+    "SearchHit",
+    "SearchResult",
+    "build_index",
+    "retrieval_report",
+    "search",
+    "TaskInfo",
+    "list_tasks",
     "BenchmarkPoint",
     "BenchmarkResult",
     "benchmark_forward",

@@ -9,6 +9,9 @@ Every label comes from where the text comes from, never from a model:
 * ``supersense.tsv``   WordNet 3.0's lexicographer file of a defined noun (noun.animal,
                        noun.artifact, ...) for sentences "A dog is a member of ...", built
                        from ``wordnet-base``'s data.noun exactly as the corpus builds them.
+* ``heldout_sources.tsv`` ``source<TAB>sentence`` for each line of ``data/heldout.txt`` (the
+                       retrieval corpus), found by running the corpus builder's extractors again
+                       (with ``--heldout-sources``; a few minutes).
 * ``truecase.tsv``     prose sentences; the token labels (lower / Capitalised / UPPER for each
                        word) are read from the original casing by ``models.tasks`` at load time.
 
@@ -115,6 +118,21 @@ def _supersenses(builder, root: Path):
             yield LEXNAMES[int(lexfile)], sentence
 
 
+def heldout_sources(corpus: Path) -> list[tuple[str, str, str]]:
+    """(source, '', sentence) for each held-out sentence: the first source that yields it."""
+    builder = _corpus_builder()
+    fetcher = builder.Fetcher(corpus)
+    wanted = {builder.norm(s): s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines()}
+    found = {}
+    try:
+        for name, _, extract in builder.SOURCES:
+            for s in extract(fetcher)[2]:
+                found.setdefault(builder.norm(s), name)
+    finally:
+        builder.shutil.rmtree(fetcher.scratch, ignore_errors=True)
+    return [(found.get(key, ""), "", s) for key, s in wanted.items()]
+
+
 def write(path: Path, rows) -> None:
     path.write_text("".join(f"{s}\t{l}\t{t}\n" for s, l, t in rows), encoding="utf-8")
     per = defaultdict(int)
@@ -127,8 +145,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     parser.add_argument("--out", type=Path, default=REPO / "data" / "tasks")
+    parser.add_argument("--heldout-sources", action="store_true",
+                        help="only write heldout_sources.tsv (runs every corpus extractor again)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.heldout_sources:
+        rows = heldout_sources(args.corpus)
+        (args.out / "heldout_sources.tsv").write_text("".join(f"{s}\t{t}\n" for s, _, t in rows), encoding="utf-8")
+        print(f"heldout_sources.tsv  {sum(1 for s, _, _ in rows if s)} of {len(rows)} with a source")
+        return 0
     rows = corpus_rows(args.corpus)
     write(args.out / "source.tsv", pick([r for r in rows if r[0] in SOURCE_CLASSES], SIZES["source"]))
     speech = [("fiction" if s in FICTION else "speech", t) for s, t in rows if s in FICTION + ("sotu",)]
