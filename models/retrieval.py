@@ -31,7 +31,7 @@ from .errors import CapabilityError, InputError
 from .validation import check_text
 
 CORPUS_FILE = registry.REPO_ROOT / "data" / "heldout.txt"
-SOURCES_FILE = registry.REPO_ROOT / "data" / "tasks" / "heldout_sources.tsv"
+SOURCES_FILE = registry.REPO_ROOT / "data" / "tasks" / "heldout_sources.txt"  # line by line
 QUERIES_FILE = registry.REPO_ROOT / "data" / "train_sample.txt"
 CACHE_DIR = registry.REPO_ROOT / ".cache" / "retrieval"
 INDEXES = ("exact", "ann")
@@ -91,12 +91,10 @@ def corpus() -> tuple[tuple[str, ...], tuple[str, ...], str]:
     """(sentences, source of each, sha1 of the file): the searchable slice."""
     data = CORPUS_FILE.read_bytes()
     sentences = tuple(data.decode("utf-8").splitlines())
-    sources = {}
-    if SOURCES_FILE.exists():
-        for line in SOURCES_FILE.read_text(encoding="utf-8").splitlines():
-            source, _, text = line.partition("\t")
-            sources[text] = source
-    return sentences, tuple(sources.get(s, "") for s in sentences), hashlib.sha1(data).hexdigest()[:12]
+    sources = SOURCES_FILE.read_text(encoding="utf-8").splitlines() if SOURCES_FILE.exists() else []
+    if len(sources) != len(sentences):  # written for another version of the corpus: unknown
+        sources = [""] * len(sentences)
+    return sentences, tuple(sources), hashlib.sha1(data).hexdigest()[:12]
 
 
 def _faiss():

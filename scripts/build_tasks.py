@@ -9,7 +9,7 @@ Every label comes from where the text comes from, never from a model:
 * ``supersense.tsv``   WordNet 3.0's lexicographer file of a defined noun (noun.animal,
                        noun.artifact, ...) for sentences "A dog is a member of ...", built
                        from ``wordnet-base``'s data.noun exactly as the corpus builds them.
-* ``heldout_sources.tsv`` ``source<TAB>sentence`` for each line of ``data/heldout.txt`` (the
+* ``heldout_sources.txt`` the source of each line of ``data/heldout.txt``, line by line (the
                        retrieval corpus), found by running the corpus builder's extractors again
                        (with ``--heldout-sources``; a few minutes).
 * ``truecase.tsv``     prose sentences; the token labels (lower / Capitalised / UPPER for each
@@ -146,13 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     parser.add_argument("--out", type=Path, default=REPO / "data" / "tasks")
     parser.add_argument("--heldout-sources", action="store_true",
-                        help="only write heldout_sources.tsv (runs every corpus extractor again)")
+                        help="only write heldout_sources.txt (runs every corpus extractor again)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.heldout_sources:
         rows = heldout_sources(args.corpus)
-        (args.out / "heldout_sources.tsv").write_text("".join(f"{s}\t{t}\n" for s, _, t in rows), encoding="utf-8")
-        print(f"heldout_sources.tsv  {sum(1 for s, _, _ in rows if s)} of {len(rows)} with a source")
+        (args.out / "heldout_sources.txt").write_text("".join(f"{s}\n" for s, _, _ in rows), encoding="utf-8")
+        print(f"heldout_sources.txt  {sum(1 for s, _, _ in rows if s)} of {len(rows)} with a source")
         return 0
     rows = corpus_rows(args.corpus)
     write(args.out / "source.tsv", pick([r for r in rows if r[0] in SOURCE_CLASSES], SIZES["source"]))
