@@ -299,7 +299,7 @@ def _subset(train_size, n_sentences: int, seed: int) -> np.ndarray | None:
 
 
 def _metrics(logits: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
-    return float(F.cross_entropy(logits, y)), float((logits.argmax(-1) == y).float().mean())
+    return float(F.cross_entropy(logits, y)), int((logits.argmax(-1) == y).sum()) / len(y)
 
 
 def _fit_probe(x_train, y_train, x_val, y_val, n_classes: int, epochs: int, seed: int, lr: float):
@@ -389,7 +389,7 @@ def _run_epoch(model, ids, targets, order, optimiser, pad_id, device, token: boo
             optimiser.zero_grad()
             (loss / max(1, len(target))).backward()
             optimiser.step()
-        total_loss += float(loss)
+        total_loss += float(loss.detach())
         correct += int((logits.argmax(-1) == target).sum())
         units += len(target)
     return total_loss / max(1, units), correct / max(1, units)
