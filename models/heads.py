@@ -34,7 +34,7 @@ from .embeddings import _encode, _forward, _pool, layer_index
 from .errors import CapabilityError, InputError
 from .loading import RESULT_CACHES, ModelCache, check_token_count, load_model
 from .tasks import casing_labels, load_task
-from .validation import check_text
+from .validation import check_text, check_whole_number
 
 HEAD_POOLINGS = ("cls", "mean")
 MAX_PROBE_EPOCHS = 300
@@ -187,14 +187,6 @@ def classifier_forward(head_id: str) -> ClassifierModel:
 # --- checks ------------------------------------------------------------------------------
 
 
-def _check_int(name: str, value, low: int, high: int) -> int:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
-        raise InputError(f"{name} must be a whole number from {low} to {high}; got {value!r}.")
-    return int(value)
-
-
 def _check_pooling(pooling) -> str:
     if pooling not in HEAD_POOLINGS:
         raise InputError(f"Unknown pooling {pooling!r} for a head; choose one of: {', '.join(HEAD_POOLINGS)}.")
@@ -294,7 +286,7 @@ def _subset(train_size, n_sentences: int, seed: int) -> np.ndarray | None:
     """Which training sentences to use: all (None), or a seeded sample of train_size."""
     if train_size is None:
         return None
-    size = _check_int("train_size", train_size, 2, n_sentences)
+    size = check_whole_number("train_size", train_size, 2, n_sentences)
     return np.sort(np.random.default_rng(seed).permutation(n_sentences)[:size])
 
 
@@ -465,9 +457,9 @@ def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int
     data = load_task(task)
     pooling = _check_pooling(pooling)
     freeze = bool(freeze)
-    seed = _check_int("seed", seed, 0, 2**31 - 1)
+    seed = check_whole_number("seed", seed, 0, 2**31 - 1)
     high = MAX_PROBE_EPOCHS if freeze else MAX_FINETUNE_EPOCHS
-    epochs = _check_int("epochs", (30 if freeze else 2) if epochs is None else epochs, 1, high)
+    epochs = check_whole_number("epochs", (30 if freeze else 2) if epochs is None else epochs, 1, high)
     lr = float(learning_rate) if learning_rate is not None else (1e-2 if freeze else 5e-5)
     if not 0 < lr < 1:
         raise InputError(f"learning_rate must be between 0 and 1; got {learning_rate!r}.")
@@ -539,8 +531,8 @@ def probe_layers(model_key: str, task: str, pooling: str = "mean", epochs: int =
     registry.get_spec(model_key)
     data = load_task(task)
     pooling = _check_pooling(pooling)
-    epochs = _check_int("epochs", epochs, 1, MAX_PROBE_EPOCHS)
-    seed = _check_int("seed", seed, 0, 2**31 - 1)
+    epochs = check_whole_number("epochs", epochs, 1, MAX_PROBE_EPOCHS)
+    seed = check_whole_number("seed", seed, 0, 2**31 - 1)
     loaded = load_model(model_key, head="base")
     _check_task_fits(loaded, data)
     feats = _features(loaded, data, pooling)

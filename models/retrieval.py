@@ -28,7 +28,7 @@ import numpy as np
 from . import registry
 from .embeddings import check_pooling, embed, sentence_groups
 from .errors import CapabilityError, InputError
-from .validation import check_text
+from .validation import check_text, check_whole_number
 
 CORPUS_FILE = registry.REPO_ROOT / "data" / "heldout.txt"
 SOURCES_FILE = registry.REPO_ROOT / "data" / "tasks" / "heldout_sources.txt"  # line by line
@@ -163,11 +163,7 @@ def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
 
 
 def _check_k(k) -> int:
-    if isinstance(k, float) and k.is_integer():
-        k = int(k)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_K:
-        raise InputError(f"k must be a whole number from 1 to {MAX_K}; got {k!r}.")
-    return int(k)
+    return check_whole_number("k", k, 1, MAX_K)
 
 
 def _check_index(index) -> str:
@@ -234,8 +230,7 @@ def retrieval_report(model_key: str, k: int = 10, pooling: str = "mean", queries
     product on unnormalised vectors; [CLS] vs mean pooling as paraphrase-search quality."""
     registry.get_spec(model_key)
     k, pooling = _check_k(k), check_pooling(pooling)
-    if isinstance(queries, bool) or not isinstance(queries, int) or not 10 <= queries <= 2000:
-        raise InputError(f"queries must be a whole number from 10 to 2000; got {queries!r}.")
+    queries = check_whole_number("queries", queries, 10, 2000)
     vectors, exact, ann = _indexes(model_key, pooling, progress)
     query_texts = QUERIES_FILE.read_text(encoding="utf-8").splitlines()[:queries]
     q = embed(model_key, query_texts, pooling=pooling, normalize=True)
