@@ -22,6 +22,7 @@ from components.attribution_tab import build_attribution_tab
 from components.compare_tab import build_compare_tab
 from components.embeddings_tab import build_embeddings_tab
 from components.fill_mask_tab import build_fill_mask_tab
+from components.finetune_tab import build_finetune_tab
 from components.masking_tab import build_masking_tab
 from components.models_tab import build_models_tab
 from components.pretrain_tab import build_pretrain_tab
@@ -42,6 +43,7 @@ def build_demo() -> gr.Blocks:
             build_embeddings_tab()
             build_compare_tab()
             build_pretrain_tab()
+            build_finetune_tab()
             build_models_tab()
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo

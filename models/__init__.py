@@ -71,6 +71,15 @@ from .embeddings import (
     similarity,
     word_in_context,
 )
+from .heads import (
+    Classification,
+    ClassifierResult,
+    ProbeLayersResult,
+    classifier_forward,
+    classify,
+    probe_layers,
+    train_classifier,
+)
 from .fill_mask import MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
 from .evaluation import FillMaskEval, evaluate_fill_mask
 from .loading import get_device, load_model, load_tokenizer, set_device
@@ -105,6 +114,7 @@ from .registry import (
     get_spec,
     list_models,
 )
+from .retrieval import RetrievalReport, SearchHit, SearchResult, build_index, retrieval_report, search
 from .results import (
     FillMaskResult,
     MaskPrediction,
@@ -113,6 +123,7 @@ from .results import (
     Prediction,
     TokenizationResult,
 )
+from .tasks import TaskInfo, list_tasks
 from .tokenization import tokenize
 from .pretraining_heads import ReplacedTokens, detect_replaced, sentence_order
 from .zoo import ZOO_KEYS, ZooEntry, zoo_comparison
@@ -140,6 +151,21 @@ __all__ = [
     "generate_left_to_right",
     "InputEmbeddings",
     "input_embeddings",
+    "Classification",
+    "ClassifierResult",
+    "ProbeLayersResult",
+    "classifier_forward",
+    "classify",
+    "probe_layers",
+    "train_classifier",
+    "RetrievalReport",
+    "SearchHit",
+    "SearchResult",
+    "build_index",
+    "retrieval_report",
+    "search",
+    "TaskInfo",
+    "list_tasks",
     "BenchmarkPoint",
     "BenchmarkResult",
     "benchmark_forward",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .errors import InputError
 
 # The longest text the core accepts, in characters, before any tokenisation work.
@@ -39,3 +41,12 @@ def check_int(value, name: str, low: int, high: int) -> int:
     if not low <= value <= high:
         raise InputError(f"{name} must be between {low} and {high}; got {value}.")
     return value
+
+
+def check_whole_number(name: str, value, low: int, high: int) -> int:
+    """A whole number in [low, high] (a float such as 3.0 accepted), or an InputError."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
+        raise InputError(f"{name} must be a whole number from {low} to {high}; got {value!r}.")
+    return int(value)

@@ -1,0 +1,49 @@
+"""The "Fine-tuning & search" tab's endpoints through gradio_client, against the running app."""
+
+from __future__ import annotations
+
+import pytest
+from gradio_client import Client
+from gradio_client.exceptions import AppError
+
+from helpers import ENCODER_KEY
+from models import list_tasks, search
+
+
+@pytest.fixture(scope="module")
+def client(app_server):
+    return Client(app_server, verbose=False, download_files=False)
+
+
+def test_finetune_endpoints_are_named(client):
+    names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert {"/list_tasks", "/train_classifier", "/classify", "/probe_layers", "/search",
+            "/retrieval_report"} <= names
+
+
+def test_list_tasks(client):
+    table = client.predict(api_name="/list_tasks")
+    assert [row[0] for row in table["data"]] == [t.name for t in list_tasks()]
+
+
+def test_train_then_classify(client):
+    plot, summary, head_id = client.predict(ENCODER_KEY, "fiction-speech", "mean", -1, True, 5, 0, 0,
+                                            api_name="/train_classifier")
+    assert plot is not None and head_id.startswith(f"{ENCODER_KEY}/fiction-speech/")
+    assert "770 parameters" in summary and "majority baseline 50.0%" in summary  # 2 x 384 + 2
+    html = client.predict(head_id, "<b>The Congress</b> must act on the budget.", api_name="/classify")
+    assert "<b>The" not in html and ("speech" in html or "fiction" in html)
+
+
+def test_classify_without_a_head_is_a_readable_error(client):
+    with pytest.raises(AppError, match="Train a head first"):
+        client.predict("", "Hello there.", api_name="/classify")
+
+
+def test_search_matches_the_core(client):
+    query = "The whale dived under the ship."
+    table, note = client.predict(query, ENCODER_KEY, "mean", "exact", 5, api_name="/search")
+    core = search(ENCODER_KEY, query, k=5, pooling="mean", index="exact")
+    assert [row[3] for row in table["data"]] == [h.text for h in core.hits]
+    assert [row[2] for row in table["data"]] == [h.source for h in core.hits]
+    assert "exact index" in note
