@@ -9,6 +9,7 @@ dataclasses of Python / NumPy values.
 
 from .attention import (
     HEAD_FILTERS,
+    STAT_NAMES,
     AttentionResult,
     HeadStatistics,
     attention_head_stats,
@@ -25,37 +26,42 @@ from .errors import (
     ModelUnavailableError,
     UnknownModelError,
 )
-from .benchmark import BenchmarkPoint, BenchmarkResult, benchmark_forward
+from .architecture import ArchitectureFacts, TrainingRecipe, architecture_table, training_recipes
+from .benchmark import (
+    DEFAULT_LENGTHS,
+    BenchmarkPoint,
+    BenchmarkResult,
+    benchmark_forward,
+    benchmark_models,
+    limits_for,
+)
 from .compare import (
-    ArchitectureFacts,
     CompareFillMaskResult,
     CompareTokensResult,
     MaskAgreement,
     ModelPieces,
     SkippedModel,
-    TrainingRecipe,
-    architecture_table,
     compare_fill_mask,
     compare_tokens,
-    training_recipes,
+    continues_word,
 )
 from .embeddings import (
+    MAX_SENTENCES,
     POOLINGS,
-    SeparationScore,
     SimilarityResult,
     WordInContextResult,
+    check_layer,
     compare_poolings,
     embed,
-    project_2d,
-    separation_score,
     similarity,
     word_in_context,
 )
-from .fill_mask import MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
-from .evaluation import FillMaskEval, evaluate_fill_mask
-from .loading import get_device, load_model, load_tokenizer, set_device
+from .fill_mask import MASK_PATTERN, MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
+from .evaluation import FillMaskEval, evaluate_fill_mask, heldout_sentences
+from .loading import get_device, is_loaded, load_model, load_tokenizer, set_device
 from .masking import MaskingPolicy, apply_masking
 from .masking_lab import (
+    MAX_EPOCHS,
     POLICY_PRESETS,
     MaskedLMLoss,
     MaskingSimulation,
@@ -67,6 +73,7 @@ from .masking_lab import (
     simulate_masking,
 )
 from .pretrain import (
+    SHIPPED_RUN,
     TINY_MAX_STEPS,
     PretrainConfig,
     TrainEvent,
@@ -75,7 +82,8 @@ from .pretrain import (
     train_mlm,
     train_tiny,
 )
-from .registry import SPECS, default_model_key, get_spec, list_models
+from .projection import project_2d
+from .registry import SPECS, allow_hub_models, availability, default_model_key, get_spec, list_models
 from .results import (
     FillMaskResult,
     MaskPrediction,
@@ -84,6 +92,9 @@ from .results import (
     Prediction,
     TokenizationResult,
 )
+from .schedule import TrainingSchedule
+from .sentence_sets import bank_demo, groups_text, parse_groups, sentence_groups
+from .separation import SeparationScore, best_pooling, separation_score
 from .tokenization import tokenize
 from .validation import MAX_TEXT_CHARS
 
@@ -167,4 +178,25 @@ __all__ = [
     "load_tokenizer",
     "set_device",
     "tokenize",
+    # used by the UI components (added with the per-tab layout)
+    "STAT_NAMES",
+    "DEFAULT_LENGTHS",
+    "benchmark_models",
+    "limits_for",
+    "continues_word",
+    "MAX_SENTENCES",
+    "check_layer",
+    "MASK_PATTERN",
+    "heldout_sentences",
+    "is_loaded",
+    "MAX_EPOCHS",
+    "SHIPPED_RUN",
+    "allow_hub_models",
+    "availability",
+    "TrainingSchedule",
+    "bank_demo",
+    "groups_text",
+    "parse_groups",
+    "sentence_groups",
+    "best_pooling",
 ]

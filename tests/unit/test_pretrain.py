@@ -23,6 +23,8 @@ from models import (
     train_tiny,
 )
 from models import pretrain
+from models.evaluation import unigram_baseline
+from models.mlm_data import read_sentences
 
 SHIPPED = REPO / "weights" / "minilm-mlm"
 
@@ -127,9 +129,9 @@ def test_shipped_model_scores_as_its_card_says():
     everyday = evaluate_fill_mask("minilm-mlm", "everyday")
     assert abs(everyday.top5 - final["everyday_top5"]) < 1e-9
     held = evaluate_fill_mask("minilm-mlm", "heldout", limit=400)
-    base = pretrain.unigram_baseline(load_tokenizer("minilm-l6"),
-                                     pretrain.read_sentences(REPO / "data" / "train_sample.txt"),
-                                     pretrain.read_sentences(REPO / "data" / "heldout.txt")[:400])
+    base = unigram_baseline(load_tokenizer("minilm-l6"),
+                            read_sentences(REPO / "data" / "train_sample.txt"),
+                            read_sentences(REPO / "data" / "heldout.txt")[:400])
     assert held.top1 > base.top1 + 0.1 and held.top5 > base.top5 + 0.1
     splade = evaluate_fill_mask("splade-tiny", "heldout", limit=400)
     assert held.top5 > splade.top5
