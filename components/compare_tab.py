@@ -6,16 +6,18 @@ from __future__ import annotations
 import gradio as gr
 
 from models import (
+    DEFAULT_LENGTHS,
     MAX_TEXT_CHARS,
     SPECS,
     architecture_table,
+    benchmark_models,
     compare_fill_mask,
     compare_tokens,
     get_device,
+    limits_for,
     list_models,
     training_recipes,
 )
-from models.benchmark import DEFAULT_LENGTHS, benchmark_models, limits_for
 
 from . import compare_copy as copy
 from . import compare_plots as views

@@ -5,19 +5,20 @@ from __future__ import annotations
 import gradio as gr
 
 from models import (
+    MASK_PATTERN,
     MAX_TEXT_CHARS,
     EncoderLabError,
+    availability,
     fill_mask,
     get_spec,
+    is_loaded,
     list_models,
     mask_word,
     text_segments,
 )
-from models import registry
-from models.fill_mask import MASK_PATTERN
-from models.loading import is_loaded
 
-from . import copy, plots
+from . import fill_mask_copy as copy
+from . import fill_mask_plots as plots
 from .common import escape, model_choices, quoted, readable_errors
 from .server import on_gpu
 
@@ -30,7 +31,7 @@ def model_card(model_key: str) -> str:
         spec = get_spec(model_key)
     except EncoderLabError:
         return ""
-    available, why = registry.availability(spec)
+    available, why = availability(spec)
     state = "available" if available else "**not available here**"
     return (
         f"**{escape(spec.display_name)}** (`{spec.key}`, family {spec.family}): "

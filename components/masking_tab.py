@@ -8,18 +8,19 @@ import gradio as gr
 import pandas as pd
 
 from models import (
+    MAX_EPOCHS,
     MAX_TEXT_CHARS,
     compare_policies,
+    heldout_sentences,
     list_models,
     masked_lm_loss,
     masking_statistics,
     next_sentence,
     simulate_masking,
 )
-from models.evaluation import heldout_sentences
-from models.masking_lab import MAX_EPOCHS
 
-from . import copy, plots
+from . import masking_copy as copy
+from . import masking_plots as plots
 from .common import HEAVY, quoted, readable_errors
 from .server import on_gpu
 
