@@ -18,6 +18,7 @@ import gradio as gr
 
 from components import app_copy as copy
 from components.attention_tab import build_attention_tab
+from components.blocks import EncoderLabBlocks
 from components.compare_tab import build_compare_tab
 from components.embeddings_tab import build_embeddings_tab
 from components.fill_mask_tab import build_fill_mask_tab
@@ -32,7 +33,7 @@ ASSETS = Path(__file__).resolve().parent / "assets"
 
 def build_demo() -> gr.Blocks:
     """The whole app as a ``gr.Blocks``, not launched."""
-    with gr.Blocks(title=copy.TITLE, analytics_enabled=False) as demo:
+    with EncoderLabBlocks(title=copy.TITLE, analytics_enabled=False) as demo:
         gr.Markdown(copy.INTRO)
         with gr.Tabs():
             build_fill_mask_tab(demo)

@@ -82,7 +82,19 @@ def show_words(text: str):
     return [(seg, kind if kind == "mask" else None) for seg, kind in text_segments(text or "")]
 
 
-def click_word(text: str, evt: gr.SelectData):
+class WordClick(gr.SelectData):
+    """A click on a word below the text box. An API request carries no click: say so."""
+
+    def __init__(self, target, data):
+        if not isinstance(data, dict) or data.get("index") is None:
+            raise gr.Error(
+                "mask_word answers a click on a word below the text box, and this request "
+                "carries no click. Through the API, write [MASK] in the text yourself."
+            )
+        super().__init__(target, data)
+
+
+def click_word(text: str, evt: WordClick):
     """Replace the clicked word by [MASK]."""
     return mask_word(text or "", int(evt.index))
 
