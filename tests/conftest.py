@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from helpers import ARTIFACTS, ENCODER_KEY, MLM_KEY, REPO, free_port, wait_for_http
+from helpers import ARTIFACTS, ENCODER_KEY, MLM_KEY, REPO, free_port, stop, wait_for_http
 
 
 @pytest.fixture(scope="session")
@@ -51,9 +51,5 @@ def app_server():
         print(f"app.py answered after {time.monotonic() - started:.1f}s")
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
         log.close()

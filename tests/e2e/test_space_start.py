@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from helpers import ARTIFACTS, REPO, screenshot
+from helpers import ARTIFACTS, REPO, screenshot, stop
 
 TIMEOUT = 120_000
 
@@ -73,11 +73,7 @@ def space_server(tmp_path_factory):
         url = re.search(r"Running on local URL:\s*(\S+)", "".join(lines)).group(1).rstrip("/") + "/"
         yield root, url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
         (ARTIFACTS / "space-start.log").write_text("".join(lines))
 
 
