@@ -116,7 +116,10 @@ def test_a_space_start_draws_bertviz_in_the_browser(space_server, browser):
         frame = page.frame_locator("#attention-bertviz iframe")
         # the head view: d3 (served by the app) drew the example's tokens as SVG text
         expect(frame.locator("svg text", has_text="deposited").first).to_be_attached(timeout=TIMEOUT)
-        screenshot(page, "space-start-bertviz")
+        screenshot(page, "space-start")
+        drawn = page.locator("#attention-bertviz iframe")  # a sandboxed frame: shot on its own
+        drawn.scroll_into_view_if_needed()
+        drawn.screenshot(path=str(ARTIFACTS / "screenshots" / "space-start-bertviz.png"))
         assert external == []
     finally:
         context.close()
