@@ -8,9 +8,8 @@ PIP    := $(PY) -m pip --disable-pip-version-check --quiet
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 EMBEDDED := .cache/models/.installed
 OVERLAY  := $(wildcard weights/minilm-mlm/trained.safetensors)
-VENDOR   := .cache/static
 
-.PHONY: run test setup setup-test chromium npm screenshots clean
+.PHONY: run test setup setup-test chromium screenshots clean
 
 run: setup
 	$(PY) app.py
@@ -18,7 +17,7 @@ run: setup
 test: setup-test
 	$(PY) -m pytest
 
-setup: $(VENV)/.runtime-installed $(EMBEDDED) $(VENDOR)/.installed
+setup: $(VENV)/.runtime-installed $(EMBEDDED)
 
 setup-test: setup $(VENV)/.test-installed chromium
 
@@ -46,18 +45,8 @@ $(EMBEDDED): scripts/fetch_embedded.py $(OVERLAY) | $(VENV)/.runtime-installed
 	$(PY) scripts/fetch_embedded.py
 	touch $@
 
-# bertviz's JavaScript (require.js, d3, jQuery), served by the app itself instead of a CDN:
-# the versions and hashes pinned in assets/vendor/package-lock.json, installed from npm.
-$(VENDOR)/.installed: assets/vendor/package.json assets/vendor/package-lock.json | npm
-	mkdir -p $(VENDOR)
-	cp assets/vendor/package.json assets/vendor/package-lock.json $(VENDOR)/
-	cd $(VENDOR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
-	touch $@
-
-npm:
-	@command -v npm >/dev/null 2>&1 || { \
-	  $(SUDO) apt-get update -q && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q npm; }
+# bertviz's JavaScript (require.js, d3, jQuery) needs no step: the npm tarballs pinned in
+# assets/vendor/package-lock.json are committed there and served by the app itself.
 
 # Debian's Chromium for the browser tests (Playwright drives it; it never downloads one).
 chromium:

@@ -16,9 +16,10 @@ from pathlib import Path
 import components  # noqa: F401  (sets analytics/telemetry off before gradio is imported)
 import gradio as gr
 
-from components import copy
+from components import app_copy as copy
 from components.attention_tab import build_attention_tab
 from components.attribution_tab import build_attribution_tab
+from components.blocks import EncoderLabBlocks
 from components.compare_tab import build_compare_tab
 from components.embeddings_tab import build_embeddings_tab
 from components.fill_mask_tab import build_fill_mask_tab
@@ -27,13 +28,14 @@ from components.masking_tab import build_masking_tab
 from components.models_tab import build_models_tab
 from components.pretrain_tab import build_pretrain_tab
 from components.server import MAX_REQUEST_BYTES, RequestSizeLimit, limit_malloc_arenas
+from components.vendor import routes as vendor_routes
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
 
 def build_demo() -> gr.Blocks:
     """The whole app as a ``gr.Blocks``, not launched."""
-    with gr.Blocks(title=copy.TITLE, analytics_enabled=False) as demo:
+    with EncoderLabBlocks(title=copy.TITLE, analytics_enabled=False) as demo:
         gr.Markdown(copy.INTRO)
         with gr.Tabs():
             build_fill_mask_tab(demo)
@@ -65,7 +67,10 @@ def launch_kwargs() -> dict:
         # here) and, by default, 10,000 sessions; the app keeps no per-session state of its
         # own (no gr.State), so a smaller LRU bounds memory at no cost to users.
         "state_session_capacity": int(os.environ.get("ENCODER_LAB_SESSIONS", 256)),
-        "app_kwargs": {"middleware": [Middleware(RequestSizeLimit, max_bytes=MAX_REQUEST_BYTES)]},
+        "app_kwargs": {
+            "middleware": [Middleware(RequestSizeLimit, max_bytes=MAX_REQUEST_BYTES)],
+            "routes": vendor_routes(),  # bertviz's JavaScript at /vendor/<name>.js
+        },
     }
 
 
@@ -104,14 +109,14 @@ def prepare_embedded() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    from models import EncoderLabError, registry, set_device
+    from models import EncoderLabError, allow_hub_models, set_device
 
     set_device(args.device)
     limit_malloc_arenas()
     if os.environ.get("SPACE_ID"):  # on a Hugging Face Space, `make setup` never ran
         prepare_embedded()
     try:  # a bad operator setting stops the start, not every later request
-        registry.allow_hub_models(args.allow_model)
+        allow_hub_models(args.allow_model)
     except EncoderLabError as exc:
         raise SystemExit(f"error: {exc}") from None
     build_demo().launch(

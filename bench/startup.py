@@ -1,6 +1,6 @@
 """Start-up: `python app.py` to a page that answers fill-mask, on the embedded default.
 
-    .venv/bin/python bench/startup.py [--runs 3]
+    .venv/bin/python -m bench.startup [--runs 3]
 
 Each run starts a fresh process, then polls the page until it answers (page served), then
 calls /fill_mask through gradio_client until it returns (first answer includes loading the
@@ -17,14 +17,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO))
 
 
 def one_run() -> tuple[float, float]:
     from gradio_client import Client
 
-    from helpers import free_port, wait_for_http
+    from tests.helpers import free_port, wait_for_http
     from models import default_model_key
 
     port = free_port()

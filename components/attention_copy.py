@@ -74,9 +74,10 @@ BERTVIZ_HELP = (
 )
 
 LIBS_MISSING = (
-    "bertviz's JavaScript libraries (require.js, d3, jQuery) are not installed on this "
-    "server, so its views cannot be drawn here. Run `make setup` (it installs them from npm "
-    "into .cache/static) and restart the app. The heatmap, grid and statistics work without them."
+    "bertviz's JavaScript libraries (require.js, d3, jQuery) are missing from this server's "
+    "copy of the app, or differ from the pinned versions, so its views cannot be drawn here. "
+    "Restore assets/vendor/ from the repository and restart the app. The heatmap, grid and "
+    "statistics work without them."
 )
 
 EXAMPLES = [

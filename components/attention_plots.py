@@ -20,10 +20,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from models import AttentionResult, HeadStatistics, rollout_of
-from models.attention import STAT_NAMES
+from models import STAT_NAMES, AttentionResult, HeadStatistics, rollout_of
 
-from .plots import plot_text, show_token
+from .common import escape, show_token
 
 VIEW_MAX_TOKENS = 128  # heatmap and grid: the first 128 tokens of a longer input
 BERTVIZ_MAX_TOKENS = 64  # bertviz: JSON text of every weight, one SVG line each
@@ -31,15 +30,10 @@ BERTVIZ_DECIMALS = 3  # bertviz draws weights as opacity: 3 decimals are invisib
 
 HEATMAP_MODES = ("head", "mean", "rollout")
 
-# bertviz's JavaScript dependencies: (require.config name, file under node_modules).
-# bertviz asks a CDN for require.js 2.3.6, d3 5.7.0 and jQuery 2.0.0; the setup installs
-# the same require.js line (2.3.7, the security fix of 2.3.6), the same d3, and jQuery
-# 3.7.1 (2.0.0 was never published on npm; bertviz uses only basic jQuery).
-BERTVIZ_LIBS = {
-    "require": "requirejs/require.js",
-    "d3": "d3/dist/d3.min.js",
-    "jquery": "jquery/dist/jquery.min.js",
-}
+# bertviz's JavaScript dependencies are served by the app (``components/vendor.py``).
+# bertviz asks a CDN for require.js 2.3.6, d3 5.7.0 and jQuery 2.0.0; the app serves the
+# same require.js line (2.3.7, the security fix of 2.3.6), the same d3, and jQuery 3.7.1
+# (2.0.0 was never published on npm; bertviz uses only basic jQuery).
 
 
 # --- shared helpers ---------------------------------------------------------------------
@@ -54,7 +48,7 @@ def token_labels(result: AttentionResult, n: int) -> list[str]:
     """Unique, escaped axis labels: position, token, and the segment for a pair."""
     pair = result.text_pair is not None
     return [
-        f"{i} {plot_text(show_token(tok))}" + (f" ·{'AB'[seg]}" if pair else "")
+        f"{i} {escape(show_token(tok))}" + (f" ·{'AB'[seg]}" if pair else "")
         for i, (tok, seg) in enumerate(zip(result.tokens[:n], result.segment_ids[:n]))
     ]
 
@@ -107,7 +101,7 @@ def attention_heatmap(result: AttentionResult, layer: int, head: int = 0, mode: 
     )
     size = min(900, 220 + 12 * n)
     fig.update_layout(
-        title=dict(text=f"{plot_text(result.model_key)}: {what}", font=dict(size=14)),
+        title=dict(text=f"{escape(result.model_key)}: {what}", font=dict(size=14)),
         xaxis=dict(title="key: the token looked at", type="category", tickangle=-60, side="top"),
         yaxis=dict(title="query: the token looking (one row each)", type="category", autorange="reversed"),
         height=size,

@@ -3,9 +3,6 @@ and the views are drawn by ``components.attention_plots``."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from urllib.parse import quote
-
 import gradio as gr
 
 from models import (
@@ -18,7 +15,6 @@ from models import (
     input_embeddings,
     list_models,
 )
-from models.registry import REPO_ROOT
 
 from . import attention_copy as copy
 from . import attention_plots as plots
@@ -26,26 +22,14 @@ from . import causal_copy
 from . import input_embeddings_plots
 from .common import model_choices, readable_errors
 from .server import on_gpu
+from .vendor import library_urls
 
-VENDOR_DIR = REPO_ROOT / ".cache" / "static" / "node_modules"
 ALL_HEADS = "all heads"
 MODES = [("one head", "head"), ("average over heads", "mean"), ("rollout", "rollout")]
 BERTVIZ_VIEWS = [("head view", "head"), ("model view", "model")]
 # Slider bounds before a model is shown (then fitted to it); API callers may ask for any
 # layer/head up to these, and values beyond the model's are clamped and said.
 MAX_LAYERS, MAX_HEADS = 48, 64
-
-
-def vendor_files() -> dict[str, Path]:
-    return {name: VENDOR_DIR / rel for name, rel in plots.BERTVIZ_LIBS.items()}
-
-
-def library_urls() -> dict[str, str] | None:
-    """URLs (relative to the app's root) of bertviz's libraries, or None when missing."""
-    files = vendor_files()
-    if not all(path.is_file() for path in files.values()):
-        return None
-    return {name: "gradio_api/file=" + quote(str(path)) for name, path in files.items()}
 
 
 @on_gpu  # the only place this tab runs a model
@@ -184,9 +168,6 @@ def show_input_embeddings(text, text_pair, model_key):
 
 def build_attention_tab() -> None:
     """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
-    files = vendor_files()
-    if all(path.is_file() for path in files.values()):
-        gr.set_static_paths(list(files.values()))  # only these three files, nothing else
     models = list_models()
     default = first_capable(models, "attention")
     with gr.Tab("Attention", id="attention") as tab:

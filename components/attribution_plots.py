@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from models import AttributionResult, DeletionCurve
 
 from .attribution_copy import METHOD_LABELS
-from .plots import plot_text, show_token
+from .common import escape, show_token
 
 POSITIVE, NEGATIVE = (33, 102, 172), (230, 97, 1)  # blue: pushes p(target) up; orange: down
 RANDOM_COLOUR = "#888888"
@@ -99,7 +99,7 @@ def deletion_figure(curves: list[DeletionCurve]) -> go.Figure:
             x=x, y=curve.attributed, mode="lines+markers",
             name=f"{label(curve.method)} (area {curve.area:+.3f})",
             line=dict(color=METHOD_COLOURS.get(curve.method)),
-            customdata=["(none)"] + [plot_text(show_token(curve.tokens[i])) for i in curve.order],
+            customdata=["(none)"] + [escape(show_token(curve.tokens[i])) for i in curve.order],
             hovertemplate="removed up to: %{customdata}<br>p = %{y:.4f}<extra></extra>",
         ))
     if curves:
@@ -109,9 +109,9 @@ def deletion_figure(curves: list[DeletionCurve]) -> go.Figure:
             name=f"random order (mean of {reference.random_orders})",
             line=dict(color=RANDOM_COLOUR, dash="dash"),
         ))
-        target = plot_text(show_token(reference.target_token))
+        target = escape(show_token(reference.target_token))
         title = (f"Deletion check: p(“{target}”) as tokens are replaced by "
-                 f"{plot_text(reference.replacement)}, highest score first")
+                 f"{escape(reference.replacement)}, highest score first")
     else:
         title = "Deletion check"
     fig.update_layout(

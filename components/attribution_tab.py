@@ -7,6 +7,8 @@ import gradio as gr
 
 from models import (
     ATTRIBUTION_METHODS,
+    DEFAULT_IG_STEPS,
+    MAX_IG_STEPS,
     MAX_TEXT_CHARS,
     InputError,
     attribute_fill_mask,
@@ -14,7 +16,6 @@ from models import (
     first_capable,
     list_models,
 )
-from models.attribution import DEFAULT_IG_STEPS, MAX_IG_STEPS
 
 from . import attribution_copy as copy
 from . import attribution_plots as plots

@@ -1,4 +1,8 @@
-"""Helpers every tab shares: turning core errors into readable UI messages."""
+"""Helpers every tab shares: escaping, showing tokens, readable errors, model pickers.
+
+Imports neither Gradio nor Plotly at module level, so the ``*_plots`` modules can use it
+and stay free of Gradio.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,6 @@ import html
 import logging
 from contextlib import contextmanager
 
-import gradio as gr
 import torch
 
 from models import EncoderLabError
@@ -20,8 +23,34 @@ HEAVY = {"concurrency_id": "heavy", "concurrency_limit": 1}
 
 
 def escape(text: str) -> str:
-    """User- or model-supplied text made safe to show inside Markdown/HTML."""
+    """User- or model-supplied text made safe to show inside Markdown/HTML, or as text in a
+    Plotly label, title or hover (Plotly reads a small HTML subset there)."""
     return html.escape(text, quote=False)
+
+
+def show_token(token: str) -> str:
+    """A token as a reader should see it: leading/trailing spaces made visible."""
+    if token == "":
+        return "∅"
+    return token.replace(" ", "␣") if token.strip() != token else token
+
+
+def error_figure(message: str):
+    """A blank Plotly figure that shows a message instead of a chart."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    fig.add_annotation(
+        text=escape(message), showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper"
+    )
+    fig.update_layout(
+        height=160,
+        xaxis_visible=False,
+        yaxis_visible=False,
+        template="plotly_white",
+        margin=dict(l=10, r=10, t=10, b=10),
+    )
+    return fig
 
 
 def quoted(token: str) -> str:
@@ -37,6 +66,8 @@ def readable_errors(task: str):
     Project errors keep their own message; anything else is logged with its traceback
     and reported in one line. Either way the app keeps serving other requests.
     """
+    import gradio as gr
+
     try:
         yield
     except gr.Error:

@@ -1,7 +1,7 @@
 """Tables, HTML and Plotly builders for the Compare tab: core results in, views out.
 
 No Gradio and no model calls here. Every token, word and reason that reaches HTML or a
-figure is escaped first (``plot_text``): a token such as ``<s>`` must stay text.
+figure is escaped first (``escape``): a token such as ``<s>`` must stay text.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from models import (
     SkippedModel,
     TrainingRecipe,
     ZooEntry,
+    continues_word,
 )
 
-from models.compare import continues_word
 
-from .plots import plot_text, show_token
+from .common import escape, show_token
 
 ARCHITECTURE_COLUMNS = {
     "model_key": "model",
@@ -102,7 +102,7 @@ def fill_mask_frame(result: CompareFillMaskResult) -> pd.DataFrame:
 
 
 def _words(words) -> str:
-    return ", ".join(f"<b>{plot_text(w)}</b>" for w in words) if words else "<i>none</i>"
+    return ", ".join(f"<b>{escape(w)}</b>" for w in words) if words else "<i>none</i>"
 
 
 def agreement_html(result: CompareFillMaskResult) -> str:
@@ -110,14 +110,14 @@ def agreement_html(result: CompareFillMaskResult) -> str:
     n = len(result.results)
     items = []
     for a in result.agreement:
-        votes = ", ".join(f"{plot_text(w)} ×{c}" for w, c in a.votes if c > 1) or "no word in two lists"
+        votes = ", ".join(f"{escape(w)} ×{c}" for w, c in a.votes if c > 1) or "no word in two lists"
         items.append(
             f"<li>Mask {a.index + 1}: in all {n} top-k lists: {_words(a.shared)}; "
             f"first guesses {'agree' if a.top1_agree else 'differ'}; "
             f"listed by several models: {votes}.</li>"
         )
     texts = "".join(
-        f"<li><code>{plot_text(key)}</code> read: {plot_text(text)}</li>" for key, text in result.model_texts
+        f"<li><code>{escape(key)}</code> read: {escape(text)}</li>" for key, text in result.model_texts
     )
     return (
         f"<div class='compare-agreement'><p>Agreement across {n} model(s) "
@@ -130,7 +130,7 @@ def skipped_html(skipped: tuple[SkippedModel, ...]) -> str:
     """The models left out of a comparison, each with why."""
     if not skipped:
         return ""
-    items = "".join(f"<li><b>{plot_text(s.model_key)}</b>: {plot_text(s.reason)}</li>" for s in skipped)
+    items = "".join(f"<li><b>{escape(s.model_key)}</b>: {escape(s.reason)}</li>" for s in skipped)
     return f"<div class='compare-skipped'><p>Not compared:</p><ul>{items}</ul></div>"
 
 
@@ -145,12 +145,12 @@ def tokens_html(result: CompareTokensResult) -> str:
     for m in result.models:
         chips = "".join(
             f"<span class='piece' style='{_CONTINUES if i and continues_word(p, m.tokenizer_kind) else _WORD_START}'>"
-            f"{plot_text(show_token(p))}</span>"
+            f"{escape(show_token(p))}</span>"
             for i, p in enumerate(m.pieces)
         )
         rows.append(
             f"<div class='compare-tokens-row'>"
-            f"<p><b>{plot_text(m.model_key)}</b> ({plot_text(m.tokenizer_kind)}): "
+            f"<p><b>{escape(m.model_key)}</b> ({escape(m.tokenizer_kind)}): "
             f"{m.piece_count} pieces, {m.continuation_count} continue a word</p>{chips}</div>"
         )
     return "".join(rows)
@@ -206,11 +206,11 @@ def benchmark_figure(results: list[BenchmarkResult]) -> go.Figure:
                 x=[p.length for p in r.points],
                 y=[p.median_ms for p in r.points],
                 mode="lines+markers",
-                name=plot_text(r.label),
+                name=escape(r.label),
                 line=dict(dash="dash" if r.random_init else "solid"),
                 customdata=[[p.min_ms, p.peak_memory_mb, p.runs] for p in r.points],
                 hovertemplate=(
-                    f"{plot_text(r.label)}<br>length %{{x}}<br>median %{{y:.1f}} ms"
+                    f"{escape(r.label)}<br>length %{{x}}<br>median %{{y:.1f}} ms"
                     "<br>best %{customdata[0]:.1f} ms, %{customdata[2]} runs"
                     "<br>peak %{customdata[1]:.1f} MiB<extra></extra>"
                 ),
@@ -219,7 +219,7 @@ def benchmark_figure(results: list[BenchmarkResult]) -> go.Figure:
     device = results[0].device if results else ""
     batch = results[0].points[0].batch_size if results and results[0].points else 1
     fig.update_layout(
-        title=plot_text(f"Forward pass on {device}, batch {batch}: median of the timed runs"),
+        title=escape(f"Forward pass on {device}, batch {batch}: median of the timed runs"),
         xaxis=dict(title="sequence length (tokens)", type="log", tickvals=sorted({p.length for r in results for p in r.points})),
         yaxis=dict(title="milliseconds", type="log"),
         template="plotly_white",
@@ -234,15 +234,15 @@ def benchmark_notes_html(results: list[BenchmarkResult], refused: tuple[SkippedM
     """What was measured, which rows are random-init, and what was skipped and why."""
     items = []
     for r in results:
-        skipped = "; ".join(f"{n} tokens: {plot_text(why)}" for n, why in r.skipped)
+        skipped = "; ".join(f"{n} tokens: {escape(why)}" for n, why in r.skipped)
         items.append(
-            f"<li><b>{plot_text(r.model_key)}</b>: {plot_text(r.weights_detail)}, {r.params:,} parameters, "
-            f"{plot_text(r.device)} {plot_text(r.dtype)}, attention {plot_text(r.attention)}, "
+            f"<li><b>{escape(r.model_key)}</b>: {escape(r.weights_detail)}, {r.params:,} parameters, "
+            f"{escape(r.device)} {escape(r.dtype)}, attention {escape(r.attention)}, "
             f"{r.warmup_runs} warm-up run(s) per length"
             + (f"; skipped: {skipped}" if skipped else "") + "</li>"
         )
-    items += [f"<li><b>{plot_text(s.model_key)}</b>: not run: {plot_text(s.reason)}</li>" for s in refused]
-    memory = plot_text(results[0].memory_measure) if results else ""
+    items += [f"<li><b>{escape(s.model_key)}</b>: not run: {escape(s.reason)}</li>" for s in refused]
+    memory = escape(results[0].memory_measure) if results else ""
     return f"<div class='compare-bench-notes'><ul>{''.join(items)}</ul><p>Peak memory: {memory}.</p></div>"
 
 
@@ -278,8 +278,8 @@ def zoo_curves_figure(entries: tuple[ZooEntry, ...]) -> go.Figure:
     for k, e in enumerate(entries):
         fig.add_trace(go.Scatter(
             x=[p[0] / 1e6 for p in e.curve], y=[100 * p[1] for p in e.curve], mode="lines+markers",
-            name=plot_text(e.key), line=dict(dash=dashes[k % len(dashes)], width=2),
-            hovertemplate=f"{plot_text(e.key)}<br>%{{x:.2f}} M tokens<br>%{{y:.1f}} % words right<extra></extra>",
+            name=escape(e.key), line=dict(dash=dashes[k % len(dashes)], width=2),
+            hovertemplate=f"{escape(e.key)}<br>%{{x:.2f}} M tokens<br>%{{y:.1f}} % words right<extra></extra>",
         ))
     fig.update_layout(
         title="Same corpus, same token budget: held-out whole-word accuracy while training",

@@ -6,18 +6,20 @@ from __future__ import annotations
 import gradio as gr
 
 from models import (
+    DEFAULT_LENGTHS,
     MAX_TEXT_CHARS,
     SPECS,
     architecture_table,
+    benchmark_models,
     compare_fill_mask,
     compare_tokens,
     default_selection,
     get_device,
+    limits_for,
     list_models,
     training_recipes,
     zoo_comparison,
 )
-from models.benchmark import DEFAULT_LENGTHS, benchmark_models, limits_for
 
 from . import compare_copy as copy
 from . import compare_plots as views

@@ -1,7 +1,7 @@
 """Figures and tables of the Embeddings tab: core results in, Plotly figures / DataFrames out.
 
 No Gradio and no model calls. Sentences and words are user text: every one that reaches a
-label or a hover goes through ``plot_text``.
+label or a hover goes through ``escape``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from models import SeparationScore, SimilarityResult, WordInContextResult
 
-from .plots import plot_text
+from .common import escape
 
 POOLING_NAMES = {"cls": "[CLS] pooling", "mean": "mean pooling", "max": "max pooling"}
 MAX_PAIR_LINES = 10  # more pairs than this: only the mean and the range are drawn
@@ -36,7 +36,7 @@ def similarity_heatmaps(results: Sequence[SimilarityResult], groups: Sequence[in
     """The cosine matrices side by side, on one colour scale (so their ranges compare)."""
     n = len(results[0].sentences)
     ticks = [str(i + 1) for i in range(n)]
-    hover = [plot_text(short(s)) for s in results[0].sentences]
+    hover = [escape(short(s)) for s in results[0].sentences]
     customdata = np.array([[[hover[i], hover[j]] for j in range(n)] for i in range(n)], dtype=object)
     low = float(min(r.matrix.min() for r in results))
     fig = make_subplots(
@@ -111,7 +111,7 @@ def layer_chart(result: WordInContextResult) -> go.Figure:
     if len(i) <= MAX_PAIR_LINES:
         for k, (a, b) in enumerate(zip(i, j)):
             # User text goes in customdata: in the template itself, "%{...}" would be filled in.
-            pair = plot_text(f"{short(result.sentences[a], 40)} | {short(result.sentences[b], 40)}")
+            pair = escape(f"{short(result.sentences[a], 40)} | {short(result.sentences[b], 40)}")
             fig.add_trace(go.Scatter(
                 x=layers, y=per_pair[:, k], mode="lines+markers", name=f"sentences {a + 1} & {b + 1}",
                 customdata=[pair] * len(layers),
@@ -126,7 +126,7 @@ def layer_chart(result: WordInContextResult) -> go.Figure:
     fig.add_trace(go.Scatter(x=layers, y=result.mean_cosine(), mode="lines+markers", name="mean over pairs",
                              line=dict(color="black", width=3, dash="dot")))
     fig.update_layout(
-        title=plot_text(f"“{result.word}”: cosine between its occurrences, layer by layer"),
+        title=escape(f"“{result.word}”: cosine between its occurrences, layer by layer"),
         xaxis=dict(title="layer (0 = input embeddings)", tickmode="array", tickvals=layers),
         yaxis=dict(title="cosine"), height=420, template="plotly_white",
         margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.2),
@@ -136,14 +136,14 @@ def layer_chart(result: WordInContextResult) -> go.Figure:
 
 def scatter_2d(points: np.ndarray, labels: Sequence[str], title: str) -> go.Figure:
     """A 2-D projection, one labelled point per vector."""
-    safe = [plot_text(short(label, 40)) for label in labels]
+    safe = [escape(short(label, 40)) for label in labels]
     fig = go.Figure(go.Scatter(
         x=points[:, 0], y=points[:, 1], mode="markers+text", text=[str(k + 1) for k in range(len(safe))],
         textposition="top center", customdata=safe, marker=dict(size=12, color="#4c78a8"),
         hovertemplate="%{customdata}<extra></extra>",
     ))
     fig.update_layout(
-        title=plot_text(title), xaxis_title="component 1", yaxis_title="component 2", height=420,
+        title=escape(title), xaxis_title="component 1", yaxis_title="component 2", height=420,
         template="plotly_white", margin=dict(l=10, r=10, t=50, b=10),
     )
     return fig

@@ -11,23 +11,21 @@ from pathlib import Path
 import gradio as gr
 
 from models import (
+    MAX_SENTENCES,
     MAX_TEXT_CHARS,
     POOLINGS,
-    compare_poolings,
     first_capable,
-    list_models,
-    project_2d,
-    separation_score,
-    word_in_context,
-)
-from models.embeddings import (
-    MAX_SENTENCES,
     bank_demo,
     best_pooling,
     check_layer,
+    compare_poolings,
     groups_text,
+    list_models,
     parse_groups,
+    project_2d,
     sentence_groups,
+    separation_score,
+    word_in_context,
 )
 
 from . import embeddings_copy as copy

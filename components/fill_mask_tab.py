@@ -5,20 +5,22 @@ from __future__ import annotations
 import gradio as gr
 
 from models import (
+    MASK_PATTERN,
     MAX_TEXT_CHARS,
     EncoderLabError,
+    availability,
     fill_mask,
     generate_left_to_right,
     get_spec,
+    is_loaded,
     list_models,
     mask_word,
     text_segments,
 )
-from models import registry
-from models.fill_mask import MASK_PATTERN
-from models.loading import is_loaded
 
-from . import causal_copy, causal_plots, copy, plots
+from . import causal_copy, causal_plots
+from . import fill_mask_copy as copy
+from . import fill_mask_plots as plots
 from .common import escape, model_choices, quoted, readable_errors
 from .server import on_gpu
 
@@ -31,7 +33,7 @@ def model_card(model_key: str) -> str:
         spec = get_spec(model_key)
     except EncoderLabError:
         return ""
-    available, why = registry.availability(spec)
+    available, why = availability(spec)
     state = "available" if available else "**not available here**"
     return (
         f"**{escape(spec.display_name)}** (`{spec.key}`, family {spec.family}): "
@@ -91,7 +93,19 @@ def show_words(text: str):
     return [(seg, kind if kind == "mask" else None) for seg, kind in text_segments(text or "")]
 
 
-def click_word(text: str, evt: gr.SelectData):
+class WordClick(gr.SelectData):
+    """A click on a word below the text box. An API request carries no click: say so."""
+
+    def __init__(self, target, data):
+        if not isinstance(data, dict) or data.get("index") is None:
+            raise gr.Error(
+                "mask_word answers a click on a word below the text box, and this request "
+                "carries no click. Through the API, write [MASK] in the text yourself."
+            )
+        super().__init__(target, data)
+
+
+def click_word(text: str, evt: WordClick):
     """Replace the clicked word by [MASK]."""
     return mask_word(text or "", int(evt.index))
 

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 
 from models import Classification, ClassifierResult, ProbeLayersResult, RetrievalReport, SearchResult
 
-from .plots import plot_text
+from .common import escape
 
 
 def training_curves(result: ClassifierResult) -> go.Figure:
@@ -30,12 +30,12 @@ def training_curves(result: ClassifierResult) -> go.Figure:
         fig.add_trace(go.Scatter(x=epochs, y=list(values), name=name, mode="lines+markers",
                                  line={"color": colour}, legendgroup=name, showlegend=col == 1), 1, col)
     fig.add_trace(go.Scatter(x=[1, result.epochs], y=[result.majority_baseline] * 2, mode="lines",
-                             name=f"majority baseline ({plot_text(result.majority_label)})",
+                             name=f"majority baseline ({escape(result.majority_label)})",
                              line={"color": "grey", "dash": "dash"}), 1, 2)
     fig.update_xaxes(title_text="epoch")
     fig.update_yaxes(range=[0, 1.02], row=1, col=2)
     fig.update_layout(height=360, margin={"t": 40, "b": 40, "l": 50, "r": 20},
-                      title=plot_text(f"{result.model_key} on {result.task}"))
+                      title=escape(f"{result.model_key} on {result.task}"))
     return fig
 
 
@@ -94,7 +94,7 @@ def probe_chart(result: ProbeLayersResult) -> go.Figure:
     fig.add_trace(go.Scatter(x=[layers[0], layers[-1]], y=[result.majority_baseline] * 2, mode="lines",
                              name="majority baseline", line={"color": "grey", "dash": "dash"}))
     fig.update_layout(height=340, margin={"t": 40, "b": 40, "l": 50, "r": 20},
-                      title=plot_text(f"A probe on each layer: {result.model_key}, {result.task} ({result.pooling})"),
+                      title=escape(f"A probe on each layer: {result.model_key}, {result.task} ({result.pooling})"),
                       xaxis_title="layer (0 = input embeddings)", yaxis={"range": [0, 1.02], "title": "accuracy"})
     return fig
 

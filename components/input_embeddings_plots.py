@@ -1,6 +1,6 @@
 """The "input = token + position + segment" view: core result in, Plotly figure / DataFrame out.
 
-No Gradio and no model calls. Tokens are model output: labels go through ``plot_text``.
+No Gradio and no model calls. Tokens are model output: labels go through ``escape``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from models import InputEmbeddings
 
-from .plots import plot_text, show_token
+from .common import escape, show_token
 
 SHOWN_DIMS = 48  # the first dimensions drawn: enough to see the pattern, light to ship
 SHOWN_TOKENS = 64
@@ -30,7 +30,7 @@ def input_embeddings_figure(result: InputEmbeddings) -> go.Figure:
     """One heatmap per vector (rows = tokens, columns = the first dimensions), one colour scale."""
     n, d = min(len(result.tokens), SHOWN_TOKENS), min(result.token.shape[1], SHOWN_DIMS)
     labels = [
-        f"{i} {plot_text(show_token(t))}" + (f" ·{'AB'[s]}" if result.segment_ids and result.text_pair else "")
+        f"{i} {escape(show_token(t))}" + (f" ·{'AB'[s]}" if result.segment_ids and result.text_pair else "")
         for i, (t, s) in enumerate(zip(result.tokens[:n], result.segment_ids or [0] * n))
     ]
     parts = _parts(result)

@@ -8,21 +8,23 @@ import gradio as gr
 import pandas as pd
 
 from models import (
+    MAX_EPOCHS,
     MAX_TEXT_CHARS,
     TEXTBOOK_LOGITS,
     TEXTBOOK_TARGET,
     compare_policies,
     explain_loss,
     explain_masked_position,
+    heldout_sentences,
     list_models,
     masked_lm_loss,
     masking_statistics,
     simulate_masking,
 )
-from models.evaluation import heldout_sentences
-from models.masking_lab import MAX_EPOCHS
 
-from . import arithmetic_copy, arithmetic_plots, copy, plots
+from . import arithmetic_copy, arithmetic_plots
+from . import masking_copy as copy
+from . import masking_plots as plots
 from .common import HEAVY, quoted, readable_errors
 from .masking_heads import build_pair_section, build_rtd_section
 from .server import on_gpu

@@ -6,7 +6,8 @@ import gradio as gr
 
 from models import list_models
 
-from . import copy, plots
+from . import models_copy as copy
+from . import models_plots as plots
 
 
 def models_table():

@@ -8,14 +8,13 @@ import threading
 import gradio as gr
 import pandas as pd
 
-from models import TINY_MAX_STEPS, load_history, train_tiny
-from models.registry import REPO_ROOT
+from models import SHIPPED_RUN, TINY_MAX_STEPS, load_history, train_tiny
 
-from . import copy, plots
-from .common import readable_errors
+from . import pretrain_copy as copy
+from . import pretrain_plots as plots
+from .common import error_figure, readable_errors
 from .server import on_gpu
 
-RUN_DIR = REPO_ROOT / "weights" / "minilm-mlm"
 _training_lock = threading.Lock()  # one live training run per server: the CPU is shared
 
 
@@ -23,7 +22,7 @@ _training_lock = threading.Lock()  # one live training run per server: the CPU i
 def _history():
     """The recorded run (read once: the shipped files do not change while the app runs)."""
     try:
-        return load_history(RUN_DIR)
+        return load_history(SHIPPED_RUN)
     except FileNotFoundError:
         return None
 
@@ -31,7 +30,7 @@ def _history():
 def history_figure():
     history = _history()
     if history is None:
-        return plots.error_figure("No training run is recorded in weights/minilm-mlm/.")
+        return error_figure("No training run is recorded in weights/minilm-mlm/.")
     return plots.training_figure(
         history.steps, history.loss, history.eval_steps, history.eval_top1, history.eval_top5,
         title="The shipped model's training run", stage_starts=history.stage_starts,

@@ -9,6 +9,8 @@ dataclasses of Python / NumPy values.
 
 from .attribution import (
     ATTRIBUTION_METHODS,
+    DEFAULT_IG_STEPS,
+    MAX_IG_STEPS,
     AttributionResult,
     DeletionCurve,
     ScalarTarget,
@@ -17,6 +19,7 @@ from .attribution import (
 )
 from .attention import (
     HEAD_FILTERS,
+    STAT_NAMES,
     AttentionResult,
     HeadStatistics,
     attention_head_stats,
@@ -45,29 +48,33 @@ from .arithmetic import (
 from .causal import CausalEval, evaluate_causal, supports_causal
 from .generation import GenerationResult, GenerationStep, generate_left_to_right
 from .input_embeddings import InputEmbeddings, input_embeddings
-from .benchmark import BenchmarkPoint, BenchmarkResult, benchmark_forward
+from .architecture import ArchitectureFacts, TrainingRecipe, architecture_table, training_recipes
+from .benchmark import (
+    DEFAULT_LENGTHS,
+    BenchmarkPoint,
+    BenchmarkResult,
+    benchmark_forward,
+    benchmark_models,
+    limits_for,
+)
 from .compare import (
-    ArchitectureFacts,
     CompareFillMaskResult,
     CompareTokensResult,
     MaskAgreement,
     ModelPieces,
     SkippedModel,
-    TrainingRecipe,
-    architecture_table,
     compare_fill_mask,
     compare_tokens,
-    training_recipes,
+    continues_word,
 )
 from .embeddings import (
+    MAX_SENTENCES,
     POOLINGS,
-    SeparationScore,
     SimilarityResult,
     WordInContextResult,
+    check_layer,
     compare_poolings,
     embed,
-    project_2d,
-    separation_score,
     similarity,
     word_in_context,
 )
@@ -80,11 +87,12 @@ from .heads import (
     probe_layers,
     train_classifier,
 )
-from .fill_mask import MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
-from .evaluation import FillMaskEval, evaluate_fill_mask
-from .loading import get_device, load_model, load_tokenizer, set_device
+from .fill_mask import MASK_PATTERN, MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
+from .evaluation import FillMaskEval, evaluate_fill_mask, heldout_sentences
+from .loading import get_device, is_loaded, load_model, load_tokenizer, set_device
 from .masking import MaskingPolicy, apply_masking
 from .masking_lab import (
+    MAX_EPOCHS,
     POLICY_PRESETS,
     MaskedLMLoss,
     MaskingSimulation,
@@ -96,6 +104,7 @@ from .masking_lab import (
     simulate_masking,
 )
 from .pretrain import (
+    SHIPPED_RUN,
     TINY_MAX_STEPS,
     PretrainConfig,
     TrainEvent,
@@ -108,6 +117,8 @@ from .registry import (
     CAPABILITIES,
     SPECS,
     can,
+    allow_hub_models,
+    availability,
     default_model_key,
     default_selection,
     first_capable,
@@ -115,6 +126,7 @@ from .registry import (
     list_models,
 )
 from .retrieval import RetrievalReport, SearchHit, SearchResult, build_index, retrieval_report, search
+from .projection import project_2d
 from .results import (
     FillMaskResult,
     MaskPrediction,
@@ -124,12 +136,17 @@ from .results import (
     TokenizationResult,
 )
 from .tasks import TaskInfo, list_tasks
+from .schedule import TrainingSchedule
+from .sentence_sets import bank_demo, groups_text, parse_groups, sentence_groups
+from .separation import SeparationScore, best_pooling, separation_score
 from .tokenization import tokenize
 from .pretraining_heads import ReplacedTokens, detect_replaced, sentence_order
 from .zoo import ZOO_KEYS, ZooEntry, zoo_comparison
 from .validation import MAX_TEXT_CHARS
 
 __all__ = [
+    "DEFAULT_IG_STEPS",
+    "MAX_IG_STEPS",
     "ATTRIBUTION_METHODS",
     "AttributionResult",
     "DeletionCurve",
@@ -255,4 +272,25 @@ __all__ = [
     "first_capable",
     "ZooEntry",
     "zoo_comparison",
+    # used by the UI components (added with the per-tab layout)
+    "STAT_NAMES",
+    "DEFAULT_LENGTHS",
+    "benchmark_models",
+    "limits_for",
+    "continues_word",
+    "MAX_SENTENCES",
+    "check_layer",
+    "MASK_PATTERN",
+    "heldout_sentences",
+    "is_loaded",
+    "MAX_EPOCHS",
+    "SHIPPED_RUN",
+    "allow_hub_models",
+    "availability",
+    "TrainingSchedule",
+    "bank_demo",
+    "groups_text",
+    "parse_groups",
+    "sentence_groups",
+    "best_pooling",
 ]

@@ -32,7 +32,8 @@ from transformers import AutoModel
 from transformers.initialization import no_init_weights
 
 from . import registry
-from .compare import SkippedModel, architecture_facts, check_model_keys, load_config
+from .architecture import architecture_facts, load_config
+from .compare import SkippedModel, check_model_keys
 from .errors import EncoderLabError, InputError, ModelUnavailableError
 from .loading import BUILD_LOCK, dtype_for, get_device, load_model
 from .validation import check_int

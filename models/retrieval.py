@@ -26,7 +26,8 @@ from typing import Callable
 import numpy as np
 
 from . import registry
-from .embeddings import check_pooling, embed, sentence_groups
+from .embeddings import check_pooling, embed
+from .sentence_sets import sentence_groups
 from .errors import CapabilityError, InputError
 from .validation import check_text, check_whole_number
 

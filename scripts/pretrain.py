@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 
-from models import pretrain  # noqa: E402
+from models import evaluation, pretrain  # noqa: E402
+from models.mlm_data import read_sentences  # noqa: E402
 from models.registry import get_spec, local_path  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -74,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 
     minilm = local_path(get_spec("minilm-l6"))
     tokenizer = AutoTokenizer.from_pretrained(str(minilm))
-    train = pretrain.read_sentences(args.corpus / "train.txt")
-    heldout = pretrain.read_sentences(args.corpus / "heldout.txt")
+    train = read_sentences(args.corpus / "train.txt")
+    heldout = read_sentences(args.corpus / "heldout.txt")
     model = pretrain.build_model(cfg, minilm)
     if args.finish:
         return finish(args, cfg, model, tokenizer, heldout)
@@ -191,7 +192,7 @@ def finish(args, cfg, model, tokenizer, heldout) -> int:
     snapshots = [s for s in snapshots if s["step"] <= step]
     if snapshots[-1]["step"] != step:
         snapshots.append({"step": step, "fraction": step / cfg.steps,
-                          "probes": pretrain.probe_predictions(model, tokenizer, PROBES)})
+                          "probes": evaluation.probe_predictions(model, tokenizer, PROBES)})
     pretrain.save_json(args.out / "snapshots.json", snapshots)
     last = [r for r in records if r["step"] <= step]
     (args.out / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in last))
@@ -202,8 +203,8 @@ def finish(args, cfg, model, tokenizer, heldout) -> int:
 
 
 def write_final(out: Path, cfg, model, tokenizer, heldout, started: float) -> None:
-    full = pretrain.evaluate_masked(model, tokenizer, heldout, max_len=cfg.max_len)
-    cloze = pretrain.evaluate_cloze(model, tokenizer, json.loads((REPO / "data" / "everyday_cloze.json").read_text())["items"])
+    full = evaluation.evaluate_masked(model, tokenizer, heldout, max_len=cfg.max_len)
+    cloze = evaluation.evaluate_cloze(model, tokenizer, json.loads((REPO / "data" / "everyday_cloze.json").read_text())["items"])
     final = {"heldout": dataclasses.asdict(full), "everyday_top5": cloze["hit_rate"],
              "everyday": cloze["items"], "minutes": (time.time() - started) / 60}
     pretrain.save_json(out / "final.json", final)

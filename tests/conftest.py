@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from helpers import ARTIFACTS, ENCODER_KEY, MLM_KEY, REPO, hub_opted_in, wait_for_http
+from helpers import ARTIFACTS, ENCODER_KEY, MLM_KEY, REPO, hub_opted_in, stop, wait_for_http
 from zoo_setup import ensure_test_zoo
 
 if not hub_opted_in():
@@ -87,11 +87,7 @@ def app_server():
         print(f"app.py answered on {url} after {time.monotonic() - started:.1f}s")
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
         log.close()
 
 

@@ -89,6 +89,15 @@ def wait_for_http(url: str, timeout_s: float = 120.0, proc: subprocess.Popen | N
     raise TimeoutError(f"{url} did not answer within {timeout_s}s")
 
 
+def stop(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
+    """End a server this test run started: politely, then for sure."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 SCREENSHOTS = ARTIFACTS / "screenshots"
 
 

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-from helpers import REPO
-
-sys.path.insert(0, str(REPO / "bench"))
-
-import load  # noqa: E402  (bench/load.py)
+from bench import load
 
 
 def test_concurrent_users_get_no_errors(app_server):

@@ -116,7 +116,7 @@ def test_a_script_ending_token_cannot_break_out_of_bertviz(page):
     """WordPiece splits '</script>' apart, so a hand-made result carries the whole token
     into bertviz's JSON; the page built by the app's own builders is put in the live app."""
     from components import attention_plots as plots
-    from components.attention_tab import library_urls
+    from components.vendor import library_urls
 
     tokens = ("[CLS]", HOSTILE, "</script>", "&lt;b&gt;", "[SEP]")
     t = len(tokens)
@@ -124,7 +124,7 @@ def test_a_script_ending_token_cannot_break_out_of_bertviz(page):
     result = AttentionResult("hand-made", "x", None, tokens, tuple(range(t)), (0,) * t, "single text",
                              (1, 0, 0, 0, 1), (0,), (4,), weights, "eager")
     urls = library_urls()
-    assert urls is not None, "run `make setup`: bertviz's libraries are missing"
+    assert urls is not None, "assets/vendor: bertviz's libraries are missing or altered"
     frame_html = plots.iframe(plots.bertviz_page(result, "head", urls), "hand-made bertviz")
     open_tab(page)
     page.evaluate("html => document.querySelector('#attention-bertviz').insertAdjacentHTML('beforeend', html)",

@@ -130,10 +130,20 @@ def test_stats_frame_columns_and_filter():
 
 
 def test_missing_libraries_are_said_in_the_ui(monkeypatch, tmp_path):
-    from components import attention_copy, attention_tab
+    import shutil
 
-    monkeypatch.setattr(attention_tab, "VENDOR_DIR", tmp_path)
-    assert attention_tab.library_urls() is None
-    out = attention_tab.bertviz_view("A text.", "", "splade-tiny", "head")
-    assert "make setup" in out and "<iframe" not in out
+    from components import attention_copy, attention_tab, vendor
+
+    shutil.copy(vendor.VENDOR_DIR / "package-lock.json", tmp_path)  # the lock, no tarballs
+    monkeypatch.setattr(vendor, "VENDOR_DIR", tmp_path)
+    for cached in (vendor._lock, vendor.script):
+        cached.cache_clear()
+    try:
+        assert vendor.library_urls() is None
+        out = attention_tab.bertviz_view("A text.", "", "splade-tiny", "head")
+    finally:
+        monkeypatch.undo()
+        for cached in (vendor._lock, vendor.script):
+            cached.cache_clear()
+    assert "assets/vendor/" in out and "<iframe" not in out
     assert html.escape(attention_copy.LIBS_MISSING) in out

@@ -23,7 +23,8 @@ from models import (
     training_recipes,
 )
 from components.compare_tab import registry_models
-from models.compare import CONFIGS, architecture_facts, config_index, instantiate, load_config, normalise_piece, raw_config
+from models.architecture import CONFIGS, architecture_facts, config_index, instantiate, load_config, raw_config
+from models.compare import normalise_piece
 from models.registry import SPECS, get_spec, local_path
 
 # AutoModel.from_config parameter counts published with the issue (independent of this code).

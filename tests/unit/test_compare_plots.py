@@ -13,7 +13,7 @@ from models import (
     TrainingRecipe,
     training_recipes,
 )
-from models.compare import architecture_facts
+from models.architecture import architecture_facts
 from models.benchmark import PRETRAINED, RANDOM_INIT
 from components import compare_plots as views
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from components import plots
+from components import fill_mask_plots, models_plots
+from components.common import error_figure, show_token
 from models import FillMaskResult, MaskPrediction, Prediction, list_models
 
 
@@ -22,14 +23,14 @@ def _result(tokens_per_mask):
 
 
 def test_predictions_frame_rows_in_mask_then_rank_order():
-    df = plots.predictions_frame(_result([[("cat", 0.5), ("dog", 0.25)], [("mat", 0.75)]]))
+    df = fill_mask_plots.predictions_frame(_result([[("cat", 0.5), ("dog", 0.25)], [("mat", 0.75)]]))
     assert list(df.columns) == ["mask", "rank", "token", "probability"]
     assert df[["mask", "rank", "token"]].values.tolist() == [[1, 1, "cat"], [1, 2, "dog"], [2, 1, "mat"]]
     assert df["probability"].tolist() == [0.5, 0.25, 0.75]
 
 
 def test_figure_has_one_panel_per_mask_best_on_top():
-    fig = plots.fill_mask_figure(_result([[("cat", 0.5), ("dog", 0.25)], [("mat", 0.75)]]))
+    fig = fill_mask_plots.fill_mask_figure(_result([[("cat", 0.5), ("dog", 0.25)], [("mat", 0.75)]]))
     assert len(fig.data) == 2
     first = fig.data[0]
     assert list(first.x) == [0.25, 0.5]  # drawn bottom-up: the best bar ends on top
@@ -39,23 +40,23 @@ def test_figure_has_one_panel_per_mask_best_on_top():
 
 def test_tokens_are_escaped_in_figures():
     evil = '<a href="javascript:alert(1)">x</a>'
-    fig = plots.fill_mask_figure(_result([[("<s>", 0.6), (evil, 0.3)]]))
+    fig = fill_mask_plots.fill_mask_figure(_result([[("<s>", 0.6), (evil, 0.3)]]))
     labels = list(fig.data[0].y)
     assert "1. &lt;s&gt;" in labels
     assert all("<" not in label for label in labels)
-    err = plots.error_figure("<script>alert(1)</script>")
+    err = error_figure("<script>alert(1)</script>")
     assert "<script>" not in err.layout.annotations[0].text
 
 
 def test_spaces_in_tokens_are_visible():
-    assert plots.show_token(" cat") == "␣cat"
-    assert plots.show_token("cat") == "cat"
-    assert plots.show_token("") == "∅"
+    assert show_token(" cat") == "␣cat"
+    assert show_token("cat") == "cat"
+    assert show_token("") == "∅"
 
 
 def test_models_frame_lists_every_model_with_provenance():
     models = list_models()
-    df = plots.models_frame(models)
+    df = models_plots.models_frame(models)
     assert len(df) == len(models)
     assert df["provenance"].str.len().min() > 20
     assert df["available here"].str.contains("default").sum() == 1

@@ -23,6 +23,8 @@ from models import (
     train_tiny,
 )
 from models import pretrain
+from models.evaluation import unigram_baseline
+from models.mlm_data import read_sentences
 
 SHIPPED = REPO / "weights" / "minilm-mlm"
 
@@ -147,9 +149,9 @@ def test_shipped_model_scores_as_its_card_says():
     # the model card's figure holds for the shipped weights (to one sentence of 36)
     assert abs(final["everyday_top5"] - hits / len(items)) <= one_sentence + 1e-12
     held = evaluate_fill_mask("minilm-mlm", "heldout", limit=400)
-    base = pretrain.unigram_baseline(load_tokenizer("minilm-l6"),
-                                     pretrain.read_sentences(REPO / "data" / "train_sample.txt"),
-                                     pretrain.read_sentences(REPO / "data" / "heldout.txt")[:400])
+    base = unigram_baseline(load_tokenizer("minilm-l6"),
+                            read_sentences(REPO / "data" / "train_sample.txt"),
+                            read_sentences(REPO / "data" / "heldout.txt")[:400])
     assert held.top1 > base.top1 + 0.1 and held.top5 > base.top5 + 0.1
     splade = evaluate_fill_mask("splade-tiny", "heldout", limit=400)
     assert held.top5 > splade.top5

@@ -1,0 +1,23 @@
+"""The Pre-training tab's text."""
+
+PRETRAIN_HELP = (
+    "## Watch BERT learn\n"
+    "No pretrained English masked-LM that fills masks sensibly can be installed offline, so "
+    "the app's default offline fill-mask model is one this project trained itself, with the very "
+    "objective this app teaches: 15 % of the tokens selected, 80 % of those replaced by "
+    "[MASK], 10 % by a random token, 10 % kept; a fresh draw for every batch (dynamic "
+    "masking); the loss is the cross-entropy at the selected positions only. It starts "
+    "from the all-MiniLM-L6-v2 encoder (real pretrained weights) with a new MLM head, and "
+    "was trained on public-domain and permissively licensed English text (novels, speeches, "
+    "WordNet examples, stories; see weights/minilm-mlm/MODEL_CARD.md). Below: its loss curve, its accuracy on held-out sentences it never saw, and "
+    "what it guessed for a few probe sentences as training went on: from frequent "
+    "tokens, to grammatical words, to sensible ones."
+)
+
+TRAIN_NOW_HELP = (
+    "## Train a tiny BERT now\n"
+    "A 2-layer, 128-wide BERT with random weights, trained here on the CPU for the steps "
+    "you choose (batches of 32 sentences from the training sample; the same masking and "
+    "optimiser as the real run). Watch the loss fall and its guesses change. One run at a "
+    "time per server; **Stop** ends it."
+)
