@@ -1,6 +1,6 @@
 """Attribution faithfulness over held-out sentences, and what integrated gradients' steps cost.
 
-    .venv/bin/python bench/attribution_faithfulness.py [--model minilm-mlm] [--n 40] [--seed 0]
+    .venv/bin/python -m bench.attribution_faithfulness [--model minilm-mlm] [--n 40] [--seed 0]
         [--ig-steps 32] [--timing-steps 16,32,64] [--threads 2]
 
 1. ``--n`` seeded held-out cloze sentences (``models.faithfulness.heldout_cloze``: one word
@@ -17,13 +17,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench_common import machine_line  # noqa: E402
+from bench.bench_common import machine_line
 
 TIMING_TEXT = ("After the long meeting on Tuesday, the tired engineers finally opened the [MASK] "
                "and walked slowly into the cold room behind the old station.")
