@@ -113,15 +113,12 @@ from .pretrain import (
     train_mlm,
     train_tiny,
 )
+from .capabilities import CAPABILITIES, can, default_selection, first_capable
 from .registry import (
-    CAPABILITIES,
     SPECS,
-    can,
     allow_hub_models,
     availability,
     default_model_key,
-    default_selection,
-    first_capable,
     get_spec,
     list_models,
 )

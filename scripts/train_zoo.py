@@ -22,7 +22,6 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import asdict, replace
 from pathlib import Path
 
 # Threads that wait for work sleep instead of spinning: on a shared machine (or under nice)
@@ -34,6 +33,9 @@ import torch  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from models import zoo_data as zd  # noqa: E402
+from models import zoo_models as zm  # noqa: E402
+from models import zoo_scores as zs  # noqa: E402
 from models import zoo_train as Z  # noqa: E402
 from models.zoo_tokenizers import train_tokenizer  # noqa: E402
 
@@ -83,7 +85,7 @@ def main(argv=None) -> int:
     p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     p.add_argument("--work", type=Path, default=REPO / ".cache" / "zoo")
     p.add_argument("--out", type=Path, default=REPO / "weights" / "zoo")
-    p.add_argument("--families", nargs="+", default=list(Z.FAMILIES), choices=Z.FAMILIES)
+    p.add_argument("--families", nargs="+", default=list(zm.FAMILIES), choices=zm.FAMILIES)
     p.add_argument("--tokens", type=int, default=Z.ZooConfig.tokens)
     p.add_argument("--batch-size", type=int, default=Z.ZooConfig.batch_size)
     p.add_argument("--lr", type=float, default=Z.ZooConfig.lr)
@@ -113,13 +115,13 @@ def main(argv=None) -> int:
     rank = int(os.environ.get("RANK", "0"))
     if args.threads:
         torch.set_num_threads(args.threads)
-    shape = Z.Shape(layers=2, hidden=64, heads=2, ffn=128, vocab=1024, albert_embedding=32,
-                    electra_generator_hidden=16) if args.tiny else Z.Shape()
+    shape = zm.Shape(layers=2, hidden=64, heads=2, ffn=128, vocab=1024, albert_embedding=32,
+                    electra_generator_hidden=16) if args.tiny else zm.Shape()
     cfg = Z.ZooConfig(tokens=args.tokens, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                       autocast=args.autocast, evals=args.evals, eval_sentences=args.eval_sentences,
                       threads=args.threads, shape=shape)
     work = args.work / ("tiny" if args.tiny else "")
-    sources, sentences = Z.read_ordered(args.corpus / "train_ordered.tsv")
+    sources, sentences = zd.read_ordered(args.corpus / "train_ordered.tsv")
     if args.max_sentences:
         sources, sentences = sources[: args.max_sentences], sentences[: args.max_sentences]
     heldout = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines() if s]
@@ -142,11 +144,11 @@ def main(argv=None) -> int:
 
     chunks_of, teacher = {}, None
     for family in families:
-        kind = Z.TOKENIZER_OF[family]
+        kind = zm.TOKENIZER_OF[family]
         tokenizer = load_or_train_tokenizer(kind, args.corpus, work, shape.vocab)
         if kind not in chunks_of:
             ids = tokenizer(sentences, add_special_tokens=False)["input_ids"]
-            chunks_of[kind] = Z.make_chunks(sources, ids, shape.max_len - 3)
+            chunks_of[kind] = zd.make_chunks(sources, ids, shape.max_len - 3)
             log(json.dumps({"tokenizer": kind, "chunks": len(chunks_of[kind]),
                             "tokens": int(sum(len(x) for x in ids))}))
         if family == "mini-distilbert" and teacher is None:
@@ -164,12 +166,12 @@ def main(argv=None) -> int:
             continue
         t0 = time.time()
         mlm_model = objective.generator if family == "mini-electra" else objective.model
-        record["heldout"] = Z.whole_word_accuracy(family, mlm_model, tokenizer, heldout)
-        record["everyday"] = Z.cloze_hits(family, mlm_model, tokenizer, cloze)
+        record["heldout"] = zs.whole_word_accuracy(family, mlm_model, tokenizer, heldout)
+        record["everyday"] = zs.cloze_hits(family, mlm_model, tokenizer, cloze)
         if family in ("mini-bert", "mini-albert"):
-            record["pair_heldout"] = Z.pair_accuracy(objective, done["examples"], record["pair_objective"])
+            record["pair_heldout"] = zs.pair_accuracy(objective, done["examples"], record["pair_objective"])
         if family == "mini-electra":
-            record["rtd_heldout"] = Z.rtd_scores(objective, done["examples"])
+            record["rtd_heldout"] = zs.rtd_scores(objective, done["examples"])
         record["parameters"] = {name: sum(p.numel() for p in m.parameters())
                                 for name, m in (("model", objective.model), ("generator", objective.generator))
                                 if m is not None}

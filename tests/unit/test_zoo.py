@@ -196,7 +196,7 @@ def test_whole_word_score_counts_a_word_only_when_every_piece_is_right():
     """The trainer's tokenizer-independent score, against a per-word loop written here."""
     from transformers import AutoTokenizer, BertForPreTraining
 
-    from models.zoo_train import chosen_words, whole_word_accuracy
+    from models.zoo_scores import chosen_words, whole_word_accuracy
 
     sentences = [s for s in (REPO / "data" / "heldout.txt").read_text().splitlines() if s][:24]
     tok = AutoTokenizer.from_pretrained(zoo_folder("mini-bert"))
