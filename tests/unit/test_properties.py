@@ -196,3 +196,23 @@ def test_benchmark_forward_refuses_or_runs_bounded(lengths, batch):
     elif isinstance(lengths, list) and lengths and all(0 < n <= 2048 for n in lengths) and 0 < batch <= 8:
         lengths = [-1]  # keep it an invalid request
     project_error_or_result(models.benchmark_forward, "splade-tiny", lengths, batch)
+
+
+@pytest.fixture(scope="module")
+def tagger_and_probe(encoder_key):
+    tagger = models.train_classifier(encoder_key, "truecase", epochs=1, train_size=20)
+    probe = models.train_classifier(encoder_key, "fiction-speech", epochs=1, train_size=20)
+    return tagger.head_id, probe.head_id
+
+
+@CHECKS
+@given(text=texts, k=st.integers(-2, 120), index=st.sampled_from(["exact", "ann", "", "ANN"]))
+@example(text=HUGE, k=5, index="exact")
+def test_classify_and_search(encoder_key, tagger_and_probe, text, k, index):
+    for head_id in tagger_and_probe:
+        result = project_error_or_result(models.classify, head_id, text)
+        if result is not None:
+            assert len(result.predicted) == (1 if result.kind == "sequence" else len(result.spans))
+    found = project_error_or_result(models.search, encoder_key, text, k=k, index=index)
+    if found is not None:
+        assert len(found.hits) == k
