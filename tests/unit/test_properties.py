@@ -330,3 +330,29 @@ def test_input_embeddings(encoder_key, text, pair):
     result = project_error_or_result(models.input_embeddings, encoder_key, text, pair, valid=valid)
     if result is not None:
         assert result.total.shape == result.token.shape and result.max_difference < 1e-4
+
+
+# --- issue 15: task heads and search ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tagger_and_probe(encoder_key):
+    tagger = models.train_classifier(encoder_key, "truecase", epochs=1, train_size=20)
+    probe = models.train_classifier(encoder_key, "fiction-speech", epochs=1, train_size=20)
+    return tagger.head_id, probe.head_id
+
+
+@CHECKS
+@given(text=texts, k=st.integers(-2, 120), index=st.sampled_from(["exact", "ann", "", "ANN"]))
+@example(text=HUGE, k=5, index="exact")
+def test_classify_and_search(encoder_key, tagger_and_probe, text, k, index):
+    for head_id in tagger_and_probe:
+        result = project_error_or_result(models.classify, head_id, text,
+                                         valid=valid_text(text) and len(text) <= 200)
+        if result is not None:
+            assert len(result.predicted) == (1 if result.kind == "sequence" else len(result.spans))
+    found = project_error_or_result(models.search, encoder_key, text, k=k, index=index,
+                                    valid=valid_text(text) and len(text) <= 200 and 1 <= k <= 100
+                                    and index in ("exact", "ann"))
+    if found is not None:
+        assert len(found.hits) == k
