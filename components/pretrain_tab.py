@@ -16,6 +16,7 @@ from .common import error_figure, readable_errors
 from .server import on_gpu
 
 _training_lock = threading.Lock()  # one live training run per server: the CPU is shared
+_stop_requested = threading.Event()  # set by Stop (browser or API); the running loop checks it
 
 
 @functools.lru_cache(maxsize=1)
@@ -77,10 +78,11 @@ def train_now(steps: float, seed: float, progress=gr.Progress()):
             "A live training run is already going on this server (one at a time, so the app "
             "stays quick for everyone). Try again when it has finished."
         )
+    _stop_requested.clear()
     try:
         steps_done, losses, probes = [], [], []
         with readable_errors("Training"):
-            for event in train_tiny(int(steps), int(seed)):
+            for event in train_tiny(int(steps), int(seed), should_stop=_stop_requested.is_set):
                 progress((event.step, event.steps), desc="Training", unit="steps")
                 if event.probes:
                     probes = event.probes
@@ -102,6 +104,14 @@ def train_now(steps: float, seed: float, progress=gr.Progress()):
                 )
     finally:
         _training_lock.release()
+
+
+def stop_training() -> str:
+    """Ask the live training run to stop after its current step (the ``stop_training`` API)."""
+    if not _training_lock.locked():
+        return "No live training run is going on."
+    _stop_requested.set()
+    return "Stopping after the current step…"
 
 
 def build_pretrain_tab() -> None:
@@ -145,4 +155,5 @@ def build_pretrain_tab() -> None:
             concurrency_limit=4,  # extra requests reach the lock and are refused politely
             concurrency_id="train_tiny",
         )
-        stop.click(None, None, None, cancels=[run], api_name="stop_training")
+        # the browser cancels its own stream at once; the flag stops the loop for API callers too
+        stop.click(stop_training, None, live_status, cancels=[run], api_name="stop_training")

@@ -144,8 +144,6 @@ def test_stopping_a_run_releases_the_lock_for_a_new_run(app_server):
     assert not any("Done." in out[1] for out in job.outputs())  # the stopped run never finished
 
 
-@pytest.mark.xfail(strict=True, reason="stop_training is a front-end-only cancel (fn=None): through the "
-                   "API it fails with 'function has no backend method' (issue 18, reported to the lead)")
 def test_stop_training_endpoint_stops_a_run_through_the_api(app_server):
     trainer = Client(app_server, verbose=False, download_files=False)
     other = Client(app_server, verbose=False, download_files=False)
