@@ -259,35 +259,29 @@ def check_token_count(loaded: LoadedModel, n_tokens: int, what: str = "Your text
         )
 
 
+# What each head is, for the message when a checkpoint lacks it (NSP has its own story).
+_HEAD_NAMES = {
+    "mlm": ("has_mlm_head", "no trained masked-LM head, so it cannot fill masks", "Models that can"),
+    "sop": ("has_sop_head", "no sentence-order-prediction head (ALBERT's replacement for NSP)",
+            "Models that have one"),
+    "rtd": ("has_rtd_head", "no replaced-token-detection discriminator (ELECTRA's objective)",
+            "Models that have one"),
+    "nsp": ("has_nsp_head", "no next-sentence-prediction head. Original BERT was pre-trained with "
+            "NSP; RoBERTa showed that dropping it (and training on longer contiguous text) works as "
+            "well or better, and most later encoders dropped it too", "Models that have one"),
+}
+
+
 def require_head(spec: ModelSpec, head: str) -> None:
     """A ``CapabilityError`` that says why, when the checkpoint lacks the asked-for head."""
     if head not in HEADS:
         raise ValueError(f"Unknown head {head!r}; choose one of {', '.join(HEADS)}.")
-    if head == "mlm" and not spec.has_mlm_head:
-        mlm = [s.key for s in registry.SPECS if s.has_mlm_head]
-        raise CapabilityError(
-            f"{spec.display_name} ({spec.key}) has no trained masked-LM head, so it cannot "
-            f"fill masks. Models that can: {', '.join(mlm)}."
-        )
-    if head == "nsp" and not spec.has_nsp_head:
-        raise CapabilityError(
-            f"{spec.display_name} ({spec.key}) has no next-sentence-prediction head. Only the "
-            "original BERT checkpoints (bert-base, bert-large) were pre-trained with NSP; "
-            "RoBERTa showed that dropping NSP (and training on longer contiguous text) works as "
-            "well or better, and most later encoders dropped it too."
-        )
-    if head == "sop" and not spec.has_sop_head:
-        sop = [s.key for s in registry.SPECS if s.has_sop_head]
-        raise CapabilityError(
-            f"{spec.display_name} ({spec.key}) has no sentence-order-prediction head (ALBERT's "
-            f"replacement for NSP). Models that have one: {', '.join(sop)}."
-        )
-    if head == "rtd" and not spec.has_rtd_head:
-        rtd = [s.key for s in registry.SPECS if s.has_rtd_head]
-        raise CapabilityError(
-            f"{spec.display_name} ({spec.key}) has no replaced-token-detection discriminator "
-            f"(ELECTRA's objective). Models that have one: {', '.join(rtd)}."
-        )
+    if head == "base":
+        return
+    flag, lacks, which = _HEAD_NAMES[head]
+    if not getattr(spec, flag):
+        having = [s.key for s in registry.SPECS if getattr(s, flag)]
+        raise CapabilityError(f"{spec.display_name} ({spec.key}) has {lacks}. {which}: {', '.join(having)}.")
 
 
 def load_model(model_key: str, head: str = "base", attn_implementation: str | None = None):

@@ -254,11 +254,6 @@ def masking_statistics(model_key: str, sentences: list[str], rate: float = 0.15,
 
 def next_sentence(model_key: str, a: str, b: str) -> float:
     """P(IsNext): does sentence B follow sentence A? Needs a model with an NSP head."""
-    spec = registry.get_spec(model_key)
-    a, b = check_text(a, "first sentence"), check_text(b, "second sentence")
-    require_head(spec, "nsp")
-    loaded = load_model(model_key, head="nsp")
-    enc = loaded.tokenizer(a, b, return_tensors="pt", truncation=True).to(loaded.device)
-    with torch.inference_mode():
-        logits = loaded.model(**enc).logits[0].float()  # (2,): index 0 = "B follows A"
-    return float(logits.softmax(-1)[0])
+    from .pretraining_heads import pair_probability
+
+    return pair_probability(model_key, a, b, "nsp")

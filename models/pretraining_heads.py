@@ -32,16 +32,22 @@ class ReplacedTokens:
         return asdict(self)
 
 
-def sentence_order(model_key: str, a: str, b: str) -> float:
-    """P(in order): is "A then B" the original order? Needs ALBERT's SOP head."""
+def pair_probability(model_key: str, a: str, b: str, head: str) -> float:
+    """P(class 0) of a sentence-pair head: "B follows A" (NSP) or "A, B in order" (SOP)."""
     spec = registry.get_spec(model_key)
     a, b = check_text(a, "first sentence"), check_text(b, "second sentence")
-    require_head(spec, "sop")
-    loaded = load_model(model_key, head="sop")
+    require_head(spec, head)
+    loaded = load_model(model_key, head=head)
     enc = loaded.tokenizer(a, b, return_tensors="pt", truncation=True).to(loaded.device)
     with torch.inference_mode():
-        logits = loaded.model(**enc).sop_logits[0].float()  # (2,): index 0 = original order
+        out = loaded.model(**enc)
+        logits = (out.sop_logits if head == "sop" else out.logits)[0].float()  # (2,): index 0 = yes
     return float(logits.softmax(-1)[0])
+
+
+def sentence_order(model_key: str, a: str, b: str) -> float:
+    """P(in order): is "A then B" the original order? Needs ALBERT's SOP head."""
+    return pair_probability(model_key, a, b, "sop")
 
 
 def detect_replaced(model_key: str, text: str, swap: int = 0, seed: int = 0) -> ReplacedTokens:
