@@ -14,7 +14,7 @@ import torch
 from . import registry
 from .errors import CapabilityError, InputError
 from .fill_mask import masked_logits
-from .loading import load_model, load_tokenizer, require_head
+from .loading import load_model, load_tokenizer
 from .masking import FATES, KEPT, MASKED, NOT_SELECTED, RANDOM, MaskingPolicy, apply_masking, word_ids_from_offsets
 from .validation import check_int, check_text
 
