@@ -49,3 +49,11 @@ REPORT_HELP = (
 )
 
 TOKEN_COLOURS = {"lower": "#e8eef9", "Capitalised": "#ffd98a"}
+
+WHY_CLASS_HELP = (
+    "### Which words drove this class?\n"
+    "The Why-this-guess methods on the head you trained: gradient × input and integrated "
+    "gradients (Captum) and leave-one-out, each token's score for p(predicted class), and a "
+    "deletion check per method. Attributions say what the head's output is sensitive to on "
+    "this sentence, not why the model learnt it; methods often disagree."
+)

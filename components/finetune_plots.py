@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 
 from models import Classification, ClassifierResult, ProbeLayersResult, RetrievalReport, SearchResult
 
-from .common import escape
+from .common import escape, show_token
 
 
 def training_curves(result: ClassifierResult) -> go.Figure:
@@ -117,3 +117,30 @@ def report_markdown(report: RetrievalReport) -> str:
         f"**Paraphrase search, recall@{report.k}** ({report.pooling_queries} queries): {recall}.  \n"
         f"{html.escape(report.note)}"
     )
+
+
+def class_attribution_frame(results) -> pd.DataFrame:
+    """One row per token: each method's score with its rank (text, readable without colour)."""
+    rows = []
+    ranks = []
+    for r in results:
+        order = sorted((i for i, c in enumerate(r.candidates) if c), key=lambda i: (-r.scores[i], i))
+        ranks.append({i: k + 1 for k, i in enumerate(order)})
+    for i, token in enumerate(results[0].tokens):
+        row = {"position": i, "token": show_token(token)}
+        for r, rank in zip(results, ranks):
+            row[r.method] = f"{r.scores[i]:+.4f}" + (f" (#{rank[i]})" if i in rank else " (special)")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def class_attribution_note(results) -> str:
+    """The class explained, and how each method held up when its top tokens were removed."""
+    first = results[0]
+    parts = [f"Explaining **{escape(first.label)}** (p = {first.probability:.3f}); removed tokens become "
+             f"{escape(first.replacement)}. Deletion check, area between random and the method's order "
+             "(higher: its top tokens mattered more than random ones):"]
+    for r in results:
+        gap = f", completeness gap {r.completeness_delta:+.4f}" if r.completeness_delta is not None else ""
+        parts.append(f"- {r.method}: {r.area:+.4f}{gap}")
+    return "\n".join(parts)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gradio as gr
 
 from models import (
+    CLASS_ATTRIBUTION_METHODS,
+    attribute_classification,
     MAX_TEXT_CHARS,
     classify,
     list_models,
@@ -51,6 +53,14 @@ def run_train(model_key: str, task: str, pooling: str, layer: float, freeze: boo
 
 
 @on_gpu
+@on_gpu
+def run_why_class(head_id: str, text: str):
+    """Which words drove the head's class, by each method (the ``why_this_class`` API)."""
+    with readable_errors("Why this class"):
+        results = [attribute_classification(head_id, text, m) for m in CLASS_ATTRIBUTION_METHODS]
+        return plots.class_attribution_frame(results), plots.class_attribution_note(results)
+
+
 def run_classify(head_id: str, text: str):
     """The trained head's answer for one sentence, as HTML (the ``classify`` API)."""
     with readable_errors("Classify"):
@@ -115,12 +125,19 @@ def build_finetune_tab() -> None:
                                   scale=4)
             classify_button = gr.Button("Classify", scale=1)
         prediction = gr.HTML(elem_id="head-prediction")
+        gr.Markdown(copy.WHY_CLASS_HELP)
+        why_button = gr.Button("Which words drove this class?")
+        why_note = gr.Markdown(elem_id="why-class-note")
+        why_table = gr.Dataframe(label="Each token's score per method (rank in brackets)", interactive=False,
+                                 wrap=True, elem_id="why-class-table")
         gr.Markdown(copy.PROBE_HELP)
         probe = gr.Button("Probe every layer")
         probe_plot = gr.Plot(label="Probe accuracy by layer")
         train.click(run_train, [model, task, pooling, layer, freeze, epochs, train_size, seed],
                     [curves, summary, head_id], api_name="train_classifier", **HEAVY)
         classify_button.click(run_classify, [head_id, sentence], prediction, api_name="classify")
+        why_button.click(run_why_class, [head_id, sentence], [why_table, why_note], api_name="why_this_class",
+                         **HEAVY)
         probe.click(run_probe, [model, task, pooling], probe_plot, api_name="probe_layers", **HEAVY)
 
         gr.Markdown(copy.SEARCH_HELP)

@@ -7,6 +7,7 @@ No Gradio and no plotting here: functions take plain arguments and return frozen
 dataclasses of Python / NumPy values.
 """
 
+from .attribution_heads import CLASS_ATTRIBUTION_METHODS, ClassAttribution, attribute_classification
 from .attribution import (
     ATTRIBUTION_METHODS,
     DEFAULT_IG_STEPS,
@@ -142,6 +143,9 @@ from .zoo import ZOO_KEYS, ZooEntry, zoo_comparison
 from .validation import MAX_TEXT_CHARS
 
 __all__ = [
+    "CLASS_ATTRIBUTION_METHODS",
+    "ClassAttribution",
+    "attribute_classification",
     "DEFAULT_IG_STEPS",
     "MAX_IG_STEPS",
     "ATTRIBUTION_METHODS",

@@ -125,6 +125,10 @@ class ClassifierModel(torch.nn.Module):
         self.tokenizer, self.labels = tokenizer, labels
         self.n_layers = int(body.config.num_hidden_layers)
 
+    def get_input_embeddings(self):
+        """The body's word embeddings (what attribution methods differentiate against)."""
+        return self.body.get_input_embeddings()
+
     def forward(self, input_ids=None, attention_mask=None, inputs_embeds=None):
         shape = (input_ids if input_ids is not None else inputs_embeds).shape[:2]
         if attention_mask is None:
@@ -172,6 +176,11 @@ def _trained(head_id) -> _Trained:
             )
         _TRAINED.move_to_end(head_id)
         return _TRAINED[head_id]
+
+
+def head_model_key(head_id: str) -> str:
+    """The registry key of the encoder a trained head sits on."""
+    return _trained(head_id).model_key
 
 
 def classifier_forward(head_id: str) -> ClassifierModel:

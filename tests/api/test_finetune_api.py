@@ -47,3 +47,16 @@ def test_search_matches_the_core(client):
     assert [row[3] for row in table["data"]] == [h.text for h in core.hits]
     assert [row[2] for row in table["data"]] == [h.source for h in core.hits]
     assert "exact index" in note
+
+
+def test_why_this_class_through_the_api(client):
+    from models import CLASS_ATTRIBUTION_METHODS, attribute_classification
+
+    _, _, head_id = client.predict(ENCODER_KEY, "fiction-speech", "mean", -1, True, 3, 60, 0,
+                                   api_name="/train_classifier")
+    text = "The President asked Congress to <b>approve</b> the budget."
+    table, note = client.predict(head_id, text, api_name="/why_this_class")
+    assert table["headers"] == ["position", "token", *CLASS_ATTRIBUTION_METHODS]
+    assert "Explaining" in note and "<b>" not in note
+    with pytest.raises(AppError, match="No trained head"):
+        client.predict("nope/none/0", text, api_name="/why_this_class")
