@@ -190,8 +190,9 @@ class _FakeClock:
 
 def test_time_budget_ends_the_run_with_the_learning_rate_decayed(minilm_dir, tok, monkeypatch):
     """--minutes: the run stops when the budget is spent, its schedule at zero, its snapshots taken."""
-    trainer = sys.modules[pretrain.train_mlm.__module__]
-    monkeypatch.setattr(trainer, "time", _FakeClock(tick=0.25))  # the trainer's clock only
+    import models.schedule
+
+    monkeypatch.setattr(models.schedule, "time", _FakeClock(tick=0.25))  # the training schedule's clock only
     cfg = _tiny_cfg(steps=10**6, minutes=0.1, warmup=0.1, snapshot_fractions=(0.0, 0.5, 1.0))
     model = pretrain.build_model(cfg, minilm_dir)
     events = list(pretrain.train_mlm(cfg, model, tok, ["The cat sat on the mat."] * 64, [], ["The [MASK] sat."],
