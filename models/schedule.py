@@ -32,7 +32,7 @@ class TrainingSchedule:
         self.warmup = warmup  # share of the run spent warming up
         self.budget_s = minutes * 60
         self.clock = clock or time.monotonic  # looked up now: a test may replace the module's clock
-        self.started = clock()
+        self.started = self.clock()
         self.share = 0.0  # progress at the last optimiser step, in [0, 1]
         fractions = tuple(snapshot_fractions)
         if self.by_time:
