@@ -53,9 +53,9 @@ def sentence_order(model_key: str, a: str, b: str) -> float:
 def detect_replaced(model_key: str, text: str, swap: int = 0, seed: int = 0) -> ReplacedTokens:
     """Per token, the discriminator's P(replaced).
 
-    ``swap`` > 0 first lets the model's generator replace that many randomly chosen words'
-    first pieces with its own samples (as in ELECTRA's training), so the user sees whether
-    the discriminator finds them.
+    ``swap`` > 0 first lets the model's generator replace that many randomly chosen
+    (non-special) tokens with its own samples, drawn at those positions masked (as in
+    ELECTRA's training), so the user sees whether the discriminator finds them.
     """
     spec = registry.get_spec(model_key)
     text = check_text(text)
