@@ -12,15 +12,11 @@ before any test module imports ``huggingface_hub`` (which reads both variables o
 from __future__ import annotations
 
 import os
-import re
-import subprocess
-import sys
 import tempfile
-import time
 
 import pytest
 
-from helpers import ARTIFACTS, ENCODER_KEY, MLM_KEY, REPO, hub_opted_in, stop, wait_for_http
+from helpers import ENCODER_KEY, MLM_KEY, hub_opted_in, running_app
 from zoo_setup import ensure_test_zoo
 
 if not hub_opted_in():
@@ -57,48 +53,10 @@ def mlm_loaded():
     return load_model(MLM_KEY, head="mlm")
 
 
-_LOCAL_URL = re.compile(r"Running on local URL:\s*(http://\S+?:\d+)/?")
 
 
 @pytest.fixture(scope="session")
 def app_server():
-    """`python app.py` started as a user would; yields its URL.
-
-    No port is chosen here: the app binds the first free one itself (Gradio tries 7860,
-    7861, ... and keeps the one its server could bind) and says which in its log, so no
-    other process can take the port between a choice and the bind.
-    """
-    env = {k: v for k, v in os.environ.items() if k != "GRADIO_SERVER_PORT"}
-    env["PYTHONUNBUFFERED"] = "1"
-    ARTIFACTS.mkdir(exist_ok=True)
-    log_path = ARTIFACTS / "app-server.log"
-    log = open(log_path, "w")
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "app.py", "--host", "127.0.0.1"],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        url = _bound_url(log_path, proc) + "/"
-        wait_for_http(url, proc=proc)
-        print(f"app.py answered on {url} after {time.monotonic() - started:.1f}s")
+    """The app, shared by the API and browser tests of a session."""
+    with running_app() as url:
         yield url
-    finally:
-        stop(proc)
-        log.close()
-
-
-def _bound_url(log_path, proc: subprocess.Popen, timeout_s: float = 180.0) -> str:
-    """The URL the app printed once its server was bound (it prints it after binding)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = _LOCAL_URL.search(log_path.read_text(errors="replace"))
-        if found:
-            return found.group(1)
-        if proc.poll() is not None:
-            raise RuntimeError(f"app.py exited with code {proc.returncode}; see {log_path}")
-        time.sleep(0.2)
-    raise TimeoutError(f"app.py printed no local URL within {timeout_s:.0f}s; see {log_path}")

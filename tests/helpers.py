@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import os
+import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -154,3 +158,50 @@ def settle(page, timeout_s: float = 300.0) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"the app's answers did not all arrive within {timeout_s:.0f}s")
         page.wait_for_timeout(100)  # lets Playwright deliver the request events meanwhile
+
+
+_LOCAL_URL = re.compile(r"Running on local URL:\s*(http://\S+?:\d+)/?")
+
+
+@contextmanager
+def running_app(log_name: str = "app-server.log"):
+    """`python app.py` started as a user would; yields its URL, stops it afterwards.
+
+    No port is chosen here: the app binds the first free one itself (Gradio tries 7860,
+    7861, ... and keeps the one its server could bind) and says which in its log, so no
+    other process can take the port between a choice and the bind.
+    """
+    env = {k: v for k, v in os.environ.items() if k != "GRADIO_SERVER_PORT"}
+    env["PYTHONUNBUFFERED"] = "1"
+    ARTIFACTS.mkdir(exist_ok=True)
+    log_path = ARTIFACTS / log_name
+    log = open(log_path, "w")
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "app.py", "--host", "127.0.0.1"],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        url = _bound_url(log_path, proc) + "/"
+        wait_for_http(url, proc=proc)
+        print(f"app.py answered on {url} after {time.monotonic() - started:.1f}s")
+        yield url
+    finally:
+        stop(proc)
+        log.close()
+
+
+def _bound_url(log_path, proc: subprocess.Popen, timeout_s: float = 180.0) -> str:
+    """The URL the app printed once its server was bound (it prints it after binding)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = _LOCAL_URL.search(log_path.read_text(errors="replace"))
+        if found:
+            return found.group(1)
+        if proc.poll() is not None:
+            raise RuntimeError(f"app.py exited with code {proc.returncode}; see {log_path}")
+        time.sleep(0.2)
+    raise TimeoutError(f"app.py printed no local URL within {timeout_s:.0f}s; see {log_path}")

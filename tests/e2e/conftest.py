@@ -36,6 +36,20 @@ def browser():
 @pytest.fixture()
 def page(browser, app_server):
     """A fresh page on the running app that records every request leaving the machine."""
+    yield from open_page(browser, app_server)
+
+
+@pytest.fixture()
+def page_on_own_app(browser):
+    """Like ``page``, on an app server started for this test alone."""
+    from helpers import running_app
+
+    with running_app("app-server-own.log") as url:
+        yield from open_page(browser, url)
+
+
+def open_page(browser, url_of_app):
+    """A new browser context and page on the app at ``url_of_app`` (a generator fixture body)."""
     from urllib.parse import urlparse
 
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -55,7 +69,7 @@ def page(browser, app_server):
     page.on("request", on_request)
     page.on("dialog", on_dialog)
     track_app_calls(page)
-    page.goto(app_server)
+    page.goto(url_of_app)
     yield page
     context.close()
 

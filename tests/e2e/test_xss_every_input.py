@@ -38,7 +38,10 @@ def injected(page) -> list[str]:
     return found
 
 
-def test_payload_stays_text_everywhere(page):
+def test_payload_stays_text_everywhere(page_on_own_app):
+    # an app of its own: the sweep clicks every action of every tab, so it must not queue
+    # behind work earlier tests left on the shared server (nor leave any for later ones)
+    page = page_on_own_app
     expect(page.get_by_role("tab").nth(8)).to_be_visible(timeout=60_000)  # all nine tabs drawn
     tabs = [t.inner_text().strip() for t in page.get_by_role("tab").all()]
     assert len(tabs) >= 4, tabs
