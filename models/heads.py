@@ -18,7 +18,6 @@ Trained heads live in this process only (the last few are kept).
 
 from __future__ import annotations
 
-import copy
 import itertools
 import threading
 import time
@@ -30,20 +29,20 @@ import torch
 import torch.nn.functional as F
 
 from . import registry
-from .embeddings import _encode, _forward, _pool, layer_index
+from .embeddings import _pool, layer_index
 from .errors import CapabilityError, InputError
-from .loading import RESULT_CACHES, ModelCache, check_token_count, load_model
+from .finetuning import FINETUNE_BATCH, _finetune
+from .head_features import _features, _word_positions
+from .loading import check_token_count, load_model
 from .tasks import casing_labels, load_task
 from .validation import check_text, check_whole_number
 
 HEAD_POOLINGS = ("cls", "mean")
 MAX_PROBE_EPOCHS = 300
 MAX_FINETUNE_EPOCHS = 5
-MAX_FINETUNE_PARAMETERS = 40_000_000  # all-MiniLM-L6-v2 is 22.7 M; BERT-base (110 M) is refused
 MAX_TRAINED_HEADS = 8  # heads kept in this process (LRU)
 MAX_FINETUNED_KEPT = 2  # of which fine-tuned encoder copies (each as big as the model)
 PROBE_BATCH = 64  # sentences per step; token tasks (thousands of words) take 4x
-FINETUNE_BATCH = 16
 
 
 # --- results -----------------------------------------------------------------------------
@@ -215,79 +214,6 @@ def _check_task_fits(loaded, task) -> None:
         )
 
 
-# --- features: every layer at once, cached -------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Features:
-    """Per split: (L + 1, U, d) float32 states of U units, their labels and sentence numbers."""
-
-    states: dict
-    labels: dict  # split -> (U,) int64
-    sentence: dict  # split -> (U,) int64: the sentence each unit belongs to
-    nbytes: int
-
-
-FEATURE_CACHE = ModelCache(512 * 2**20)
-RESULT_CACHES.append(FEATURE_CACHE)
-
-
-def _word_positions(offsets, spans) -> list[int]:
-    """The first token of each word span (-1 where the tokenizer kept none of it)."""
-    out = []
-    for start, end in spans:
-        hit = [t for t, (a, b) in enumerate(offsets) if b > a and a < end and b > start]
-        out.append(hit[0] if hit else -1)
-    return out
-
-
-def _split_features(loaded, task, split: str, pooling: str):
-    texts = getattr(task, f"{split}_texts")
-    labels = getattr(task, f"{split}_labels")
-    token = task.info.kind == "token"
-    enc = _encode(loaded, texts, offsets=token)
-    ids = enc["input_ids"]
-    n_layers = int(loaded.model.config.num_hidden_layers)
-    layers = list(range(n_layers + 1))
-    d = int(loaded.model.config.hidden_size)
-    if token:
-        spans = getattr(task, f"{split}_spans")
-        positions = [_word_positions(o, s) for o, s in zip(enc["offset_mapping"], spans)]
-        keep = [[(p, y) for p, y in zip(pos, ys) if p >= 0] for pos, ys in zip(positions, labels)]
-        unit_labels = np.array([y for k in keep for _, y in k], dtype=np.int64)
-        sentence = np.array([i for i, k in enumerate(keep) for _ in k], dtype=np.int64)
-        first = np.concatenate([[0], np.cumsum([len(k) for k in keep])])
-    else:
-        unit_labels = np.asarray(labels, dtype=np.int64)
-        sentence = np.arange(len(texts), dtype=np.int64)
-    states = np.empty((n_layers + 1, len(unit_labels), d), dtype=np.float32)
-    for batch, hidden, mask in _forward(loaded, ids, layers):
-        for layer, h in zip(layers, hidden):
-            if token:
-                for row, i in enumerate(batch):
-                    cols = [p for p, _ in keep[i]]
-                    states[layer, first[i]:first[i + 1]] = h[row, cols].float().cpu().numpy()
-            else:
-                states[layer, batch] = _pool(h, mask, pooling).cpu().numpy()
-    return states, unit_labels, sentence
-
-
-def _features(loaded, task, pooling: str) -> _Features:
-    pooling = "token" if task.info.kind == "token" else pooling
-    key = (loaded.spec.key, task.info.name, pooling, str(loaded.device))
-
-    def compute() -> _Features:
-        parts = {s: _split_features(loaded, task, s, pooling) for s in ("train", "validation")}
-        return _Features(
-            states={s: p[0] for s, p in parts.items()},
-            labels={s: p[1] for s, p in parts.items()},
-            sentence={s: p[2] for s, p in parts.items()},
-            nbytes=sum(p[0].nbytes for p in parts.values()),
-        )
-
-    return FEATURE_CACHE.get(key, compute)
-
-
 # --- training ----------------------------------------------------------------------------
 
 
@@ -331,108 +257,6 @@ def _fit_probe(x_train, y_train, x_val, y_val, n_classes: int, epochs: int, seed
         head.weight.div_(std)
         head.bias.sub_(head.weight @ mean)
     return head, curves
-
-
-def _batches(ids, labels, size: int, order):
-    for start in range(0, len(order), size):
-        yield [ids[i] for i in order[start:start + size]], [labels[i] for i in order[start:start + size]]
-
-
-def _padded(rows, pad_id: int, device):
-    width = max(len(r) for r in rows)
-    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)  # (B, T)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)  # (B, T)
-    for i, r in enumerate(rows):
-        input_ids[i, :len(r)] = torch.tensor(r)
-        mask[i, :len(r)] = 1
-    return input_ids.to(device), mask.to(device)
-
-
-def _token_targets(positions_labels, width: int, device) -> torch.Tensor:
-    """(B, T) class per token: the word's label at its first token, -100 (ignored) elsewhere."""
-    target = torch.full((len(positions_labels), width), -100, dtype=torch.long)
-    for i, pairs in enumerate(positions_labels):
-        for p, y in pairs:
-            target[i, p] = y
-    return target.to(device)
-
-
-def _finetune_units(loaded, task, split: str):
-    """(ids per sentence, target per sentence): a class, or [(position, class)] per word."""
-    texts, labels = getattr(task, f"{split}_texts"), getattr(task, f"{split}_labels")
-    token = task.info.kind == "token"
-    enc = _encode(loaded, texts, offsets=token)
-    if not token:
-        return enc["input_ids"], list(labels)
-    spans = getattr(task, f"{split}_spans")
-    targets = []
-    for offsets, s, ys in zip(enc["offset_mapping"], spans, labels):
-        targets.append([(p, y) for p, y in zip(_word_positions(offsets, s), ys) if p >= 0])
-    return enc["input_ids"], targets
-
-
-def _run_epoch(model, ids, targets, order, optimiser, pad_id, device, token: bool):
-    """One pass (training when an optimiser is given); returns (mean loss, accuracy) per unit."""
-    total_loss, correct, units = 0.0, 0, 0
-    for rows, ys in _batches(ids, targets, FINETUNE_BATCH, order):
-        input_ids, mask = _padded(rows, pad_id, device)
-        with torch.set_grad_enabled(optimiser is not None):
-            logits = model(input_ids=input_ids, attention_mask=mask)
-            if token:
-                target = _token_targets(ys, input_ids.shape[1], device)
-                logits, target = logits.reshape(-1, logits.shape[-1]), target.reshape(-1)
-                keep = target != -100
-                logits, target = logits[keep], target[keep]
-            else:
-                target = torch.tensor(ys, device=device)
-            loss = F.cross_entropy(logits, target, reduction="sum")
-        if optimiser is not None:
-            optimiser.zero_grad()
-            (loss / max(1, len(target))).backward()
-            optimiser.step()
-        total_loss += float(loss.detach())
-        correct += int((logits.argmax(-1) == target).sum())
-        units += len(target)
-    return total_loss / max(1, units), correct / max(1, units)
-
-
-def _finetune(loaded, task, pooling, layer, epochs, seed, subset, lr):
-    body_params = sum(p.numel() for p in loaded.model.parameters())
-    if body_params > MAX_FINETUNE_PARAMETERS:
-        raise CapabilityError(
-            f"Fine-tuning {loaded.spec.key} ({body_params / 1e6:.0f} M parameters) is too big for an "
-            f"interactive run here (limit {MAX_FINETUNE_PARAMETERS / 1e6:.0f} M): train a probe on it "
-            "(freeze=True), or fine-tune a smaller model."
-        )
-    token = task.info.kind == "token"
-    train_ids, train_targets = _finetune_units(loaded, task, "train")
-    val_ids, val_targets = _finetune_units(loaded, task, "validation")
-    if subset is not None:
-        train_ids, train_targets = [train_ids[i] for i in subset], [train_targets[i] for i in subset]
-    device = loaded.device
-    with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
-        torch.manual_seed(seed)
-        body = copy.deepcopy(loaded.model).float()  # a copy: the shared cached model stays as it is
-        head = torch.nn.Linear(int(body.config.hidden_size), len(task.info.labels)).to(device)
-        model = ClassifierModel(body, head, task.info.kind, pooling, layer, loaded.tokenizer, task.info.labels)
-        optimiser = torch.optim.AdamW([
-            {"params": body.parameters(), "lr": lr},
-            {"params": head.parameters(), "lr": lr * 20},
-        ], weight_decay=0.01)
-        generator = torch.Generator().manual_seed(seed)
-        pad_id = loaded.tokenizer.pad_token_id or 0
-        curves = ([], [], [], [])
-        for _ in range(epochs):
-            model.train()
-            order = torch.randperm(len(train_ids), generator=generator).tolist()
-            _run_epoch(model, train_ids, train_targets, order, optimiser, pad_id, device, token)
-            model.eval()
-            train = _run_epoch(model, train_ids, train_targets, range(len(train_ids)), None, pad_id, device, token)
-            val = _run_epoch(model, val_ids, val_targets, range(len(val_ids)), None, pad_id, device, token)
-            for curve, value in zip(curves, train + val):
-                curve.append(value)
-    model.eval()
-    return model, curves
 
 
 def _majority(train_labels: np.ndarray, val_labels: np.ndarray, n_classes: int) -> tuple[int, float]:

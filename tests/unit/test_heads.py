@@ -23,7 +23,7 @@ from models import (
     probe_layers,
     train_classifier,
 )
-from models import heads
+from models import finetuning
 from models.tasks import casing_labels, load_task
 
 TASK = "fiction-speech"  # the smallest sequence task: 400 + 200 sentences, two classes
@@ -122,7 +122,7 @@ def test_finetuning_trains_a_copy_and_leaves_the_shared_model_alone():
 
 
 def test_big_models_are_refused_for_finetuning(monkeypatch):
-    monkeypatch.setattr(heads, "MAX_FINETUNE_PARAMETERS", 1000)
+    monkeypatch.setattr(finetuning, "MAX_FINETUNE_PARAMETERS", 1000)
     with pytest.raises(CapabilityError, match="freeze=True"):
         train_classifier(MLM_KEY, TASK, freeze=False, epochs=1, train_size=8)
 
