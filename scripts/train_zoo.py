@@ -1,12 +1,12 @@
 """Train the mini zoo: tokenizers, then seven families under one token budget; ship them.
 
     python scripts/build_corpus.py                  # the corpus (.cache/corpus), once
-    nice -n 19 python scripts/train_zoo.py --threads 2   # the shipped run: 1.2 M tokens each, batch 16
+    nice -n 19 python scripts/train_zoo.py --threads 2   # the shipped run: 4 M tokens each, batch 16, float32
 
 Writes the tokenizers and runs under ``--work`` (.cache/zoo) and the shipped folders under
 ``--out`` (weights/zoo/<key>/: config, fp16 safetensors, tokenizer, record.json,
 MODEL_CARD.md). Re-running with the same arguments on the same corpus reproduces the runs
-(same seeds and data order; bf16 kernels may differ across CPUs in the last bits).
+(same seeds and data order; kernels may differ across CPUs in the last bits).
 
 Under torchrun it trains with DistributedDataParallel (gloo on CPU, NCCL on CUDA):
 
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--evals", type=int, default=Z.ZooConfig.evals)
     p.add_argument("--eval-sentences", type=int, default=Z.ZooConfig.eval_sentences)
-    p.add_argument("--autocast", default="bf16", choices=["bf16", ""])
+    p.add_argument("--autocast", default=Z.ZooConfig.autocast, choices=["bf16", ""])
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--device", default="cpu")
     p.add_argument("--tiny", action="store_true", help="a 2-layer 64-wide shape (tests only)")

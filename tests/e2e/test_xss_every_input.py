@@ -38,6 +38,20 @@ def injected(page) -> list[str]:
     return found
 
 
+def click_if_there(button) -> int:
+    """Click ``button``; 0 when an earlier answer redrew it away or disabled it."""
+    try:
+        if not (button.is_visible() and button.is_enabled()):
+            return 0
+        try:
+            button.click(timeout=5_000)
+        except PlaywrightTimeout:  # covered (an error toast) or moved by an earlier answer
+            button.dispatch_event("click", timeout=2_000)
+        return 1
+    except PlaywrightTimeout:  # gone by the time it was reached
+        return 0
+
+
 def test_payload_stays_text_everywhere(page_on_own_app):
     # an app of its own: the sweep clicks every action of every tab, so it must not queue
     # behind work earlier tests left on the shared server (nor leave any for later ones)
@@ -51,13 +65,18 @@ def test_payload_stays_text_everywhere(page_on_own_app):
         for box in panel.get_by_role("textbox").all():
             if box.is_visible() and box.is_editable():
                 box.fill(PAYLOAD)
-        for button in panel.get_by_role("button").all():
-            label = (button.inner_text() or "").strip()
-            if label and button.is_visible() and button.is_enabled() and not SKIP.search(label):
-                try:
-                    button.click(timeout=5_000)
-                except PlaywrightTimeout:  # covered (an error toast) or moved by an earlier answer
-                    button.dispatch_event("click")
+        # the labels first: an answer may redraw part of the panel while the sweep clicks,
+        # so a handle taken before the first click can point at a button that is gone
+        labels = panel.get_by_role("button").evaluate_all(
+            "els => els.filter(b => b.offsetParent !== null && !b.disabled)"
+            ".map(b => b.innerText.trim())")
+        clicked = 0
+        for label in dict.fromkeys(labels):
+            if not label or SKIP.search(label):
+                continue
+            for button in panel.get_by_role("button", name=label, exact=True).all():
+                clicked += click_if_there(button)
+        assert clicked, name
         settle(page)  # every answer has arrived and been drawn: all of them are inspected
         assert injected(page) == [], name
         assert page.dialogs == [], (name, page.dialogs)
