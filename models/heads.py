@@ -33,7 +33,7 @@ from .embeddings import _pool, layer_index
 from .errors import CapabilityError, InputError
 from .finetuning import FINETUNE_BATCH, _finetune
 from .head_features import _features, _word_positions
-from .loading import check_token_count, load_model
+from .loading import RESULT_CACHES, check_token_count, load_model
 from .tasks import casing_labels, load_task
 from .validation import check_text, check_whole_number
 
@@ -152,6 +152,18 @@ class _Trained:
 _TRAINED: OrderedDict[str, _Trained] = OrderedDict()
 _TRAINED_LOCK = threading.Lock()
 _IDS = itertools.count(1)
+
+
+class _TrainedHeads:
+    """What ``clear_cache`` drops: a probe holds the cached encoder (and its device)."""
+
+    @staticmethod
+    def clear() -> None:
+        with _TRAINED_LOCK:
+            _TRAINED.clear()
+
+
+RESULT_CACHES.append(_TrainedHeads())
 
 
 def _keep(trained: _Trained) -> str:

@@ -174,3 +174,16 @@ def test_casing_labels_skip_the_first_word():
     assert [(a, b) for a, b in spans] == [(s, s + len(w)) for s, w in
                                           zip([4, 9, 12, 20, 28, 31, 35, 42], words)]
     assert labels == (1, 0, 1, 0, 0, 0, 1, 0)
+
+
+def test_clear_cache_forgets_trained_heads(monkeypatch):
+    from models import loading
+
+    # the loaded models and tokenizers other tests share stay untouched: stand-ins are cleared
+    monkeypatch.setattr(loading, "MODEL_CACHE", loading.ModelCache(1))
+    monkeypatch.setattr(loading, "_tokenizers", {})
+    head = train_classifier(ENCODER_KEY, TASK, pooling="mean", epochs=1, train_size=8, seed=2)
+    assert classify(head.head_id, "She said, \"Come in.\"").predicted[0] in head.labels
+    loading.clear_cache()  # e.g. after set_device: the head's encoder is on the old device
+    with pytest.raises(InputError, match="No trained head"):
+        classify(head.head_id, "She said, \"Come in.\"")
