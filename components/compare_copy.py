@@ -49,7 +49,7 @@ ZOO_HELP = (
     "Seven miniatures **trained by this project** (not the published checkpoints), one per "
     "family, each the real transformers class with its family's defining ideas: the same "
     "corpus (public-domain and permissive English text, `data/corpus_sources.json`), the same "
-    "seed, the same shape (4 layers, 256 wide, 4 heads, FFN 768, an 8,192-token vocabulary "
+    "seed, the same shape (4 layers, 128 wide, 4 heads, FFN 512, an 8,192-token vocabulary "
     "trained for each tokenizer kind) and **the same number of training tokens**. What "
     "differs is only the recipe: objective, masking, tokenizer, attention and sharing. The "
     "score does not depend on the tokenizer: 15 % of the words of each held-out sentence "

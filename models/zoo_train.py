@@ -43,7 +43,7 @@ from .zoo_scores import whole_word_accuracy
 class ZooConfig:
     """One training budget for every family."""
 
-    tokens: int = 2_400_000  # training tokens per family (non-padding inputs of the trained model)
+    tokens: int = 3_000_000  # training tokens per family (non-padding inputs of the trained model)
     batch_size: int = 16
     lr: float = 1e-3
     warmup: float = 0.06  # share of the budget with a linear warm-up, then linear decay to 0

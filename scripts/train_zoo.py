@@ -1,7 +1,7 @@
 """Train the mini zoo: tokenizers, then seven families under one token budget; ship them.
 
     python scripts/build_corpus.py                  # the corpus (.cache/corpus), once
-    nice -n 19 python scripts/train_zoo.py --threads 2   # the shipped run: 2.4 M tokens each, batch 16, float32
+    nice -n 19 python scripts/train_zoo.py --threads 2   # the shipped run: 3 M tokens each, batch 16, float32
 
 Writes the tokenizers and runs under ``--work`` (.cache/zoo) and the shipped folders under
 ``--out`` (weights/zoo/<key>/: config, fp16 safetensors, tokenizer, record.json,
