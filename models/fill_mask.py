@@ -117,9 +117,9 @@ def _forward_batch(requests: list[tuple[LoadedModel, _Encoded]]) -> list[torch.T
     on every text's mask positions together.
     """
     loaded = requests[0][0]
-    if len(requests) == 1:
+    if len(requests) == 1:  # one text, no padding: an all-ones attention mask is no mask
         encoded = requests[0][1]
-        inputs = {k: v.to(loaded.device) for k, v in encoded.inputs.items()}
+        inputs = {k: v.to(loaded.device) for k, v in encoded.inputs.items() if k != "attention_mask"}
         return [masked_logits(loaded.model, inputs, encoded.positions).float().cpu()]
     pad_id = loaded.tokenizer.pad_token_id or 0
     width = max(int(enc.inputs["input_ids"].shape[1]) for _, enc in requests)
