@@ -327,13 +327,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60, help="typing time per student")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--url", default=None, help="an app already running (else one is started)")
+    parser.add_argument("--pid", type=int, default=None, help="with --url: the server's process id, for its CPU time")
     args = parser.parse_args()
     from bench.bench_common import machine_line
 
     print(machine_line())
     proc, url = (None, args.url) if args.url else start_app()
     try:
-        server_cpu = cpu_seconds(proc.pid) if proc else None
+        server_pid = proc.pid if proc else args.pid
+        server_cpu = cpu_seconds(server_pid) if server_pid else None
         before = resource.getrusage(resource.RUSAGE_SELF)
         start = time.perf_counter()
         stats = asyncio.run(run_class(url, args.students, args.seconds, args.seed))
@@ -342,8 +344,9 @@ def main() -> None:
         own = resource.getrusage(resource.RUSAGE_SELF)
         clients = own.ru_utime + own.ru_stime - before.ru_utime - before.ru_stime
         line = f"CPU seconds: the {args.students} clients {clients:.1f}"
-        if proc:
-            line += f", server {cpu_seconds(proc.pid) - server_cpu:.1f}"
+        if server_pid:
+            used = cpu_seconds(server_pid) - server_cpu
+            line += f", server {used:.1f} ({used * 1e3 / max(sum(map(len, stats.latency.values())), 1):.0f} ms a request)"
         print(line + f", over {wall:.0f} s of wall time")
     finally:
         if proc is not None:
