@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import gradio as gr
 
 from models import (
@@ -28,7 +30,7 @@ N_OUTPUTS = 4  # table, plot, filled sentence, status
 # Fill-mask requests running at once (both events together). They meet in the core's
 # micro-batcher (models/batching.py), which runs one forward for all that arrived while the
 # model was busy: more at once means bigger batches, not more forwards competing for cores.
-FILL_MASK_CONCURRENCY = 16
+FILL_MASK_CONCURRENCY = int(os.environ.get("ENCODER_LAB_FILL_MASK_CONCURRENCY", 16))
 
 
 def model_card(model_key: str) -> str:
