@@ -208,6 +208,7 @@ def build_fill_mask_tab(demo: gr.Blocks) -> None:
             api_name="fill_mask_live",
             trigger_mode="always_last",
             show_progress="minimal",
+            show_progress_on=outputs,  # not on the words strip, which a student may be clicking
             concurrency_limit=FILL_MASK_CONCURRENCY,
             concurrency_id="fill_mask",
         )
