@@ -1,10 +1,11 @@
 """Benchmark 1: our fill_mask vs transformers.pipeline("fill-mask"), same model, same input.
 
-    .venv/bin/python -m bench.fill_mask [--model minilm-mlm] [--runs 200] [--device cpu]
+    .venv/bin/python -m bench.fill_mask [--model minilm-mlm] [--runs 200] [--device auto]
 
-Both use the same loaded model object and tokenizer. Runs alternate (ours, pipeline, ours,
-...) so that drift in machine load hits both alike; the figures are medians. Target: ours
-<= 0.8 x pipeline time. Prints the machine, versions and the ratio per input.
+Both use the same loaded model object and tokenizer, on the core's device and dtype (auto:
+CUDA, then MPS, then CPU; float16 on a GPU). Runs alternate (ours, pipeline, ours, ...) so
+that drift in machine load hits both alike; the figures are medians. Target: ours <= 0.7 x
+pipeline time. Prints the machine, versions, the ratio per input and a SUMMARY line each.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 
 from bench.bench_common import machine_line
 
+TARGET = 0.7
 INPUTS = {
     "one mask": "The cat sat on the [MASK] and looked out of the window at the birds.",
     "three masks": "She opened the [MASK], walked into the [MASK] and sat down at the [MASK].",
@@ -25,7 +27,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None, help="registry key (default: the default MLM)")
     parser.add_argument("--runs", type=int, default=200)
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps", "auto"])
+    parser.add_argument("--device", default="auto", choices=["cpu", "cuda", "mps", "auto"])
     args = parser.parse_args()
 
     import torch
@@ -39,7 +41,8 @@ def main() -> None:
     pipe = pipeline("fill-mask", model=loaded.model, tokenizer=loaded.tokenizer, device=loaded.device)
     print(machine_line(loaded.device))
     print(f"model: {key} ({loaded.dtype}), runs per side: {args.runs}, top_k 5\n")
-    print(f"{'input':<12} {'ours ms':>9} {'pipeline ms':>12} {'ratio':>7}  target <= 0.80")
+    print(f"{'input':<12} {'ours ms':>9} {'pipeline ms':>12} {'ratio':>7}  target <= {TARGET:.2f}")
+    summary = []
 
     for name, text in INPUTS.items():
         pipe_text = text.replace("[MASK]", loaded.tokenizer.mask_token)
@@ -48,7 +51,10 @@ def main() -> None:
         ref = pipe(pipe_text, top_k=5)
         ref = [ref] if isinstance(ref[0], dict) else ref
         for mask, expected in zip(ours.masks, ref):
-            assert [p.token_id for p in mask.predictions] == [e["token"] for e in expected]
+            if loaded.dtype == torch.float32:  # in half precision near-ties may swap
+                assert [p.token_id for p in mask.predictions] == [e["token"] for e in expected]
+            else:
+                assert mask.predictions[0].token_id == expected[0]["token"]
         for _ in range(10):  # warm-up
             fill_mask(key, text, top_k=5)
             pipe(pipe_text, top_k=5)
@@ -64,13 +70,19 @@ def main() -> None:
             t_pipe.append(time.perf_counter() - start)
         ours_ms = statistics.median(t_ours) * 1e3
         pipe_ms = statistics.median(t_pipe) * 1e3
-        verdict = "met" if ours_ms <= 0.8 * pipe_ms else "NOT met"
-        print(f"{name:<12} {ours_ms:>9.2f} {pipe_ms:>12.2f} {ours_ms / pipe_ms:>7.2f}  {verdict}")
+        ratio = ours_ms / pipe_ms
+        print(f"{name:<12} {ours_ms:>9.2f} {pipe_ms:>12.2f} {ratio:>7.2f}  {'met' if ratio <= TARGET else 'NOT met'}")
+        summary.append(f"SUMMARY fill-mask {name} time vs pipeline: {ratio:.2f}x ({ours_ms:.2f} vs {pipe_ms:.2f} ms, "
+                       f"{loaded.device.type} {str(loaded.dtype).removeprefix('torch.')}) (target <= {TARGET}x): "
+                       f"{'pass' if ratio <= TARGET else 'FAIL'}")
+    print("\n".join(summary))
 
 
 def _sync(torch, device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
+    elif device.type == "mps":
+        torch.mps.synchronize()
 
 
 if __name__ == "__main__":

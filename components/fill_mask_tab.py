@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import gradio as gr
 
 from models import (
@@ -25,6 +27,10 @@ from .common import escape, model_choices, quoted, readable_errors
 from .server import on_gpu
 
 N_OUTPUTS = 4  # table, plot, filled sentence, status
+# Fill-mask requests running at once (both events together). They meet in the core's
+# micro-batcher (models/batching.py), which runs one forward for all that arrived while the
+# model was busy: more at once means bigger batches, not more forwards competing for cores.
+FILL_MASK_CONCURRENCY = int(os.environ.get("ENCODER_LAB_FILL_MASK_CONCURRENCY", 16))
 
 
 def model_card(model_key: str) -> str:
@@ -69,15 +75,20 @@ def predict(text: str, model_key: str, top_k: float, causal: bool = False, progr
 
 @on_gpu
 def predict_live(text: str, model_key: str, top_k: float, live: bool, causal: bool = False):
-    """As-you-type fill-mask: never pops up errors, writes them in the status line."""
+    """Every edit of the text: the clickable words, and predictions when live is on.
+
+    One request per keystroke carries both (the words strip used to be a second event).
+    Never pops up errors: they go to the status line.
+    """
+    words = show_words(text)
     if not live:
-        return (gr.skip(),) * N_OUTPUTS
+        return (words,) + (gr.skip(),) * N_OUTPUTS
     if not text or not MASK_PATTERN.search(text):
-        return (gr.skip(),) * (N_OUTPUTS - 1) + ("Add [MASK] to the text to see predictions.",)
+        return (words,) + (gr.skip(),) * (N_OUTPUTS - 1) + ("Add [MASK] to the text to see predictions.",)
     try:
-        return _outputs(fill_mask(model_key, text, int(top_k), bool(causal)))
+        return (words,) + _outputs(fill_mask(model_key, text, int(top_k), bool(causal)))
     except EncoderLabError as exc:
-        return (gr.skip(),) * (N_OUTPUTS - 1) + (f"⚠️ {escape(str(exc))}",)
+        return (words,) + (gr.skip(),) * (N_OUTPUTS - 1) + (f"⚠️ {escape(str(exc))}",)
 
 
 @on_gpu
@@ -91,6 +102,12 @@ def generate(prompt: str, model_key: str, steps: float, seed: float, top_k: floa
 def show_words(text: str):
     """The text as clickable words (masks highlighted)."""
     return [(seg, kind if kind == "mask" else None) for seg, kind in text_segments(text or "")]
+
+
+def text_segments_api(text: str) -> list[tuple[str, str | None]]:
+    """The text cut into words ("word"), masks ("mask") and the spaces between (None)."""
+    with readable_errors("Text segments"):
+        return text_segments(text or "")
 
 
 class WordClick(gr.SelectData):
@@ -180,17 +197,22 @@ def build_fill_mask_tab(demo: gr.Blocks) -> None:
             inputs=[text, model, top_k, causal],
             outputs=outputs,
             api_name="fill_mask",
+            concurrency_limit=FILL_MASK_CONCURRENCY,
+            concurrency_id="fill_mask",
         )
         gr.on(
             [text.change, top_k.release, model.change, causal.input, demo.load],
             predict_live,
             inputs=[text, model, top_k, live, causal],
-            outputs=outputs,
+            outputs=[words, *outputs],
             api_name="fill_mask_live",
             trigger_mode="always_last",
             show_progress="minimal",
+            show_progress_on=outputs,  # not on the words strip, which a student may be clicking
+            concurrency_limit=FILL_MASK_CONCURRENCY,
+            concurrency_id="fill_mask",
         )
-        text.change(show_words, text, words, api_name="text_segments", queue=False)
+        gr.api(text_segments_api, api_name="text_segments", queue=False)
         words.select(click_word, text, text, api_name="mask_word")
         model.change(model_card, model, card, api_name="model_card", queue=False)
         gr.on([gen_button.click, prompt.submit], generate, [prompt, model, steps, seed, gen_top_k],

@@ -6,6 +6,8 @@ device), ``_decode`` (softmax over the whole vocabulary, top-k, token strings).
 
 All masks of a text are predicted in one forward pass, each independently of the others
 (as the pipeline does): the model does not see its own guess for mask 1 when guessing mask 2.
+Requests that arrive while the model is busy share its next forward (``models.batching``):
+a class typing at once costs a few forwards a second, not one per keystroke.
 With ``causal=True`` the same model reads through a causal mask (``models.causal``): each
 position sees only itself and the tokens to its left.
 """
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from . import registry
+from .batching import MicroBatcher
 from .causal import require_causal, with_causal_mask
 from .errors import CapabilityError, InputError
 from .loading import LoadedModel, check_token_count, load_model, require_head
@@ -98,10 +101,44 @@ def encode_masks(loaded: LoadedModel, text: str, spans: list[tuple[int, int]]) -
 
 def _forward(loaded: LoadedModel, encoded: _Encoded, causal: bool = False) -> torch.Tensor:
     """Logits at the mask positions: (masks, vocab), float32, on the CPU."""
+    if not causal:  # shares a forward with concurrent requests for this model
+        n_tokens = int(encoded.inputs["input_ids"].shape[1])
+        return _BATCHER.submit(id(loaded.model), (loaded, encoded), cost=n_tokens)
     inputs = {k: v.to(loaded.device) for k, v in encoded.inputs.items()}
-    if causal:
-        inputs = with_causal_mask(loaded.model, inputs)
+    inputs = with_causal_mask(loaded.model, inputs)
     return masked_logits(loaded.model, inputs, encoded.positions).float().cpu()
+
+
+def _forward_batch(requests: list[tuple[LoadedModel, _Encoded]]) -> list[torch.Tensor]:
+    """One forward for several texts of one model: (masks, vocab) float32 CPU logits per text.
+
+    The texts are padded on the right to the longest, with an attention mask, so each real
+    token attends to its own text only and keeps its position ids; the MLM head then runs
+    on every text's mask positions together.
+    """
+    loaded = requests[0][0]
+    if len(requests) == 1:  # one text, no padding: an all-ones attention mask is no mask
+        encoded = requests[0][1]
+        inputs = {k: v.to(loaded.device) for k, v in encoded.inputs.items() if k != "attention_mask"}
+        return [masked_logits(loaded.model, inputs, encoded.positions).float().cpu()]
+    pad_id = loaded.tokenizer.pad_token_id or 0
+    width = max(int(enc.inputs["input_ids"].shape[1]) for _, enc in requests)
+    names = requests[0][1].inputs.keys()
+    batch = {}
+    for name in names:  # (B, T) each: input_ids, attention_mask, token_type_ids, ...
+        fill = pad_id if name == "input_ids" else 0
+        rows = [torch.nn.functional.pad(enc.inputs[name], (0, width - enc.inputs[name].shape[1]), value=fill)
+                for _, enc in requests]
+        batch[name] = torch.cat(rows).to(loaded.device)
+    rows = [b for b, (_, enc) in enumerate(requests) for _ in enc.positions]
+    cols = [p for _, enc in requests for p in enc.positions]
+    logits = batch_masked_logits(loaded.model, batch, rows, cols).float().cpu()  # (P, V)
+    counts = [len(enc.positions) for _, enc in requests]
+    return list(logits.split(counts))
+
+
+# Texts batched per forward are bounded by padded tokens (memory and the wait of the first).
+_BATCHER = MicroBatcher(_forward_batch, max_cost=4096, max_items=32)
 
 
 # --- the MLM head at the masked positions only -------------------------------------------
@@ -119,9 +156,15 @@ def _keep_positions(_module, _args, output):
     positions = getattr(_gather, "positions", None)
     if positions is None:
         return None
+    hidden = output[0] if isinstance(output, tuple) else output.last_hidden_state
+    if isinstance(positions, tuple):  # (rows, cols) of a batch: all kept states in one row
+        rows, cols = positions
+        kept = hidden[rows, cols].unsqueeze(0)  # (1, P, H)
+    else:
+        kept = hidden[:, positions]  # (B, M, H)
     if isinstance(output, tuple):
-        return (output[0][:, positions],) + output[1:]
-    output.last_hidden_state = output.last_hidden_state[:, positions]  # (B, M, H)
+        return (kept,) + output[1:]
+    output.last_hidden_state = kept
     return output
 
 
@@ -133,14 +176,18 @@ def _ensure_hook(model) -> None:
 
 
 @contextmanager
-def gather_positions(model, positions: list[int], device):
+def gather_positions(model, positions: list[int], device, rows: list[int] | None = None):
     """Within this block (and this thread), ``model``'s MLM head projects only ``positions``.
 
-    Yields the positions as an index tensor. A caller must check the logits' second
-    dimension: a head that re-pads its output gives every position (index it then).
+    Yields the positions as an index tensor. With ``rows`` (one per position: which text
+    of the batch), the kept states of a batch come out as one row (1, P, H). A caller must
+    check the logits' second dimension: a head that re-pads its output gives every position
+    (index it then).
     """
     _ensure_hook(model)
     index = torch.as_tensor(positions, dtype=torch.long, device=device)
+    if rows is not None:
+        index = (torch.as_tensor(rows, dtype=torch.long, device=device), index)
     _gather.positions = index
     try:
         yield index
@@ -156,6 +203,17 @@ def masked_logits(model, inputs: dict, positions: list[int]) -> torch.Tensor:
     if logits.shape[1] != len(positions):  # a head that re-pads its output: project all
         with torch.inference_mode():
             logits = model(**inputs).logits[:, index]
+    return logits[0]
+
+
+def batch_masked_logits(model, inputs: dict, rows: list[int], cols: list[int]) -> torch.Tensor:
+    """(P, V) logits of an MLM model for a padded batch, at the (row, column) pairs only."""
+    with gather_positions(model, cols, inputs["input_ids"].device, rows=rows) as (row_index, col_index):
+        with torch.inference_mode():
+            logits = model(**inputs).logits  # (1, P, V)
+    if logits.shape[1] != len(cols):  # a head that re-pads its output: project all
+        with torch.inference_mode():
+            return model(**inputs).logits[row_index, col_index]
     return logits[0]
 
 

@@ -38,6 +38,47 @@ def test_figure_has_one_panel_per_mask_best_on_top():
     assert [a.text for a in fig.layout.annotations] == ["mask 1 (token position 2)", "mask 2 (token position 5)"]
 
 
+def _reference_figure(result):
+    """The figure as plotly's validating API builds it (make_subplots, add_trace, templates)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from components.common import escape
+
+    n = len(result.masks)
+    fig = make_subplots(rows=n, cols=1, vertical_spacing=min(0.12, 0.3 / n), subplot_titles=[
+        f"mask {m.index + 1} (token position {m.position})" for m in result.masks])
+    for row, mask in enumerate(result.masks, start=1):
+        scores = [p.score for p in mask.predictions][::-1]
+        labels = [f"{r}. {escape(show_token(p.token))}" for r, p in enumerate(mask.predictions, start=1)][::-1]
+        fig.add_trace(go.Bar(x=scores, y=labels, orientation="h", text=[f"{s:.1%}" for s in scores],
+                             textposition="auto", hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>",
+                             marker_color="#4c78a8", showlegend=False), row=row, col=1)
+        fig.update_xaxes(range=[0, max(scores) * 1.15], tickformat=".1%", row=row, col=1)
+        fig.update_yaxes(type="category", row=row, col=1)
+    fig.update_layout(height=80 + n * (40 + 26 * max(len(m.predictions) for m in result.masks)),
+                      margin=dict(l=10, r=10, t=40, b=10), xaxis_title=None, template="plotly_white")
+    return fig
+
+
+def test_fast_figure_is_the_json_plotly_validates():
+    import json
+
+    for masks in ([[("cat", 0.5), ("<s>", 0.25)]],
+                  [[("cat", 0.5), ("dog", 0.25)], [("mat", 0.75)], [("##s", 0.1), ("a", 0.05), ("b", 0.01)]],
+                  [[(f"w{i}", 0.5)] for i in range(10)]):
+        result = _result(masks)
+        ours = fill_mask_plots.fill_mask_figure(result)
+        assert json.loads(ours.to_json()) == json.loads(_reference_figure(result).to_json())
+    # Each call is a figure of its own: changing one leaves the next call's untouched.
+    first = fill_mask_plots.fill_mask_figure(_result([[("cat", 0.5)]]))
+    first.layout.annotations[0].text = "changed"
+    first.layout.xaxis.range = [0, 9]
+    again = fill_mask_plots.fill_mask_figure(_result([[("cat", 0.5)]]))
+    assert again.layout.annotations[0].text == "mask 1 (token position 2)"
+    assert list(again.layout.xaxis.range) == [0, 0.5 * 1.15]
+
+
 def test_tokens_are_escaped_in_figures():
     evil = '<a href="javascript:alert(1)">x</a>'
     fig = fill_mask_plots.fill_mask_figure(_result([[("<s>", 0.6), (evil, 0.3)]]))
