@@ -123,10 +123,15 @@ def test_dark_heatmap_scale_stays_readable(page):
 
 # --- exports -------------------------------------------------------------------------------
 
-def download(page, button):
+def download(page, button, folder: Path):
+    """Click ``button``; the file it downloads, saved under the name the page gave it (a
+    browser opens a file from disk by its extension), and that name."""
     with page.expect_download(timeout=TIMEOUT) as info:
         button.click()
-    return Path(info.value.path()), info.value.suggested_filename
+    name = info.value.suggested_filename
+    path = folder / name
+    info.value.save_as(path)
+    return path, name
 
 
 def open_offline(browser, path: Path):
@@ -145,14 +150,14 @@ def external(urls):
     return [u for u in urls if urlparse(u).scheme not in ("file", "data", "blob", "about")]
 
 
-def test_chart_exports_png_svg_html(page, browser):
+def test_chart_exports_png_svg_html(page, browser, tmp_path):
     wait_for_chart(page)
     plot, _ = chart(page)
     group = page.get_by_role("group", name=f"Export: {FILL_MASK_CHART}")
     bars = plot.locator(".bars path").count()
     assert bars > 0
 
-    png, name = download(page, group.get_by_role("button", name="Download this chart as PNG"))
+    png, name = download(page, group.get_by_role("button", name="Download this chart as PNG"), tmp_path)
     assert name.endswith(".png")
     image = Image.open(png)
     image.load()
@@ -160,14 +165,14 @@ def test_chart_exports_png_svg_html(page, browser):
     colours = image.convert("RGB").getcolors(maxcolors=1_000_000)
     assert colours is not None and len(colours) > 10  # drawn, not one flat colour
 
-    svg, name = download(page, group.get_by_role("button", name="Download this chart as SVG"))
+    svg, name = download(page, group.get_by_role("button", name="Download this chart as SVG"), tmp_path)
     assert name.endswith(".svg")
     tree = ET.parse(svg).getroot()
     assert tree.tag == "{http://www.w3.org/2000/svg}svg"
     paths = [p for p in tree.iter("{http://www.w3.org/2000/svg}path") if p.get("d")]
     assert len(paths) >= bars
 
-    html, name = download(page, group.get_by_role("button", name="Download this chart as a standalone HTML file"))
+    html, name = download(page, group.get_by_role("button", name="Download this chart as a standalone HTML file"), tmp_path)
     assert name.endswith(".html")
     context, offline = open_offline(browser, html)
     try:
@@ -180,15 +185,16 @@ def test_chart_exports_png_svg_html(page, browser):
 
 
 def visible_rows(table) -> list[list[str]]:
-    rows = table.locator("tbody tr[role='row']")
-    return [rows.nth(i).locator("td").all_inner_texts() for i in range(rows.count())]
+    """The rows the page shows (the first: the headers), as the cells' text."""
+    rows = table.get_by_role("row")
+    return [rows.nth(i).get_by_role("gridcell").all_inner_texts() for i in range(1, rows.count())]
 
 
 @pytest.mark.parametrize("tab, selector, rows", [
     ("Fill-mask", "#fill-mask-table", None),
     ("Attention", "#attention-stats", 6 * 12),  # virtualised: not every row is in the page
 ])
-def test_table_csv_matches_the_table_on_screen(page, tab, selector, rows):
+def test_table_csv_matches_the_table_on_screen(page, tab, selector, rows, tmp_path):
     page.get_by_role("tab", name=tab).click()
     table = page.locator(selector)
     expect(table.locator("tbody tr").first).to_be_attached(timeout=TIMEOUT)
@@ -198,7 +204,7 @@ def test_table_csv_matches_the_table_on_screen(page, tab, selector, rows):
     assert rows is None or count == rows
     heads = table.locator("thead th[role='columnheader']").evaluate_all("ths => ths.map(t => t.title)")
 
-    path, name = download(page, page.locator(f"{selector} .el-export").get_by_role("button", name="Download this table as CSV"))
+    path, name = download(page, page.locator(f"{selector} .el-export").get_by_role("button", name="Download this table as CSV"), tmp_path)
     assert name.endswith(".csv")
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     assert list(frame.columns) == heads
@@ -209,12 +215,12 @@ def test_table_csv_matches_the_table_on_screen(page, tab, selector, rows):
     pd.testing.assert_frame_equal(frame.head(len(on_screen)), on_screen, check_dtype=False)
 
 
-def test_heatmap_and_bertviz_as_standalone_html(page, browser):
+def test_heatmap_and_bertviz_as_standalone_html(page, browser, tmp_path):
     page.get_by_role("tab", name="Attention").click()
     expect(page.locator("#attention-heatmap .hm image").first).to_be_attached(timeout=TIMEOUT)
     settle(page)
     heatmap = page.locator("#attention-heatmap .el-export")
-    html, _ = download(page, heatmap.get_by_role("button", name="Download this chart as a standalone HTML file"))
+    html, _ = download(page, heatmap.get_by_role("button", name="Download this chart as a standalone HTML file"), tmp_path)
     context, offline = open_offline(browser, html)
     try:
         expect(offline.locator(".js-plotly-plot .hm image").first).to_be_attached(timeout=TIMEOUT)
@@ -226,7 +232,7 @@ def test_heatmap_and_bertviz_as_standalone_html(page, browser):
     page.get_by_role("button", name="Draw with bertviz").click()
     expect(page.frame_locator("#attention-bertviz iframe").locator("svg text").first).to_be_attached(timeout=TIMEOUT)
     view = page.locator("#attention-bertviz .el-export")
-    html, name = download(page, view.get_by_role("button", name="Download this view as a standalone HTML file"))
+    html, name = download(page, view.get_by_role("button", name="Download this view as a standalone HTML file"), tmp_path)
     assert name.endswith(".html")
     text = html.read_text(encoding="utf-8")
     assert 'src="vendor/' not in text and '"vendor/' not in text  # every script inlined
