@@ -4,6 +4,7 @@ for the offline chart files, the dark template."""
 from __future__ import annotations
 
 import html.parser
+import re
 import json
 
 import pytest
@@ -124,3 +125,21 @@ def test_plotly_js_is_served_as_the_package_ships_it():
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/javascript")
     assert response.content == shipped
+
+
+def test_word_labels_are_written_not_only_coloured():
+    """'Classify my sentence' on a per-word task: each word's label is text under it."""
+    import numpy as np
+
+    from components.finetune_plots import classification_html
+    from models.heads import Classification
+
+    result = Classification(
+        head_id="h", text="Alice <b>met</b> Bob", kind="token", labels=("Lower", "Upper"),
+        probabilities=np.array([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]]),
+        predicted=("Upper", "Lower", "Upper"), spans=((0, 5), (6, 16), (17, 20)),
+    )
+    page = classification_html(result, {"Lower": "#dbe9f6", "Upper": "#fde2c4"})
+    words = [(m.group(1), m.group(2)) for m in
+             re.finditer(r"<mark [^>]*>(.*?)<sub class='head-label'>(.*?)</sub></mark>", page)]
+    assert words == [("Alice", "Upper"), ("&lt;b&gt;met&lt;/b&gt;", "Lower"), ("Bob", "Upper")]
