@@ -35,7 +35,8 @@ THEME_COLOURS = {
     "block_label_text_color": "*neutral_700",
     "block_info_text_color": "*neutral_600",
     "input_placeholder_color": "*neutral_500",
-    "color_accent": "*primary_700",
+    "color_accent": "*primary_700",  # on dark, present.css sets orange-500 (Gradio has no
+                                     # dark variant of this one)
     "button_primary_background_fill": "*primary_700",
     "button_primary_background_fill_hover": "*primary_800",
     "button_primary_background_fill_dark": "*primary_700",

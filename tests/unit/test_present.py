@@ -45,6 +45,16 @@ def test_theme_text_passes_wcag_aa(foreground, background):
     assert contrast(resolved(theme, foreground), resolved(theme, background)) >= 4.5
 
 
+def test_dark_accent_set_by_the_stylesheet_passes_wcag_aa():
+    """present.css gives the accent its own dark value (Gradio's theme has none)."""
+    theme = present.theme()
+    css = present.STYLE.read_text()
+    accent = re.search(r"body\.dark \{ --color-accent: var\(--(\w+)-(\d+)\); \}", css)
+    assert accent, "present.css sets no dark accent"
+    colour = resolved(theme, f"{accent.group(1)}_{accent.group(2)}")
+    assert contrast(colour, resolved(theme, "background_fill_primary_dark")) >= 4.5
+
+
 def test_gradios_default_would_fail_where_the_theme_changes_it():
     """The changes are needed: Gradio's defaults are below 4.5:1 (what axe reported)."""
     import gradio as gr
