@@ -153,3 +153,23 @@ def test_word_labels_are_written_not_only_coloured():
     words = [(m.group(1), m.group(2)) for m in
              re.finditer(r"<mark [^>]*>(.*?)<sub class='head-label'>(.*?)</sub></mark>", page)]
     assert words == [("Alice", "Upper"), ("&lt;b&gt;met&lt;/b&gt;", "Lower"), ("Bob", "Upper")]
+
+
+def test_over_white_is_alpha_compositing():
+    from components.common import over_white
+
+    assert over_white((0, 0, 0), 0.5) == (128, 128, 128)
+    assert over_white((33, 102, 172), 1.0) == (33, 102, 172)
+    assert over_white((33, 102, 172), 0.0) == (255, 255, 255)
+
+
+@pytest.mark.parametrize("alpha", [0.08, 0.3, 0.5, 0.6, 0.7, 0.8])
+def test_attribution_shades_keep_their_text_readable(alpha):
+    """Every shade the 'Why this guess' rows use, with the text colour chosen for it,
+    passes WCAG AA (checked with this file's own contrast formula)."""
+    from components.attribution_plots import NEGATIVE, POSITIVE
+    from components.common import over_white, text_colour_on
+
+    for colour in (POSITIVE, NEGATIVE):
+        shade = over_white(colour, alpha)
+        assert contrast(text_colour_on(shade), "#%02x%02x%02x" % shade) >= 4.5, (colour, alpha)
