@@ -80,8 +80,18 @@ def test_projector_toggle_enlarges_type_and_charts(page):
     assert all(a >= 1.4 * b for a, b in zip(after, before)), (before, after)
     screenshot(page, "projector-on")
 
+    # a line chart: its lines at least 4 px wide (Plotly's default: 2)
+    open_tab(page, "Pre-training")
+    curve, _ = chart(page, "Loss and held-out accuracy over training")
+    expect(curve.locator(".scatterlayer .trace").first).to_be_attached(timeout=TIMEOUT)
+    widths = "gd => gd._fullData.filter(t => t.type === 'scatter').map(t => t.line.width)"
+    wait_until(lambda: min(curve.evaluate(widths)) >= 4, "thick lines in projector mode")
+    screenshot(page, "projector-lines")
+
     toggle.click()  # and back
     expect(toggle).to_have_attribute("aria-pressed", "false")
+    wait_until(lambda: max(curve.evaluate(widths)) == 2, "Plotly's own line width again")
+    open_tab(page, "Fill-mask")
     wait_until(lambda: chart_layout(page, "font.size") == before[2], "the chart's own font again")
     assert prose_font_px(page) == before[0]
     assert page.external_requests == []
@@ -274,47 +284,107 @@ def serious_violations(page) -> list[dict]:
     return found
 
 
-def test_axe_finds_no_serious_violation_on_any_tab(page):
-    expect(page.get_by_role("tab", name="Models")).to_be_visible(timeout=TIMEOUT)
+def open_tab(page, name: str) -> None:
+    """Click the tab ``name``; with large type some tabs move into Gradio's "More tabs" menu."""
+    tab = page.get_by_role("tab", name=name, exact=True)
+    if tab.count() == 0:
+        page.get_by_role("button", name="More tabs").click()
+        tab = page.get_by_role("button", name=name, exact=True)
+    tab.click()
+
+
+# The tabs' own actions the audit also runs (quick ones: no training, no benchmark).
+ACTIONS = {
+    "Fill-mask": ["Generate with an encoder"],
+    "Why this guess": ["Explain this guess"],
+    "Masking lab": ["Simulate masking", "Compute the MLM loss", "Show the arithmetic",
+                    "Score the pair", "Detect replaced tokens"],
+    "Attention": ["Draw with bertviz", "Show token + position + segment"],
+    "Embeddings": ["Compare [CLS], mean and max pooling", "Trace the word through the layers"],
+    "Compare": ["Compare predictions", "Compare tokens"],
+    "Fine-tuning & search": ["Search"],
+}
+
+
+def audit_every_tab(page, query: str, actions: bool) -> dict:
+    page.goto(page.url.split("?")[0] + query)
+    expect(page.get_by_role("tab", name="Fill-mask")).to_be_visible(timeout=TIMEOUT)
+    settle(page)
     page.add_script_tag(content=axe_source())
     report = {}
     for tab in TABS:
-        page.get_by_role("tab", name=tab, exact=True).click()
+        open_tab(page, tab)
         settle(page)
         page.wait_for_timeout(300)  # one more frame for the repairs and export bars
         report[tab] = serious_violations(page)
-    (ARTIFACTS / "axe-report.json").write_text(json.dumps(report, indent=1))
-    screenshot(page, "axe-last-tab")
+        for label in ACTIONS.get(tab, []) if actions else []:
+            page.get_by_role("button", name=label, exact=True).click()
+            settle(page)
+            page.wait_for_timeout(300)
+            report[f"{tab} after {label}"] = serious_violations(page)
+    return report
+
+
+@pytest.mark.parametrize("query, actions", [
+    ("", True),                      # as the tabs open, and after their main actions
+    ("?dark=1", False),
+    ("?projector=1", False),
+    ("?projector=1&dark=1", False),
+], ids=["light", "dark", "projector", "projector-dark"])
+def test_axe_finds_no_serious_violation_on_any_tab(page, query, actions):
+    report = audit_every_tab(page, query, actions)
+    name = "axe-report" + query.replace("?", "-").replace("&", "-").replace("=1", "")
+    (ARTIFACTS / f"{name}.json").write_text(json.dumps(report, indent=1))
+    screenshot(page, name)
     assert all(not found for found in report.values()), json.dumps(report, indent=1)
     assert page.external_requests == []
 
 
-def test_fill_mask_by_keyboard_alone(page):
-    """Tab to the text box, type, Tab to Predict, Enter: the predictions follow."""
-    expect(page.locator("#fill-mask-table tbody tr").first).to_be_attached(timeout=TIMEOUT)
+def focused(page) -> dict:
+    return page.evaluate(
+        "() => { const e = document.activeElement; return {tag: e.tagName, role: e.getAttribute('role'), "
+        "label: e.labels && e.labels[0] ? e.labels[0].innerText : '', text: (e.innerText || '').trim()}; }")
+
+
+def tab_until(page, wanted, what: str, presses: int = 80) -> None:
+    for _ in range(presses):
+        page.keyboard.press("Tab")
+        if wanted(focused(page)):
+            return
+    pytest.fail(f"Tab never reached {what}")
+
+
+@pytest.mark.parametrize("tab, box, button, answer", [
+    ("Fill-mask", "Text with masks", "Predict", "#fill-mask-status"),
+    ("Embeddings", "Sentences, one per line", "Compare [CLS], mean and max pooling", "#embeddings-summary"),
+])
+def test_main_flow_by_keyboard_alone(page, tab, box, button, answer):
+    """From the top of the page, keys only: Tab to the tab and Enter, Tab to the text box,
+    type, Tab to the button, Enter: the answer appears."""
+    expect(page.get_by_role("tab", name="Fill-mask")).to_be_visible(timeout=TIMEOUT)
     settle(page)
-
-    def focused() -> dict:
-        return page.evaluate(
-            "() => { const e = document.activeElement; return {tag: e.tagName, "
-            "label: e.labels && e.labels[0] ? e.labels[0].innerText : '', text: e.innerText || ''}; }")
-
-    for _ in range(60):
-        page.keyboard.press("Tab")
-        if focused()["tag"] == "TEXTAREA" and "Text with masks" in focused()["label"]:
-            break
-    else:
-        pytest.fail("Tab never reached the text box")
+    page.locator("body").focus()
+    if tab != "Fill-mask":
+        tab_until(page, lambda f: f["role"] == "tab" and f["text"] == tab, f"the {tab} tab")
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("tab", name=tab)).to_have_attribute("aria-selected", "true")
+    tab_until(page, lambda f: f["tag"] == "TEXTAREA" and box in f["label"], f"the box “{box}”")
     page.keyboard.press("ControlOrMeta+a")
-    page.keyboard.type("Paris is the [MASK] of France.")
-    for _ in range(40):
-        page.keyboard.press("Tab")
-        if focused()["tag"] == "BUTTON" and focused()["text"].strip() == "Predict":
-            break
-    else:
-        pytest.fail("Tab never reached the Predict button")
+    text = ("Paris is the [MASK] of France." if tab == "Fill-mask"
+            else "A cat sat on the mat.\nA kitten rested on the rug.\nStocks fell sharply today.")
+    page.keyboard.type(text)
+    expect(page.get_by_label(box)).to_have_value(text)
+    settle(page)  # fill-mask also answers as one types: let that finish first
+    joins = []
+    page.on("request", lambda r: joins.append(r.url) if "/queue/join" in r.url else None)
+    tab_until(page, lambda f: f["tag"] == "BUTTON" and f["text"] == button, f"the button “{button}”")
     page.keyboard.press("Enter")
     settle(page)
-    expect(page.get_by_label("Sentence with the top prediction in place")).to_have_value(
-        re.compile(r"^Paris is the \S+ of France\.$"), timeout=TIMEOUT)
-    screenshot(page, "keyboard-fill-mask")
+    assert joins, "Enter on the button sent nothing"
+    if tab == "Fill-mask":
+        expect(page.get_by_label("Sentence with the top prediction in place")).to_have_value(
+            re.compile(r"^Paris is the \S+ of France\.$"), timeout=TIMEOUT)
+    else:
+        expect(page.locator(answer)).to_contain_text("3 sentences", timeout=TIMEOUT)
+    screenshot(page, f"keyboard-{tab.lower()}")
+    assert page.external_requests == []
