@@ -271,6 +271,9 @@
       value: { writeText: async (text) => { caught = text; } },
     });
     try {
+      // a click outside the table first: Gradio then drops any cell selection, and copies
+      // every row (with a selection it would copy only the selected cells)
+      document.body.dispatchEvent(new MouseEvent("click", { bubbles: true }));
       copy.click();
       for (let i = 0; i < 100 && caught === null; i++) await new Promise((r) => setTimeout(r, 20));
     } finally {
