@@ -108,6 +108,7 @@
       gd.__elBase = {
         font,
         hover: ((gd.layout.hoverlabel || {}).font || {}).size,
+        top: (gd.layout.margin || {}).t,
         template: gd.layout.template,
         coloraxis: Object.keys(gd.layout)
           .filter((k) => /^coloraxis\d*$/.test(k))
@@ -138,6 +139,8 @@
     const layout = {
       "font.size": projector ? Math.max(20, 1.6 * (base.font || 12)) : base.font === undefined ? null : base.font,
       "hoverlabel.font.size": projector ? 20 : base.hover === undefined ? null : base.hover,
+      // room for the larger title under Gradio's block label
+      "margin.t": projector ? (base.top === undefined ? 100 : base.top) + 40 : base.top === undefined ? null : base.top,
       template: dark && CFG.darkTemplate ? CFG.darkTemplate : base.template === undefined ? null : base.template,
     };
     for (const [key, scale] of base.coloraxis) {
