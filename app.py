@@ -26,6 +26,7 @@ from components.fill_mask_tab import build_fill_mask_tab
 from components.finetune_tab import build_finetune_tab
 from components.masking_tab import build_masking_tab
 from components.models_tab import build_models_tab
+from components import present
 from components.pretrain_tab import build_pretrain_tab
 from components.server import MAX_REQUEST_BYTES, RequestSizeLimit, limit_malloc_arenas
 from components.vendor import routes as vendor_routes
@@ -52,16 +53,14 @@ def build_demo() -> gr.Blocks:
 
 
 def launch_kwargs() -> dict:
-    """Theme and assets: system fonts only, so nothing is fetched from outside."""
-    theme = gr.themes.Default(
-        font=["system-ui", "-apple-system", "Segoe UI", "Roboto", "sans-serif"],
-        font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "monospace"],
-    )
+    """Theme and assets: system fonts only, so nothing is fetched from outside; projector
+    mode, the dark theme's charts and the exports (``components/present.py``)."""
     from starlette.middleware import Middleware
 
     return {
-        "theme": theme,
-        "css_paths": [ASSETS / "style.css"],
+        "theme": present.theme(),
+        "css_paths": [ASSETS / "style.css", present.STYLE],
+        "head": present.head(),
         "max_file_size": MAX_REQUEST_BYTES,  # the app takes no uploads; bound them anyway
         # Gradio keeps a copy of every component's config per browser/API session (~2 MB
         # here) and, by default, 10,000 sessions; the app keeps no per-session state of its
@@ -69,7 +68,8 @@ def launch_kwargs() -> dict:
         "state_session_capacity": int(os.environ.get("ENCODER_LAB_SESSIONS", 256)),
         "app_kwargs": {
             "middleware": [Middleware(RequestSizeLimit, max_bytes=MAX_REQUEST_BYTES)],
-            "routes": vendor_routes(),  # bertviz's JavaScript at /vendor/<name>.js
+            # bertviz's JavaScript at /vendor/<name>.js; plotly.js for the chart exports
+            "routes": vendor_routes() + present.routes(),
         },
     }
 

@@ -86,3 +86,9 @@ EXAMPLES = [
     ["The cat sat on the mat.", "It was warm there."],
     ["She said that the keys to the cabinet are on the table.", ""],
 ]
+
+# The grid image's text alternative (screen readers; the image is also a button).
+GRID_ALT = (
+    "Grid of attention heatmaps, one cell per layer (rows) and head (columns); click a cell "
+    "to open that head in the heatmap beside it, which lists every weight on hover."
+)

@@ -208,6 +208,7 @@ def build_attention_tab() -> None:
                     interactive=False,
                     elem_id="attention-grid",
                     buttons=[],
+                    alt_text=copy.GRID_ALT,
                 )
             with gr.Column(scale=1):
                 plot = gr.Plot(label="Attention heatmap", elem_id="attention-heatmap")

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from models import AttributionResult, DeletionCurve
 
 from .attribution_copy import METHOD_LABELS
-from .common import escape, show_token
+from .common import escape, over_white, show_token, text_colour_on
 
 POSITIVE, NEGATIVE = (33, 102, 172), (230, 97, 1)  # blue: pushes p(target) up; orange: down
 RANDOM_COLOUR = "#888888"
@@ -44,9 +44,9 @@ def _cell(token: str, score: float, strength: float, rank: int | None, candidate
     if not candidate:
         style = _CELL + "border:1px dashed #999;background:#eeeeee;color:#555;"
         return f'<span style="{style}" title="not scored">{text}<br><small>·</small></span>'
-    r, g, b = POSITIVE if strength >= 0 else NEGATIVE
-    alpha = round(0.08 + 0.72 * abs(strength), 3)
-    style = _CELL + f"border:1px solid #999;background:rgba({r},{g},{b},{alpha});"
+    alpha = 0.08 + 0.72 * abs(strength)
+    shade = over_white(POSITIVE if strength >= 0 else NEGATIVE, alpha)  # opaque: same on dark
+    style = _CELL + f"border:1px solid #999;background:rgb{shade};color:{text_colour_on(shade)};"
     badge = f"<b>#{rank}</b> " if rank is not None else ""
     title = html.escape(f"{token}: {score:+.4f}", quote=True)
     return f'<span style="{style}" title="{title}">{badge}{text}<br><small>{score:+.3f}</small></span>'
@@ -68,9 +68,10 @@ def attribution_html(results: list[AttributionResult]) -> str:
             '<div class="attribution-row" style="margin:0.5em 0;line-height:1.3">'
             f'<div><b>{html.escape(label(result.method))}</b></div>{cells}</div>'
         )
+    up, down = over_white(POSITIVE, 0.6), over_white(NEGATIVE, 0.6)
     legend = (
-        f'<span style="{_CELL}background:rgba({",".join(map(str, POSITIVE))},0.6)">raises p(target)</span>'
-        f'<span style="{_CELL}background:rgba({",".join(map(str, NEGATIVE))},0.6)">lowers p(target)</span>'
+        f'<span style="{_CELL}background:rgb{up};color:{text_colour_on(up)}">raises p(target)</span>'
+        f'<span style="{_CELL}background:rgb{down};color:{text_colour_on(down)}">lowers p(target)</span>'
         f'<span style="{_CELL}border:1px dashed #999;background:#eee">not scored (special token or mask)</span>'
         " <small>shade: the score over the row's largest; #1–#3: the three highest</small>"
     )

@@ -35,6 +35,26 @@ def show_token(token: str) -> str:
     return token.replace(" ", "␣") if token.strip() != token else token
 
 
+def over_white(rgb: tuple[int, int, int], alpha: float) -> tuple[int, int, int]:
+    """The opaque colour that ``rgb`` at opacity ``alpha`` shows on white: a shade that looks
+    the same on the light and the dark theme (a translucent one would darken on dark)."""
+    return tuple(round(255 + alpha * (c - 255)) for c in rgb)
+
+
+def relative_luminance(rgb: tuple[int, int, int]) -> float:
+    """WCAG 2.x relative luminance of an sRGB colour (0 black .. 1 white)."""
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (v / 255 for v in rgb)]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def text_colour_on(rgb: tuple[int, int, int]) -> str:
+    """Near-black or white, whichever reads better on the background ``rgb`` (WCAG contrast)."""
+    lum = relative_luminance(rgb)
+    on_dark = (1.05) / (lum + 0.05)
+    on_light = (lum + 0.05) / (relative_luminance((17, 17, 17)) + 0.05)
+    return "#ffffff" if on_dark > on_light else "#111111"
+
+
 def error_figure(message: str):
     """A blank Plotly figure that shows a message instead of a chart."""
     import plotly.graph_objects as go

@@ -76,8 +76,9 @@ def classification_html(result: Classification, colours: dict) -> str:
     for (start, end), label, probs in zip(result.spans, result.predicted, result.probabilities):
         parts.append(html.escape(result.text[last:start]))
         title = ", ".join(f"{name} {p:.0%}" for name, p in zip(result.labels, probs))
-        parts.append(f'<mark style="background:{colours.get(label, "#ddd")}" title="{html.escape(title)}">'
-                     f"{html.escape(result.text[start:end])}</mark>")
+        # the label also as text under the word: readable without colour and without hovering
+        parts.append(f'<mark style="background:{colours.get(label, "#ddd")};color:#111" title="{html.escape(title)}">'
+                     f"{html.escape(result.text[start:end])}<sub class='head-label'>{html.escape(label)}</sub></mark>")
         last = end
     parts.append(html.escape(result.text[last:]))
     legend = " ".join(f'<mark style="background:{c}">{html.escape(n)}</mark>' for n, c in colours.items())

@@ -42,7 +42,7 @@ def replaced_html(result: ReplacedTokens) -> str:
             f"<span style='font-family:ui-monospace,monospace'>{escape(tok)}</span>"
             f"<div style='font-size:0.8em'>{'special' if special else f'{p:.2f}'}</div>{mark}</span>"
         )
-    return f"<div class='rtd-view' aria-label='P(replaced) for every token'>{''.join(cells)}</div>"
+    return f"<div class='rtd-view' role='group' aria-label='P(replaced) for every token'>{''.join(cells)}</div>"
 
 
 def replaced_rows(result: ReplacedTokens) -> list[list]:
