@@ -1,0 +1,133 @@
+"""Deep links and results on arrival: the UI wiring (the rules are in ``components.links``).
+
+Every tab's build function returns a ``LinkTarget``: its tab, the inputs a link may set
+(by parameter name) and the views it computes on arrival. Here:
+
+* each tab computes its views when it is selected (the views cache their default
+  examples per process, so arriving costs one computation per process, not per visitor);
+* at page load, the page's query parameters are read (``gr.Request.query_params``),
+  checked, written into the inputs, the tab selected, and that tab's views computed;
+  what was replaced is said in a visible note (escaped text);
+* "Copy link to this view" writes the link of the tab on screen with its inputs into a
+  text box, and into the clipboard where the browser allows it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import gradio as gr
+
+from models import EncoderLabError, list_models, load_model
+
+from .links import DEFAULT_TAB, TABS, apply_limits, link_query, notes_markdown, parse_link
+
+COPY_JS = """(query) => {
+  if (!query) return query;
+  const url = window.location.origin + window.location.pathname + query;
+  try { navigator.clipboard.writeText(url).catch(() => {}); } catch (e) {}
+  return url;
+}"""
+
+
+@dataclass
+class LinkTarget:
+    """A tab as links see it."""
+
+    slug: str
+    tab: object  # the gr.Tab
+    inputs: dict = field(default_factory=dict)  # link parameter -> component
+    # computed on arrival: (fn, inputs, outputs) or (fn, inputs, outputs, event settings)
+    views: list = field(default_factory=list)
+
+
+def model_shape(model_key: str) -> tuple[int, int]:
+    """(layers, heads) of a model, from its loaded config."""
+    config = load_model(model_key).model.config
+    return int(config.num_hidden_layers), int(config.num_attention_heads)
+
+
+def _checked(view, current: dict):
+    """The link's view with layer and head checked against the model it will show."""
+    if "layer" not in view.values and "head" not in view.values:
+        return view
+    model_key = view.values.get("model") or current.get("model")
+    try:
+        return apply_limits(view, *model_shape(model_key), model_key)
+    except EncoderLabError:  # the model cannot load: its view will say why
+        return view
+
+
+def _value(name: str, value):
+    return list(value) if name == "models" else value
+
+
+def _gated(slug: str, fn, n_outputs: int):
+    """``fn`` run only when the tab on screen is ``slug`` (after a link was opened)."""
+
+    def run(current, *args):
+        if current != slug:
+            return gr.skip() if n_outputs == 1 else (gr.skip(),) * n_outputs
+        return fn(*args)
+
+    return run
+
+
+def _setter(slug: str):
+    def remember():
+        return slug
+
+    return remember
+
+
+def build_link_bar():
+    """The note, the copy button and the link box (placed at the top of the page)."""
+    note = gr.Markdown("", elem_id="link-note")
+    with gr.Row():
+        button = gr.Button("Copy link to this view", scale=1, size="sm", elem_id="copy-link")
+        box = gr.Textbox(label="Link to this view", interactive=False, scale=5, elem_id="view-link",
+                         show_label=True, placeholder="Press “Copy link to this view”")
+    return note, button, box
+
+
+def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, button, box) -> None:
+    """Arrival computations, the page-load link reader and the link writer."""
+    current = gr.State(DEFAULT_TAB)
+    for target in targets:
+        target.tab.select(_setter(target.slug), None, current, queue=False, api_visibility="private")
+        for fn, inputs, outputs, *settings in target.views:
+            target.tab.select(fn, inputs, outputs, api_visibility="private", trigger_mode="always_last",
+                              **(settings[0] if settings else {}))
+
+    link_inputs = [(t.slug, name, comp) for t in targets for name, comp in t.inputs.items()]
+    components = [comp for _, _, comp in link_inputs]
+
+    def open_link(*values, request: gr.Request):
+        params = dict(request.query_params) if request is not None else {}
+        view = parse_link(params, list_models())
+        on_tab = {name: v for (slug, name, _), v in zip(link_inputs, values) if slug == view.tab}
+        view = _checked(view, on_tab)
+        updates = [gr.Tabs(selected=view.tab_id), view.tab, notes_markdown(view.notes)]
+        for slug, name, _ in link_inputs:
+            wanted = slug == view.tab and name in view.values
+            updates.append(_value(name, view.values[name]) if wanted else gr.skip())
+        return tuple(updates)
+
+    opened = demo.load(open_link, components, [tabs, current, note, *components], api_visibility="private")
+    for target in targets:
+        for fn, inputs, outputs, *settings in target.views:
+            count = len(outputs) if isinstance(outputs, list) else 1
+            opened.then(_gated(target.slug, fn, count), [current, *inputs], outputs,
+                        api_visibility="private", **(settings[0] if settings else {}))
+
+    def view_link(tab: str, *values) -> str:
+        """The query string of the view on screen (the ``view_link`` API)."""
+        chosen = {name: v for (slug, name, _), v in zip(link_inputs, values) if slug == tab}
+        return link_query(tab, chosen)
+
+    button.click(view_link, [current, *components], box, api_name="view_link").then(
+        None, box, box, js=COPY_JS, api_visibility="private")
+
+
+def tab_slugs() -> list[str]:
+    return [t.slug for t in TABS]
