@@ -102,7 +102,7 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
     link_inputs = [(t.slug, name, comp) for t in targets for name, comp in t.inputs.items()]
     components = [comp for _, _, comp in link_inputs]
 
-    def open_link(*values, request: gr.Request):
+    def open_link(request: gr.Request, *values):
         params = dict(request.query_params) if request is not None else {}
         view = parse_link(params, list_models())
         on_tab = {name: v for (slug, name, _), v in zip(link_inputs, values) if slug == view.tab}

@@ -17,7 +17,7 @@ from models import MAX_TEXT_CHARS, first_capable, list_models
 from . import lesson_views as views
 from . import lessons_copy as copy
 from .common import escape, readable_errors
-from .deep_links import LinkTarget
+from .deep_links import LinkTarget, model_shape
 from .server import on_gpu
 
 SLUGS = [s.slug for s in copy.STEPS]
@@ -80,9 +80,10 @@ def _build_views(keys: dict):
 
     s = StepView("attention", _bound(views.attention, keys["attention"]))
     s.main_text = _text("Text", copy.ATTENTION_TEXT)
+    layers, heads = model_shape(keys["attention"]) if keys["attention"] else (12, 12)
     with gr.Row():
-        s.inputs = [s.main_text, gr.Slider(0, 11, value=2, step=1, label="Layer"),
-                    gr.Slider(0, 11, value=0, step=1, label="Head")]
+        s.inputs = [s.main_text, gr.Slider(0, layers - 1, value=min(2, layers - 1), step=1, label="Layer"),
+                    gr.Slider(0, heads - 1, value=0, step=1, label="Head")]
     s.outputs = [gr.Plot(label="Attention weights of one head"), gr.Markdown()]
     yield s
 
