@@ -92,7 +92,8 @@ def build_link_bar():
 
 def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, button, box) -> None:
     """Arrival computations, the page-load link reader and the link writer."""
-    current = gr.State(DEFAULT_TAB)
+    # the tab on screen (set by each tab's select and by a link); an input of ``view_link``
+    current = gr.Textbox(DEFAULT_TAB, visible=False, label="Tab")
     for target in targets:
         target.tab.select(_setter(target.slug), None, current, queue=False, api_visibility="private")
         for fn, inputs, outputs, *settings in target.views:
