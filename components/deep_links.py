@@ -108,7 +108,9 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
         view = parse_link(params, list_models())
         on_tab = {name: v for (slug, name, _), v in zip(link_inputs, values) if slug == view.tab}
         view = _checked(view, on_tab)
-        updates = [gr.Tabs(selected=view.tab_id), view.tab, notes_markdown(view.notes)]
+        chosen = "tab" in params or "lesson" in params  # else the page stays where the user is
+        updates = [gr.Tabs(selected=view.tab_id) if chosen else gr.skip(), view.tab if chosen else gr.skip(),
+                   notes_markdown(view.notes)]
         for slug, name, _ in link_inputs:
             wanted = slug == view.tab and name in view.values
             updates.append(_value(name, view.values[name]) if wanted else gr.skip())

@@ -38,7 +38,7 @@ from models import (
 
 from . import arithmetic_plots, attention_plots, compare_plots, embeddings_plots, fill_mask_plots
 from . import finetune_plots, input_embeddings_plots, masking_heads_plots, masking_plots
-from .common import error_figure
+from .common import error_figure, quoted
 from .compare_copy import ZOO_MISSING
 from .finetune_copy import TOKEN_COLOURS
 from .view_cache import cached_view
@@ -54,7 +54,7 @@ def encoder_decoder(model_key: str, text: str):
         left = error_figure(f"{model_key} cannot run with a causal mask.")
     top = both.masks[0].predictions[0].token
     note = (f"`{model_key}`, top-5 per mask. Reading both sides, its first guess is "
-            f"“{top}”; the right-hand chart is the same model seeing only the left.")
+            f"{quoted(top)}; the right-hand chart is the same model seeing only the left.")
     return fill_mask_plots.fill_mask_figure(both), left, note
 
 
