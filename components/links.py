@@ -214,6 +214,9 @@ def parse_link(params: dict, models=()) -> LinkView:
     values = {}
     for param in TAB_PARAMS[found.slug]:
         raw = params.get(param.name)
+        if raw is not None and raw.strip() == "" and param.name == "text_pair":
+            values[param.name] = ""  # an empty second text is a choice: one text, no pair
+            continue
         if raw is None or raw.strip() == "":
             continue
         value, note = check_value(param, raw, models)
@@ -251,7 +254,7 @@ def link_query(tab: str, values: dict | None = None) -> str:
     pairs = [("tab", slug)]
     for param in TAB_PARAMS[slug]:
         value = (values or {}).get(param.name)
-        if value is None or value == "" or value == ():
+        if value is None or (value in ("", ()) and param.name != "text_pair"):
             continue
         if isinstance(value, bool):
             value = "1" if value else "0"

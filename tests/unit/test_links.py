@@ -89,6 +89,12 @@ def test_hostile_tab_and_text_get_defaults_and_a_note(payload, models):
     no_markup(attention)
 
 
+def test_an_empty_second_text_means_no_pair(models):
+    assert parse_link({"tab": "attention", "text_pair": ""}, models).values == {"text_pair": ""}
+    assert "text_pair=&" in link_query("attention", {"text": "a", "text_pair": "", "layer": 1})
+    assert parse_link({"tab": "attention", "text": ""}, models).values == {}  # an empty text: the default
+
+
 def test_mask_spelling_is_text_not_markup(models):
     view = parse_link({"tab": "fill-mask", "text": "The capital of France is <mask>."}, models)
     assert view.values == {"text": "The capital of France is <mask>."} and view.notes == ()
