@@ -11,10 +11,10 @@ from urllib.parse import quote, urlencode
 import pytest
 from playwright.sync_api import expect
 
-from helpers import MLM_KEY, screenshot, settle, wait_until
+from helpers import MLM_KEY, screenshot
 from models import fill_mask, first_capable, list_models, simulate_masking, tokenize
 from test_xss_every_input import injected
-from view_checks import DATA_MARKS, computed, plot_has_data, table_rows
+from view_checks import DATA_MARKS, computed, plot_has_data, table_rows, wait_computed
 
 TIMEOUT = 120_000
 BOX = {  # each tab's main text box, by its label
@@ -24,10 +24,10 @@ BOX = {  # each tab's main text box, by its label
 
 
 def open_link(page, app_server, label, **params):
-    """Open the link; wait until it has chosen its tab (``label``) and its views have arrived."""
+    """Open the link; wait until it has chosen its tab (``label``); the views are waited for
+    by what they show."""
     page.goto(app_server + "?" + urlencode(params, quote_via=quote))
     expect(page.get_by_role("tab", selected=True)).to_have_text(label, timeout=TIMEOUT)
-    settle(page)
     return page.locator('[role="tabpanel"]:visible').first
 
 
@@ -35,14 +35,16 @@ def selected_tab(page) -> str:
     return page.get_by_role("tab", selected=True).inner_text().strip()
 
 
-def box_value(panel, tab) -> str:
-    return panel.get_by_label(BOX[tab], exact=True).first.input_value()
+def expect_box(panel, tab, value) -> None:
+    """The tab's main text box holds ``value`` (set by the link: waited for)."""
+    expect(panel.get_by_label(BOX[tab], exact=True).first).to_have_value(value, timeout=TIMEOUT)
 
 
 def test_fill_mask_link(page, app_server):
     text = "The sun is [MASK] today."
     panel = open_link(page, app_server, "Fill-mask", tab="fill-mask", text=text, top_k=3)
-    assert selected_tab(page) == "Fill-mask" and box_value(panel, "fill-mask") == text
+    assert selected_tab(page) == "Fill-mask"
+    expect_box(panel, "fill-mask", text)
     table = page.locator("#fill-mask-table")
     expect(table.get_by_role("grid")).to_have_attribute("aria-rowcount", "4", timeout=TIMEOUT)
     best = fill_mask(first_capable(None, "mlm"), text, 3).masks[0].predictions[0].token
@@ -56,14 +58,16 @@ def test_lesson_link(page, app_server):
     expect(page.locator("#lesson-step input").first).to_have_value(re.compile(r"^3\. Attention"))
     group = page.locator("#lesson-attention").first
     expect(group.locator(".gtitle")).to_contain_text("layer 2, head 0", timeout=TIMEOUT)
-    assert computed(group)["plots"] == [True]
+    assert wait_computed(group, 1)["plots"] == [True]
 
 
 def test_why_this_guess_link(page, app_server):
     text = "The [MASK] barked at the postman."
     panel = open_link(page, app_server, "Why this guess", tab="why-this-guess", text=text)
-    assert selected_tab(page) == "Why this guess" and box_value(panel, "why-this-guess") == text
+    assert selected_tab(page) == "Why this guess"
+    expect_box(panel, "why-this-guess", text)
     expect(page.locator("#attribution-curves").locator(DATA_MARKS).first).to_be_attached(timeout=TIMEOUT)
+    wait_computed(page.locator("#attribution-table"), tables=1)
     assert table_rows(page.locator("#attribution-table")) >= len(tokenize(first_capable(None, "mlm"), text).tokens)
     expect(page.locator("#attribution-tokens")).to_contain_text("barked")
 
@@ -71,7 +75,8 @@ def test_why_this_guess_link(page, app_server):
 def test_masking_lab_link(page, app_server):
     text = "Students read the long book in the quiet library every evening."
     panel = open_link(page, app_server, "Masking lab", tab="masking-lab", text=text, rate="0.5", seed="4")
-    assert selected_tab(page) == "Masking lab" and box_value(panel, "masking-lab") == text
+    assert selected_tab(page) == "Masking lab"
+    expect_box(panel, "masking-lab", text)
     expect(panel.get_by_role("spinbutton", name="number input for Selection rate")).to_have_value("0.5")
     key = panel.get_by_label(re.compile("^Model")).first.input_value()
     model = next(m.key for m in list_models() if m.display_name == key or m.key == key)
@@ -84,7 +89,8 @@ def test_masking_lab_link(page, app_server):
 def test_attention_link(page, app_server):
     text = "The bank was closed."
     panel = open_link(page, app_server, "Attention", tab="attention", text=text, text_pair="", layer=3, head=2)
-    assert selected_tab(page) == "Attention" and box_value(panel, "attention") == text
+    assert selected_tab(page) == "Attention"
+    expect_box(panel, "attention", text)
     expect(page.locator("#attention-heatmap .gtitle")).to_contain_text("layer 3, head 2", timeout=TIMEOUT)
     n = len(tokenize(first_capable(None, "attention"), text).tokens)
     expect(page.locator("#attention-status")).to_contain_text(f"{n} tokens")
@@ -99,13 +105,14 @@ def test_embeddings_link(page, app_server):
     assert panel.get_by_role("textbox", name=re.compile("^Sentences, one per line")).input_value() == text
     expect(page.locator("#embeddings-summary")).to_contain_text("4 sentences", timeout=TIMEOUT)
     expect(page.locator("#embeddings-summary")).to_contain_text("layer 2")
-    assert plot_has_data(panel.locator(".js-plotly-plot").first)
+    expect(panel.locator(".js-plotly-plot").first.locator(DATA_MARKS).first).to_be_attached(timeout=TIMEOUT)
 
 
 def test_compare_link(page, app_server):
     text = "Paris is the [MASK] of France."
     panel = open_link(page, app_server, "Compare", tab="compare", text=text, models=f"{MLM_KEY},minilm-mlm")
-    assert selected_tab(page) == "Compare" and box_value(panel, "compare") == text
+    assert selected_tab(page) == "Compare"
+    expect_box(panel, "compare", text)
     chosen = page.locator("#compare-models")
     expect(chosen.get_by_label(MLM_KEY, exact=True)).to_be_checked()
     expect(chosen.get_by_label("minilm-mlm", exact=True)).to_be_checked()
@@ -118,7 +125,8 @@ def test_compare_link(page, app_server):
 
 def test_fine_tuning_search_link(page, app_server):
     panel = open_link(page, app_server, "Fine-tuning & search", tab="fine-tuning-search", text="A storm at sea.", k=3)
-    assert selected_tab(page) == "Fine-tuning & search" and box_value(panel, "fine-tuning-search") == "A storm at sea."
+    assert selected_tab(page) == "Fine-tuning & search"
+    expect_box(panel, "fine-tuning-search", "A storm at sea.")
     expect(page.locator("#search-note")).to_contain_text("3 hits", timeout=TIMEOUT)
 
 
@@ -127,8 +135,7 @@ def test_fine_tuning_search_link(page, app_server):
 def test_tabs_without_inputs_and_by_their_ids(page, app_server, tab, label):
     panel = open_link(page, app_server, label, tab=tab)
     assert selected_tab(page) == label
-    found = computed(panel)
-    assert any(found["plots"]) or any(found["tables"]), found
+    wait_computed(panel)
     expect(page.locator("#link-note")).to_have_text("")
 
 
@@ -142,7 +149,7 @@ def test_hostile_link_shows_a_note_and_nothing_injected(page, app_server):
     expect(note).to_contain_text("contained markup")
     expect(note).to_contain_text("is not one this app knows")
     expect(note).to_contain_text("out of range")
-    assert box_value(panel, "fill-mask") == "The capital of France is [MASK]."  # the default text
+    expect_box(panel, "fill-mask", "The capital of France is [MASK].")  # the default text
     expect(page.locator("#fill-mask-table").get_by_role("grid")).to_have_attribute("aria-rowcount", "6",
                                                                                    timeout=TIMEOUT)
     assert note.locator("img, script, svg, b").count() == 0
@@ -165,18 +172,16 @@ def test_every_tab_shows_a_result_on_arrival(page):
     assert names == list(ARRIVAL)
     for name in names:
         page.get_by_role("tab", name=name, exact=True).click()
-        settle(page)
         panel = page.locator('[role="tabpanel"]:visible').first
         main = ARRIVAL[name]
         if main:
             expect(page.locator(main).first).not_to_be_empty(timeout=TIMEOUT)
         # drawn: a chart with data or a table with rows (Plotly draws a moment after the answer)
-        found = wait_until(lambda: (lambda f: f if any(f["plots"]) or any(f["tables"]) else None)(computed(panel)),
-                           f"a computed view on {name}", timeout_s=120)
-        assert any(found["plots"]) or any(found["tables"]), (name, found)
+        wait_computed(panel)
         for plot in [p for p in panel.locator(".js-plotly-plot").all() if p.is_visible()]:
-            if not plot_has_data(plot):  # no empty chart: a message says which button fills it
-                expect(plot.locator(".annotation-text")).to_contain_text("Press")
+            # no empty chart: data, or a message saying which button fills it
+            filled = plot.locator(f"{DATA_MARKS}, .annotation-text:has-text('Press')").first
+            expect(filled).to_be_attached(timeout=TIMEOUT)
         screenshot(page, "arrival-" + re.sub(r"\W+", "-", name.lower()).strip("-"))
     assert page.external_requests == []
 

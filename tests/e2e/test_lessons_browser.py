@@ -10,8 +10,8 @@ import re
 from playwright.sync_api import expect
 
 from components import lessons_copy as copy
-from helpers import screenshot, settle
-from view_checks import computed
+from helpers import screenshot
+from view_checks import computed, wait_computed
 
 TIMEOUT = 120_000
 # charts and tables each step's view holds (lessons_tab._build_views); the token strip of
@@ -31,7 +31,6 @@ def open_lessons(page):
     tab.click()
     expect(tab).to_have_attribute("aria-selected", "true", timeout=TIMEOUT)
     expect(page.locator("#lesson-text")).to_contain_text("Step 1 of 9", timeout=TIMEOUT)
-    settle(page)
 
 
 def test_walk_the_lesson_from_first_to_last_step(page):
@@ -42,20 +41,21 @@ def test_walk_the_lesson_from_first_to_last_step(page):
         if number > 1:
             page.get_by_role("button", name="Next →", exact=True).click()
         expect(page.locator("#lesson-text")).to_contain_text(f"Step {number} of 9: {step.title}", timeout=TIMEOUT)
-        settle(page)
         group = step_group(page, step.slug)
         expect(group).to_be_visible()
         for other in copy.STEPS:  # one step's view at a time
             if other.slug != step.slug:
                 expect(step_group(page, other.slug)).to_be_hidden()
         plots, tables = EXPECTED[step.slug]
+        if plots or tables:
+            wait_computed(group, plots, tables)
         found = computed(group)
         assert found["plots"] == [True] * plots, (step.slug, found)
         assert len(found["tables"]) >= tables and all(rows > 0 for rows in found["tables"][:tables]), (step.slug, found)
         if step.slug == "masking":
-            expect(group).to_contain_text("MASK")  # the strip marks the masked tokens in text too
+            expect(group).to_contain_text("MASK", timeout=TIMEOUT)  # the strip marks the masked tokens in text too
         if step.slug == "fine-tuning":
-            expect(group).to_contain_text("held-out")
+            expect(group).to_contain_text("held-out", timeout=TIMEOUT)
         # the question is there, its answer hidden until asked for
         question = group.get_by_text(f"Check yourself: {step.question}")
         expect(question).to_be_visible()
@@ -76,8 +76,7 @@ def test_jump_to_a_step_and_recompute_it(page):
     page.get_by_role("option", name=re.compile(r"^3\. Attention")).click()
     expect(page.locator("#lesson-text")).to_contain_text("Step 3 of 9", timeout=TIMEOUT)
     group = step_group(page, "attention")
-    settle(page)
-    expect(group.locator(".gtitle")).to_contain_text("layer 2, head 0")
+    expect(group.locator(".gtitle")).to_contain_text("layer 2, head 0", timeout=TIMEOUT)
     text = group.get_by_label("Text", exact=True)
     text.fill("The river bank flooded.")
     head = group.get_by_role("spinbutton", name="number input for Head")
@@ -86,6 +85,5 @@ def test_jump_to_a_step_and_recompute_it(page):
     group.get_by_role("button", name="Recompute").click()
     expect(group.locator(".gtitle")).to_contain_text("layer 2, head 3", timeout=TIMEOUT)
     expect(group).to_contain_text("flooded")
-    settle(page)
-    assert computed(group)["plots"] == [True]
+    assert wait_computed(group, 1)["plots"] == [True]
     screenshot(page, "lesson-attention-recomputed")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from helpers import wait_until
+
 # a Plotly chart that drew data (a message-only figure draws none of these)
 DATA_MARKS = "g.trace, g.hm, .barlayer .point, .scatterlayer .trace"
 
@@ -24,3 +26,20 @@ def computed(scope) -> dict:
         "plots": [plot_has_data(p) for p in plots],
         "tables": [table_rows(t) for t in tables],
     }
+
+
+def wait_computed(scope, plots: int = 0, tables: int = 0, timeout_s: float = 180.0) -> dict:
+    """Wait until ``scope`` shows at least ``plots`` charts with data and ``tables`` tables
+    with rows (or, with neither given, one of either); returns what was found.
+
+    Polls the page instead of waiting for the app's requests to end: Gradio's client may
+    cancel its answer stream once told it is complete, and a cancelled stream is reported
+    neither finished nor failed, so "no request open" can wait forever."""
+
+    def ready():
+        found = computed(scope)
+        drawn, filled = sum(found["plots"]), sum(rows > 0 for rows in found["tables"])
+        enough = drawn >= plots and filled >= tables if plots or tables else drawn or filled
+        return found if enough else None
+
+    return wait_until(ready, "a computed view", timeout_s=timeout_s, poll_s=0.5)
