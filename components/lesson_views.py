@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import random
 
-import pandas as pd
-
 from models import (
     EncoderLabError,
     classify,
@@ -38,7 +36,8 @@ from models import (
 
 from . import arithmetic_plots, attention_plots, compare_plots, embeddings_plots, fill_mask_plots
 from . import finetune_plots, input_embeddings_plots, masking_heads_plots, masking_plots
-from .common import error_figure, quoted
+from . import lessons_plots as plots
+from .common import error_figure
 from .compare_copy import ZOO_MISSING
 from .finetune_copy import TOKEN_COLOURS
 from .view_cache import cached_view
@@ -52,9 +51,7 @@ def encoder_decoder(model_key: str, text: str):
         left = fill_mask_plots.fill_mask_figure(fill_mask(model_key, text, 5, True))
     else:
         left = error_figure(f"{model_key} cannot run with a causal mask.")
-    top = both.masks[0].predictions[0].token
-    note = (f"`{model_key}`, top-5 per mask. Reading both sides, its first guess is "
-            f"{quoted(top)}; the right-hand chart is the same model seeing only the left.")
+    note = plots.encoder_decoder_note(model_key, both.masks[0].predictions[0].token)
     return fill_mask_plots.fill_mask_figure(both), left, note
 
 
@@ -71,18 +68,14 @@ def attention(model_key: str, text: str, layer: float, head: float):
     result = extract_attention(model_key, text)
     layer = max(0, min(int(layer or 0), result.num_layers - 1))
     head = max(0, min(int(head or 0), result.num_heads - 1))
-    note = (f"`{model_key}`: {len(result.tokens)} tokens, {result.num_layers} layers × "
-            f"{result.num_heads} heads; showing layer {layer}, head {head} (counted from 0).")
+    note = plots.attention_note(model_key, len(result.tokens), result.num_layers, result.num_heads, layer, head)
     return attention_plots.attention_heatmap(result, layer, head, "head"), note
 
 
 @cached_view()
 def masking(model_key: str, text: str, rate: float, seed: float):
     sim = simulate_masking(model_key, text, float(rate), 0.8, 0.1, 0.1, False, 3, True, int(seed or 0))
-    counts = ", ".join(str(len(e.selected)) for e in sim.epochs)
-    eligible = sum(not s for s in sim.special)
-    note = (f"{eligible} tokens can be selected (special tokens never are); selected in each of the "
-            f"3 epochs (a fresh draw each time): {counts}.")
+    note = plots.masking_note(sum(not s for s in sim.special), [len(e.selected) for e in sim.epochs])
     return masking_plots.token_strip_html(sim), note
 
 
@@ -91,8 +84,7 @@ def mlm_loss(model_key: str, text: str, seed: float):
     sim = simulate_masking(model_key, text, 0.15, 0.8, 0.1, 0.1, False, 1, True, int(seed or 0))
     loss = masked_lm_loss(model_key, sim)
     arithmetic = explain_masked_position(model_key, sim)
-    note = (f"**Loss = {loss.loss:.4f} nats**: the mean of −log p over the {len(loss.positions)} "
-            f"selected position(s) (`{model_key}`).  \n" + arithmetic_plots.arithmetic_text(arithmetic))
+    note = plots.loss_note(model_key, loss.loss, len(loss.positions), arithmetic_plots.arithmetic_text(arithmetic))
     return masking_plots.loss_frame(loss), arithmetic_plots.arithmetic_frame(arithmetic), note
 
 
@@ -115,8 +107,7 @@ def sentence_pair(model_key: str, a: str, b: str):
                 ("B, A swapped", b, a, sentence_order(model_key, b, a))]
         column = "P(in order)"
     heldout = next((e.pair_accuracy for e in zoo_comparison() if e.key == model_key), None)
-    frame = pd.DataFrame([{"pair": name, "first": x, "second": y, column: round(p, 4)}
-                          for name, x, y, p in rows])
+    frame = plots.pair_frame(rows, column)
     head = "next-sentence prediction" if kind == "nsp" else "sentence-order prediction"
     note = f"`{model_key}`, its {head} head.  \n" + masking_heads_plots.pair_markdown(kind, rows[0][3], heldout)
     return frame, note
@@ -143,8 +134,7 @@ def pooling_retrieval(model_key: str, sentences_text: str, query: str, pooling: 
         frame = embeddings_plots.separation_frame(
             {r.pooling: separation_score(r.matrix, groups, topics) for r in results})
     hits = search(model_key, query, k=5, pooling=pooling)
-    note = (f"`{model_key}`, last layer. Search: the {len(hits.hits)} closest of {hits.corpus_size:,} "
-            f"held-out corpus sentences, {hits.pooling} pooling, exact FAISS index.")
+    note = plots.search_note(model_key, len(hits.hits), hits.corpus_size, hits.pooling)
     return embeddings_plots.similarity_heatmaps(results, groups), frame, finetune_plots.hits_frame(hits), note
 
 
