@@ -20,7 +20,7 @@ import gradio as gr
 
 from models import EncoderLabError, list_models, load_model
 
-from .links import DEFAULT_TAB, TABS, apply_limits, link_query, notes_markdown, parse_link
+from .links import DEFAULT_TAB, apply_limits, link_query, notes_markdown, parse_link
 
 COPY_JS = """(query) => {
   if (!query) return query;
@@ -130,7 +130,3 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
 
     button.click(view_link, [current, *components], box, api_name="view_link").then(
         None, box, box, js=COPY_JS, api_visibility="private")
-
-
-def tab_slugs() -> list[str]:
-    return [t.slug for t in TABS]

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from helpers import MLM_KEY, screenshot
 from models import fill_mask, first_capable, list_models, simulate_masking, tokenize
 from test_xss_every_input import injected
-from view_checks import DATA_MARKS, computed, plot_has_data, table_rows, wait_computed
+from view_checks import DATA_MARKS, table_rows, wait_computed
 
 TIMEOUT = 120_000
 BOX = {  # each tab's main text box, by its label
