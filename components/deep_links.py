@@ -62,15 +62,44 @@ def _value(name: str, value):
     return list(value) if name == "models" else value
 
 
-def _gated(slug: str, fn, n_outputs: int):
-    """``fn`` run only when the tab on screen is ``slug`` (after a link was opened)."""
+class Arrival:
+    """Several views computed in one event (one request per tab shown, one per link opened:
+    a page that fires many events at once keeps Gradio's answer stream busy for long)."""
 
-    def run(current, *args):
-        if current != slug:
-            return gr.skip() if n_outputs == 1 else (gr.skip(),) * n_outputs
-        return fn(*args)
+    def __init__(self, views):
+        self.inputs, self.outputs, self.plan = [], [], []
+        for fn, inputs, outputs, *_ in views:
+            many = isinstance(outputs, list)
+            self.plan.append((fn, [self._index(self.inputs, c) for c in inputs],
+                              [self._index(self.outputs, c) for c in (outputs if many else [outputs])], many))
 
-    return run
+    @staticmethod
+    def _index(blocks: list, block) -> int:
+        for i, known in enumerate(blocks):
+            if known is block:
+                return i
+        blocks.append(block)
+        return len(blocks) - 1
+
+    def run(self, values, chosen=None) -> tuple:
+        """The outputs of the views in ``chosen`` (all by default); the others unchanged.
+        A view that fails says so in a warning and leaves its outputs as they were."""
+        result, failures = [gr.skip()] * len(self.outputs), []
+        for k, (fn, ins, outs, many) in enumerate(self.plan):
+            if chosen is not None and k not in chosen:
+                continue
+            try:
+                answer = fn(*[values[i] for i in ins])
+            except gr.Error as exc:
+                failures.append(exc)
+                continue
+            for i, value in zip(outs, answer if many else [answer]):
+                result[i] = value
+        if failures and len(failures) == len(chosen if chosen is not None else self.plan):
+            raise failures[0]
+        for exc in failures:
+            gr.Warning(str(exc.message))
+        return tuple(result)
 
 
 def _setter(slug: str):
@@ -96,9 +125,11 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
     current = gr.Textbox(DEFAULT_TAB, visible=False, label="Tab")
     for target in targets:
         target.tab.select(_setter(target.slug), None, current, queue=False, api_visibility="private")
-        for fn, inputs, outputs, *settings in target.views:
-            target.tab.select(fn, inputs, outputs, api_visibility="private", trigger_mode="always_last",
-                              **(settings[0] if settings else {}))
+        if target.views:
+            arrival = Arrival(target.views)
+            settings = next((v[3] for v in target.views if len(v) > 3), {})
+            target.tab.select(lambda *values, a=arrival: a.run(values), arrival.inputs, arrival.outputs,
+                              api_visibility="private", trigger_mode="always_last", **settings)
 
     link_inputs = [(t.slug, name, comp) for t in targets for name, comp in t.inputs.items()]
     components = [comp for _, _, comp in link_inputs]
@@ -116,12 +147,18 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
             updates.append(_value(name, view.values[name]) if wanted else gr.skip())
         return tuple(updates)
 
-    opened = demo.load(open_link, components, [tabs, current, note, *components], api_visibility="private")
+    # after the link is applied: the views of the tab on screen, all in one event
+    everything = Arrival([v for t in targets for v in t.views])
+    owner, k = {}, 0
     for target in targets:
-        for fn, inputs, outputs, *settings in target.views:
-            count = len(outputs) if isinstance(outputs, list) else 1
-            opened.then(_gated(target.slug, fn, count), [current, *inputs], outputs,
-                        api_visibility="private", **(settings[0] if settings else {}))
+        owner[target.slug] = set(range(k, k + len(target.views)))
+        k += len(target.views)
+
+    def arrive(tab: str, *values):
+        return everything.run(values, owner.get(tab, set()))
+
+    opened = demo.load(open_link, components, [tabs, current, note, *components], api_visibility="private")
+    opened.then(arrive, [current, *everything.inputs], everything.outputs, api_visibility="private")
 
     def view_link(tab: str, *values) -> str:
         """The query string of the view on screen (the ``view_link`` API)."""
