@@ -102,6 +102,10 @@ class Arrival:
         return tuple(result)
 
 
+def _skipped(value) -> bool:
+    return isinstance(value, dict) and value.get("__type__") == "update" and len(value) == 1
+
+
 def _setter(slug: str):
     def remember():
         return slug
@@ -133,32 +137,34 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
 
     link_inputs = [(t.slug, name, comp) for t in targets for name, comp in t.inputs.items()]
     components = [comp for _, _, comp in link_inputs]
+    # The tab the page opens on computes its views in the load event itself (one request, as
+    # before links existed); a link to another tab selects it, and its select event computes.
+    landing = Arrival(next((t.views for t in targets if t.slug == DEFAULT_TAB), []))
+    load_inputs, load_outputs = [], []
+    for block in components + landing.inputs:
+        Arrival._index(load_inputs, block)
+    for block in [tabs, current, note, *components, *landing.outputs]:
+        Arrival._index(load_outputs, block)
 
     def open_link(request: gr.Request, *values):
         params = dict(request.query_params) if request is not None else {}
+        shown = dict(zip(map(id, load_inputs), values))  # what the page holds now
         view = parse_link(params, list_models())
-        on_tab = {name: v for (slug, name, _), v in zip(link_inputs, values) if slug == view.tab}
+        on_tab = {name: shown[id(comp)] for slug, name, comp in link_inputs if slug == view.tab}
         view = _checked(view, on_tab)
         chosen = "tab" in params or "lesson" in params  # else the page stays where the user is
-        updates = [gr.Tabs(selected=view.tab_id) if chosen else gr.skip(), view.tab if chosen else gr.skip(),
-                   notes_markdown(view.notes)]
-        for slug, name, _ in link_inputs:
-            wanted = slug == view.tab and name in view.values
-            updates.append(_value(name, view.values[name]) if wanted else gr.skip())
-        return tuple(updates)
+        out = {id(note): notes_markdown(view.notes)}
+        if chosen:
+            out[id(tabs)], out[id(current)] = gr.Tabs(selected=view.tab_id), view.tab
+        for slug, name, comp in link_inputs:
+            if slug == view.tab and name in view.values:
+                out[id(comp)] = shown[id(comp)] = _value(name, view.values[name])
+        if view.tab == DEFAULT_TAB:
+            answers = landing.run([shown[id(block)] for block in landing.inputs])
+            out.update({id(block): a for block, a in zip(landing.outputs, answers) if not _skipped(a)})
+        return tuple(out.get(id(block), gr.skip()) for block in load_outputs)
 
-    # after the link is applied: the views of the tab on screen, all in one event
-    everything = Arrival([v for t in targets for v in t.views])
-    owner, k = {}, 0
-    for target in targets:
-        owner[target.slug] = set(range(k, k + len(target.views)))
-        k += len(target.views)
-
-    def arrive(tab: str, *values):
-        return everything.run(values, owner.get(tab, set()))
-
-    opened = demo.load(open_link, components, [tabs, current, note, *components], api_visibility="private")
-    opened.then(arrive, [current, *everything.inputs], everything.outputs, api_visibility="private")
+    demo.load(open_link, load_inputs, load_outputs, api_visibility="private")
 
     def view_link(tab: str, *values) -> str:
         """The query string of the view on screen (the ``view_link`` API)."""
