@@ -21,9 +21,11 @@ from components.attention_tab import build_attention_tab
 from components.attribution_tab import build_attribution_tab
 from components.blocks import EncoderLabBlocks
 from components.compare_tab import build_compare_tab
+from components.deep_links import build_link_bar, wire_links
 from components.embeddings_tab import build_embeddings_tab
 from components.fill_mask_tab import build_fill_mask_tab
 from components.finetune_tab import build_finetune_tab
+from components.lessons_tab import build_lessons_tab
 from components.masking_tab import build_masking_tab
 from components.models_tab import build_models_tab
 from components import present
@@ -38,16 +40,21 @@ def build_demo() -> gr.Blocks:
     """The whole app as a ``gr.Blocks``, not launched."""
     with EncoderLabBlocks(title=copy.TITLE, analytics_enabled=False) as demo:
         gr.Markdown(copy.INTRO)
-        with gr.Tabs():
-            build_fill_mask_tab(demo)
-            build_attribution_tab()
-            build_masking_tab()
-            build_attention_tab()
-            build_embeddings_tab()
-            build_compare_tab()
-            build_pretrain_tab()
-            build_finetune_tab()
-            build_models_tab()
+        link_bar = build_link_bar()
+        with gr.Tabs() as tabs:
+            targets = [
+                build_fill_mask_tab(),
+                build_lessons_tab(),
+                build_attribution_tab(),
+                build_masking_tab(),
+                build_attention_tab(),
+                build_embeddings_tab(),
+                build_compare_tab(),
+                build_pretrain_tab(),
+                build_finetune_tab(),
+                build_models_tab(),
+            ]
+        wire_links(demo, tabs, targets, *link_bar)
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo
 

@@ -21,7 +21,9 @@ from . import attention_plots as plots
 from . import causal_copy
 from . import input_embeddings_plots
 from .common import model_choices, readable_errors
+from .deep_links import LinkTarget
 from .server import on_gpu
+from .view_cache import cached_view
 from .vendor import library_urls
 
 ALL_HEADS = "all heads"
@@ -64,6 +66,7 @@ def token_segments(result) -> list[tuple[str, str]]:
     return [(f"{tok} ", f"segment {'AB'[seg]}") for tok, seg in zip(result.tokens, result.segment_ids)]
 
 
+@cached_view()
 def attention(text, text_pair, model_key, layer, head, mode, causal=False):
     """Tokens, status, heatmap and grid (the ``attention`` API)."""
     with readable_errors("Attention"):
@@ -133,6 +136,7 @@ def filter_stats(shown, which):
     return head_stats(*shown[:3], which, *shown[3:]) if shown else gr.skip()
 
 
+@cached_view()
 def head_stats(text, text_pair, model_key, which, causal=False):
     """The per-head statistics table, optionally filtered (the ``head_stats`` API)."""
     with readable_errors("Head statistics"):
@@ -155,6 +159,7 @@ def bertviz_view(text, text_pair, model_key, view, causal=False):
 
 
 @on_gpu
+@cached_view()
 def show_input_embeddings(text, text_pair, model_key):
     """Token + position + segment vectors and their sum (the ``input_embeddings`` API)."""
     with readable_errors("Input embeddings"):
@@ -166,7 +171,14 @@ def show_input_embeddings(text, text_pair, model_key):
         )
 
 
-def build_attention_tab() -> None:
+def arrive(text, text_pair, model_key, layer, head, mode, causal, which):
+    """Everything the ``attention`` event and its follow-ups show, at once (on arrival)."""
+    shown = attention(text, text_pair, model_key, layer, head, mode, causal)
+    table = head_stats(text, text_pair, model_key, which, causal)
+    return (*shown, *controls(shown[-1], layer, head), table)
+
+
+def build_attention_tab() -> LinkTarget:
     """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
     models = list_models()
     default = first_capable(models, "attention")
@@ -231,11 +243,12 @@ def build_attention_tab() -> None:
         source = [text, text_pair, model]
         on_screen = gr.State(None)  # (text, second text, model) of the result shown
         shown = gr.on(
-            [button.click, text.submit, text_pair.submit, causal.input, tab.select],
+            [button.click, text.submit, text_pair.submit, causal.input],
             attention,
             inputs=[*source, layer, head, mode, causal],
             outputs=[tokens, status, plot, grid, on_screen],
             api_name="attention",
+            trigger_mode="always_last",
         )
         shown.success(controls, [on_screen, layer, head], [layer, head], api_visibility="private")
         shown.success(head_stats, [*source, which, causal], table, api_name="head_stats")
@@ -252,5 +265,11 @@ def build_attention_tab() -> None:
         grid.select(open_grid_cell, on_screen, opened, api_visibility="private")
         table.select(open_table_row, on_screen, opened, api_visibility="private")
         gr.on([draw.click, view.change], bertviz_view, [*source, view, causal], bertviz, api_name="bertviz_view")
-        sum_button.click(show_input_embeddings, source, [sum_plot, sum_table, sum_summary],
-                         api_name="input_embeddings")
+        sum_outputs = [sum_plot, sum_table, sum_summary]
+        sum_button.click(show_input_embeddings, source, sum_outputs, api_name="input_embeddings")
+        links = {"text": text, "text_pair": text_pair, "model": model, "layer": layer, "head": head,
+                 "mode": mode, "causal": causal}
+        views = [(arrive, [*source, layer, head, mode, causal, which],
+                  [tokens, status, plot, grid, on_screen, layer, head, table]),
+                 (show_input_embeddings, source, sum_outputs)]
+        return LinkTarget("attention", tab, links, views)

@@ -20,7 +20,9 @@ from models import (
 from . import attribution_copy as copy
 from . import attribution_plots as plots
 from .common import HEAVY, model_choices, readable_errors
+from .deep_links import LinkTarget
 from .server import on_gpu
+from .view_cache import cached_view
 
 
 def _mask_index(mask_number) -> int:
@@ -28,6 +30,7 @@ def _mask_index(mask_number) -> int:
 
 
 @on_gpu  # the only place this tab runs a model
+@cached_view()
 def _explain(text, model_key, mask_number, target, n_steps, methods):
     if not methods:
         raise InputError("Tick at least one method.")
@@ -49,12 +52,12 @@ def explain(text, model_key, mask_number, target, n_steps, methods):
         )
 
 
-def build_attribution_tab() -> None:
+def build_attribution_tab() -> LinkTarget:
     """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
     models = list_models()
     choices = model_choices(models, need_mlm=True)
     default = first_capable(models, "mlm")
-    with gr.Tab(copy.TAB_LABEL, id="attribution"):
+    with gr.Tab(copy.TAB_LABEL, id="attribution") as tab:
         gr.Markdown(copy.HELP)
         with gr.Row():
             with gr.Column(scale=3):
@@ -83,11 +86,8 @@ def build_attribution_tab() -> None:
                 table = gr.Dataframe(label="Scores per token", elem_id="attribution-table",
                                      interactive=False)
                 gr.Markdown(copy.LIMITS)
-        gr.on(
-            [button.click, text.submit],
-            explain,
-            inputs=[text, model, mask_number, target, steps, methods],
-            outputs=[status, shaded, curves, table],
-            api_name="why_this_guess",
-            **HEAVY,
-        )
+        inputs, outputs = [text, model, mask_number, target, steps, methods], [status, shaded, curves, table]
+        gr.on([button.click, text.submit], explain, inputs=inputs, outputs=outputs, api_name="why_this_guess",
+              trigger_mode="always_last", **HEAVY)
+        links = {"text": text, "model": model, "mask": mask_number, "target": target}
+        return LinkTarget("why-this-guess", tab, links, [(explain, inputs, outputs, HEAVY)])

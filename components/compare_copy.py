@@ -62,3 +62,4 @@ ZOO_HELP = (
 )
 ZOO_FINDINGS = ""  # what the comparison showed: written from the shipped run
 ZOO_MISSING = "The mini zoo is not trained on this checkout yet: run `python scripts/train_zoo.py`."
+BENCH_WAITING = "Press “Time forward passes” to time the chosen models (a longer job: it stays behind its button)."

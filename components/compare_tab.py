@@ -23,8 +23,10 @@ from models import (
 
 from . import compare_copy as copy
 from . import compare_plots as views
-from .common import HEAVY, model_choices, readable_errors
+from .common import HEAVY, error_figure, model_choices, readable_errors
+from .deep_links import LinkTarget
 from .server import on_gpu
+from .view_cache import cached_view
 
 
 def registry_models(models) -> list:
@@ -40,6 +42,7 @@ def show_architecture():
 
 
 @on_gpu
+@cached_view()
 def run_compare_fill_mask(model_keys, text: str, top_k: float):
     """Side-by-side top-k, agreement, models left out (the ``compare_fill_mask`` API)."""
     with readable_errors("Compare fill-mask"):
@@ -47,6 +50,7 @@ def run_compare_fill_mask(model_keys, text: str, top_k: float):
         return views.fill_mask_frame(result), views.agreement_html(result), views.skipped_html(result.skipped)
 
 
+@cached_view()
 def run_compare_tokens(model_keys, text: str):
     """Each model's pieces, counts, models left out (the ``compare_tokens`` API)."""
     with readable_errors("Compare tokens"):
@@ -81,10 +85,10 @@ def show_zoo():
         return views.zoo_curves_figure(entries), views.zoo_frame(entries), copy.ZOO_FINDINGS
 
 
-def build_compare_tab() -> None:
+def build_compare_tab() -> LinkTarget:
     """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
     models = registry_models(list_models())
-    with gr.Tab("Compare", id="compare"):
+    with gr.Tab("Compare", id="compare") as tab:
         gr.Markdown(copy.COMPARE_HELP)
         arch = gr.Dataframe(
             value=show_architecture(), label="Architectures (computed from configs)",
@@ -125,7 +129,7 @@ def build_compare_tab() -> None:
             )
             batch = gr.Slider(1, limits_for(get_device()).max_batch, value=1, step=1, label="Batch size")
             run = gr.Button("Time forward passes", variant="primary")
-        bench_plot = gr.Plot(label="Forward time vs sequence length", elem_id="compare-bench-plot")
+        bench_plot = gr.Plot(error_figure(copy.BENCH_WAITING), label="Forward time vs sequence length", elem_id="compare-bench-plot")
         bench_notes = gr.HTML(elem_id="compare-bench-notes")
         bench_table = gr.Dataframe(label="Timings", elem_id="compare-bench-table", interactive=False, wrap=True)
 
@@ -149,3 +153,6 @@ def build_compare_tab() -> None:
             run_benchmark, [bench_models, lengths, batch], [bench_plot, bench_table, bench_notes],
             api_name="benchmark_forward", **HEAVY,
         )
+        arrival = [(run_compare_fill_mask, [chosen, text, top_k], [side, agreement, skipped]),
+                   (run_compare_tokens, [chosen, text], [tokens_view, tokens_table, skipped])]
+        return LinkTarget("compare", tab, {"text": text, "models": chosen}, arrival)

@@ -31,7 +31,9 @@ from models import (
 from . import embeddings_copy as copy
 from . import embeddings_plots as plots
 from .common import model_choices, quoted, readable_errors
+from .deep_links import LinkTarget
 from .server import on_gpu
+from .view_cache import cached_view
 
 LAYER_LABEL = "Layer (0 = input embeddings, -1 = last)"
 CSV_FOLDER = Path(tempfile.gettempdir()) / "encoder-lab-csv"  # Gradio serves the temp folder
@@ -89,6 +91,7 @@ def _verdict(scores) -> str:
 
 
 @on_gpu
+@cached_view()
 def run_similarity(text: str, model_key: str, layer: float):
     """[CLS], mean and max cosine matrices, the separation score, a CSV (the ``similarity`` API)."""
     with readable_errors("Similarity"):
@@ -113,6 +116,7 @@ def run_similarity(text: str, model_key: str, layer: float):
 
 
 @on_gpu
+@cached_view()
 def run_word(text: str, word: str, model_key: str, layer: float):
     """The word's cosine across layers and a 2-D projection (the ``word_in_context`` API)."""
     with readable_errors("Word in context"):
@@ -132,11 +136,11 @@ def run_word(text: str, word: str, model_key: str, layer: float):
         return plots.layer_chart(result), plots.scatter_2d(points, result.sentences, title), summary
 
 
-def build_embeddings_tab() -> None:
+def build_embeddings_tab() -> LinkTarget:
     """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
     choices, default = model_picker()
     bank_word, bank_sentences = bank_demo()
-    with gr.Tab("Embeddings", id="embeddings"):
+    with gr.Tab("Embeddings", id="embeddings") as tab:
         gr.Markdown(copy.EMBEDDINGS_HELP)
         with gr.Row():
             with gr.Column(scale=3):
@@ -186,9 +190,8 @@ def build_embeddings_tab() -> None:
             layer_plot = gr.Plot(label="Cosine between occurrences, layer by layer")
             scatter = gr.Plot(label="Occurrences in 2-D")
         gr.Markdown(copy.WORD_SCATTER_HELP)
-        trace.click(
-            run_word,
-            inputs=[word_sentences, word, word_model, word_layer],
-            outputs=[layer_plot, scatter, word_summary],
-            api_name="word_in_context",
-        )
+        word_inputs, word_outputs = [word_sentences, word, word_model, word_layer], [layer_plot, scatter, word_summary]
+        trace.click(run_word, inputs=word_inputs, outputs=word_outputs, api_name="word_in_context")
+        views = [(run_similarity, [sentences, model, layer], [heatmaps, summary, table, csv]),
+                 (run_word, word_inputs, word_outputs)]
+        return LinkTarget("embeddings", tab, {"text": sentences, "model": model, "layer": layer}, views)

@@ -24,7 +24,9 @@ from . import causal_copy, causal_plots
 from . import fill_mask_copy as copy
 from . import fill_mask_plots as plots
 from .common import escape, model_choices, quoted, readable_errors
+from .deep_links import LinkTarget
 from .server import on_gpu
+from .view_cache import cached_view
 
 N_OUTPUTS = 4  # table, plot, filled sentence, status
 # Fill-mask requests running at once (both events together). They meet in the core's
@@ -50,6 +52,12 @@ def model_card(model_key: str) -> str:
     )
 
 
+@cached_view()
+def _predicted(model_key: str, text: str, top_k: int, causal: bool):
+    """The view of one fill-mask request (the default example computed once per process)."""
+    return _outputs(fill_mask(model_key, text, int(top_k), bool(causal)))
+
+
 def _outputs(result):
     status = (
         f"{len(result.masks)} mask(s), {len(result.tokens)} tokens read by "
@@ -70,7 +78,7 @@ def predict(text: str, model_key: str, top_k: float, causal: bool = False, progr
     with readable_errors("Fill-mask"):
         if not is_loaded(model_key, "mlm"):
             progress(0.1, desc=f"Loading {get_spec(model_key).display_name}…")
-        return _outputs(fill_mask(model_key, text, int(top_k), bool(causal)))
+        return _predicted(model_key, text, int(top_k), bool(causal))
 
 
 @on_gpu
@@ -86,7 +94,7 @@ def predict_live(text: str, model_key: str, top_k: float, live: bool, causal: bo
     if not text or not MASK_PATTERN.search(text):
         return (words,) + (gr.skip(),) * (N_OUTPUTS - 1) + ("Add [MASK] to the text to see predictions.",)
     try:
-        return (words,) + _outputs(fill_mask(model_key, text, int(top_k), bool(causal)))
+        return (words,) + _predicted(model_key, text, int(top_k), bool(causal))
     except EncoderLabError as exc:
         return (words,) + (gr.skip(),) * (N_OUTPUTS - 1) + (f"⚠️ {escape(str(exc))}",)
 
@@ -95,8 +103,13 @@ def predict_live(text: str, model_key: str, top_k: float, live: bool, causal: bo
 def generate(prompt: str, model_key: str, steps: float, seed: float, top_k: float):
     """Append a mask, fill it, repeat (the ``generate_left_to_right`` API)."""
     with readable_errors("Generation"):
-        result = generate_left_to_right(model_key, prompt, int(steps), int(seed or 0), int(top_k))
-        return result.text, causal_plots.generation_frame(result)
+        return _generated(model_key, prompt, int(steps), int(seed or 0), int(top_k))
+
+
+@cached_view()
+def _generated(model_key: str, prompt: str, steps: int, seed: int, top_k: int):
+    result = generate_left_to_right(model_key, prompt, steps, seed, top_k)
+    return result.text, causal_plots.generation_frame(result)
 
 
 def show_words(text: str):
@@ -127,11 +140,11 @@ def click_word(text: str, evt: WordClick):
     return mask_word(text or "", int(evt.index))
 
 
-def build_fill_mask_tab(demo: gr.Blocks) -> None:
+def build_fill_mask_tab() -> LinkTarget:
     """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
     models = list_models()
     default = next((m.key for m in models if m.default), None)
-    with gr.Tab("Fill-mask", id="fill-mask"):
+    with gr.Tab("Fill-mask", id="fill-mask") as tab:
         gr.Markdown(copy.FILL_MASK_HELP)
         with gr.Row():
             with gr.Column(scale=3):
@@ -201,7 +214,7 @@ def build_fill_mask_tab(demo: gr.Blocks) -> None:
             concurrency_id="fill_mask",
         )
         gr.on(
-            [text.change, top_k.release, model.change, causal.input, demo.load],
+            [text.change, top_k.release, model.change, causal.input],
             predict_live,
             inputs=[text, model, top_k, live, causal],
             outputs=[words, *outputs],
@@ -217,3 +230,6 @@ def build_fill_mask_tab(demo: gr.Blocks) -> None:
         model.change(model_card, model, card, api_name="model_card", queue=False)
         gr.on([gen_button.click, prompt.submit], generate, [prompt, model, steps, seed, gen_top_k],
               [generated, gen_steps], api_name="generate_left_to_right")
+        return LinkTarget("fill-mask", tab, {"text": text, "model": model, "top_k": top_k, "causal": causal},
+                          [(predict_live, [text, model, top_k, live, causal], outputs),
+                           (generate, [prompt, model, steps, seed, gen_top_k], [generated, gen_steps])])

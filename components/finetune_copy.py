@@ -57,3 +57,5 @@ WHY_CLASS_HELP = (
     "deletion check per method. Attributions say what the head's output is sensitive to on "
     "this sentence, not why the model learnt it; methods often disagree."
 )
+TRAIN_WAITING = "Press “Train the head” to see its training and validation curves (training stays behind its button)."
+PROBE_WAITING = "Press “Probe every layer” to train one probe per layer (a longer job)."

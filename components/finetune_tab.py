@@ -8,6 +8,7 @@ from models import (
     CLASS_ATTRIBUTION_METHODS,
     attribute_classification,
     MAX_TEXT_CHARS,
+    build_index,
     classify,
     list_models,
     list_tasks,
@@ -19,8 +20,10 @@ from models import (
 
 from . import finetune_copy as copy
 from . import finetune_plots as plots
-from .common import HEAVY, model_choices, readable_errors
+from .common import HEAVY, error_figure, model_choices, readable_errors
+from .deep_links import LinkTarget
 from .server import on_gpu
+from .view_cache import cached_view
 
 DEFAULT_QUERY = "The whale dived under the ship and the sailors cried out."
 DEFAULT_SENTENCE = "The President asked Congress to pass the budget before the end of the year."
@@ -81,11 +84,16 @@ def run_probe(model_key: str, task: str, pooling: str, progress=gr.Progress()):
 def run_search(query: str, model_key: str, pooling: str, index: str, k: float, progress=gr.Progress()):
     """The k closest corpus sentences (the ``search`` API)."""
     with readable_errors("Search"):
-        result = search(model_key, query, k=int(k), pooling=pooling, index=index,
-                        progress=_report_progress(progress))
-        note = (f"{len(result.hits)} hits among {result.corpus_size:,} sentences, {result.index} index, "
-                f"{result.pooling} pooling, search {result.milliseconds:.2f} ms (the query's encoding excluded).")
-        return plots.hits_frame(result), note
+        build_index(model_key, pooling, _report_progress(progress))  # built once; the progress shown
+        return _searched(query, model_key, pooling, index, int(k))
+
+
+@cached_view()
+def _searched(query: str, model_key: str, pooling: str, index: str, k: int):
+    result = search(model_key, query, k=k, pooling=pooling, index=index)
+    note = (f"{len(result.hits)} hits among {result.corpus_size:,} sentences, {result.index} index, "
+            f"{result.pooling} pooling, search {result.milliseconds:.2f} ms (the query's encoding excluded).")
+    return plots.hits_frame(result), note
 
 
 @on_gpu
@@ -96,11 +104,11 @@ def run_report(model_key: str, pooling: str, k: float, progress=gr.Progress()):
         return plots.report_markdown(report)
 
 
-def build_finetune_tab() -> None:
+def build_finetune_tab() -> LinkTarget:
     """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
     choices, default = _picker()
     tasks = [t.name for t in list_tasks()]
-    with gr.Tab("Fine-tuning & search", id="finetune"):
+    with gr.Tab("Fine-tuning & search", id="finetune") as tab:
         gr.Markdown(copy.HEADS_HELP)
         with gr.Accordion("The tasks and where their labels come from", open=False):
             gr.Markdown(copy.TASKS_HELP)
@@ -118,7 +126,7 @@ def build_finetune_tab() -> None:
             seed = gr.Number(value=0, precision=0, label="Seed")
         train = gr.Button("Train the head", variant="primary")
         summary = gr.Markdown(elem_id="head-summary")
-        curves = gr.Plot(label="Training curves")
+        curves = gr.Plot(error_figure(copy.TRAIN_WAITING), label="Training curves")
         head_id = gr.Textbox(label="Trained head (id)", interactive=False)
         with gr.Row():
             sentence = gr.Textbox(label="Classify my sentence", value=DEFAULT_SENTENCE, max_length=MAX_TEXT_CHARS,
@@ -132,7 +140,7 @@ def build_finetune_tab() -> None:
                                  wrap=True, elem_id="why-class-table")
         gr.Markdown(copy.PROBE_HELP)
         probe = gr.Button("Probe every layer")
-        probe_plot = gr.Plot(label="Probe accuracy by layer")
+        probe_plot = gr.Plot(error_figure(copy.PROBE_WAITING), label="Probe accuracy by layer")
         train.click(run_train, [model, task, pooling, layer, freeze, epochs, train_size, seed],
                     [curves, summary, head_id], api_name="train_classifier", **HEAVY)
         classify_button.click(run_classify, [head_id, sentence], prediction, api_name="classify")
@@ -151,10 +159,12 @@ def build_finetune_tab() -> None:
         search_button = gr.Button("Search", variant="primary")
         search_note = gr.Markdown(elem_id="search-note")
         hits = gr.Dataframe(label="Hits", interactive=False, wrap=True)
-        search_button.click(run_search, [query, search_model, search_pooling, index, k], [hits, search_note],
-                            api_name="search")
+        search_inputs = [query, search_model, search_pooling, index, k]
+        search_button.click(run_search, search_inputs, [hits, search_note], api_name="search")
         gr.Markdown(copy.REPORT_HELP)
         report_button = gr.Button("Compare ANN with exact search")
         report = gr.Markdown(elem_id="retrieval-report")
         report_button.click(run_report, [search_model, search_pooling, k], report, api_name="retrieval_report",
                             **HEAVY)
+        links = {"text": query, "model": search_model, "pooling": search_pooling, "k": k}
+        return LinkTarget("fine-tuning-search", tab, links, [(run_search, search_inputs, [hits, search_note])])

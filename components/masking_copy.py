@@ -41,3 +41,4 @@ STATS_HELP = (
     "Draw the policy many times over 1,000 built-in sentences (seeded) and compare the "
     "observed selection and replacement rates with the configured ones."
 )
+STATS_WAITING = "Press “Measure the rates” to draw the sentences and plot the rates (a longer job)."

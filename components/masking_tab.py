@@ -25,9 +25,11 @@ from models import (
 from . import arithmetic_copy, arithmetic_plots
 from . import masking_copy as copy
 from . import masking_plots as plots
-from .common import HEAVY, quoted, readable_errors
+from .common import HEAVY, error_figure, quoted, readable_errors
+from .deep_links import LinkTarget
 from .masking_heads import build_pair_section, build_rtd_section
 from .server import on_gpu
+from .view_cache import cached_view
 
 STATS_SENTENCES = 1000
 
@@ -37,6 +39,7 @@ def _simulate(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode,
                             bool(whole_word), int(epochs), mode == "dynamic", int(seed))
 
 
+@cached_view()
 def run_simulation(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed):
     """The token strips of every epoch (the ``simulate_masking`` API)."""
     with readable_errors("Masking"):
@@ -52,6 +55,7 @@ def run_simulation(text, model_key, rate, mask, rand, keep, whole_word, epochs, 
 
 
 @on_gpu
+@cached_view()
 def run_loss(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed, epoch):
     """The MLM loss at the selected positions of one epoch (the ``masked_lm_loss`` API)."""
     with readable_errors("The MLM loss"):
@@ -74,6 +78,7 @@ def run_loss(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, 
 
 
 @on_gpu
+@cached_view()
 def run_arithmetic(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed, epoch,
                    source, position):
     """exp, denominator, p and −ln p at one position (the ``explain_loss`` API)."""
@@ -90,6 +95,7 @@ def run_arithmetic(text, model_key, rate, mask, rand, keep, whole_word, epochs, 
 
 
 @on_gpu
+@cached_view()
 def run_compare(text, model_key, rate, whole_word, seed):
     """80/10/10 vs 100 % [MASK] vs all kept on the same selection (``compare_policies`` API)."""
     with readable_errors("The comparison"):
@@ -123,11 +129,11 @@ def random_b(seed: float):
     return _random.Random(int(seed or 0)).choice(sentences)
 
 
-def build_masking_tab() -> None:
+def build_masking_tab() -> LinkTarget:
     models = list_models()
     usable = [m for m in models if m.available]
     mlm_default = next((m.key for m in models if m.default), usable[0].key if usable else None)
-    with gr.Tab("Masking lab", id="masking"):
+    with gr.Tab("Masking lab", id="masking") as tab:
         gr.Markdown(copy.MASKING_HELP)
         with gr.Row():
             with gr.Column(scale=3):
@@ -189,9 +195,16 @@ def build_masking_tab() -> None:
             draws = gr.Slider(10, 1000, value=200, step=10, label="Draws")
             measure = gr.Button("Measure the rates")
         stats_note = gr.Markdown()
-        stats_plot = gr.Plot(label="Configured vs observed rates")
+        stats_plot = gr.Plot(error_figure(copy.STATS_WAITING), label="Configured vs observed rates")
         measure.click(run_statistics, [model, rate, mask, rand, keep, whole_word, draws, seed],
                       [stats_plot, stats_note], api_name="masking_statistics", **HEAVY)
 
         build_pair_section(models, random_b)
         build_rtd_section(models)
+        views = [
+            (run_simulation, params, [strips, summary]),
+            (run_loss, params + [epoch], [loss_table, explain]),
+            (run_arithmetic, params + [epoch, source, position], [arithmetic_table, arithmetic_text]),
+            (run_compare, [text, model, rate, whole_word, seed], compare_table),
+        ]
+        return LinkTarget("masking-lab", tab, {"text": text, "model": model, "rate": rate, "seed": seed}, views)

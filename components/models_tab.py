@@ -8,6 +8,7 @@ from models import list_models
 
 from . import models_copy as copy
 from . import models_plots as plots
+from .deep_links import LinkTarget
 
 
 def models_table():
@@ -15,9 +16,10 @@ def models_table():
     return plots.models_frame(list_models())
 
 
-def build_models_tab() -> None:
-    with gr.Tab("Models", id="models"):
+def build_models_tab() -> LinkTarget:
+    with gr.Tab("Models", id="models") as tab:
         gr.Markdown(copy.MODELS_HELP)
         table = gr.Dataframe(value=models_table(), label="Model registry", interactive=False, wrap=True)
         refresh = gr.Button("Check again")
         refresh.click(models_table, None, table, api_name="list_models")
+    return LinkTarget("models", tab)

@@ -21,3 +21,4 @@ TRAIN_NOW_HELP = (
     "optimiser as the real run). Watch the loss fall and its guesses change. One run at a "
     "time per server; **Stop** ends it."
 )
+LIVE_WAITING = "Press “Train a tiny BERT now” to watch its loss fall here (training stays behind its button)."

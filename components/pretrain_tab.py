@@ -13,6 +13,7 @@ from models import SHIPPED_RUN, TINY_MAX_STEPS, load_history, train_tiny
 from . import pretrain_copy as copy
 from . import pretrain_plots as plots
 from .common import error_figure, readable_errors
+from .deep_links import LinkTarget
 from .server import on_gpu
 
 _training_lock = threading.Lock()  # one live training run per server: the CPU is shared
@@ -114,9 +115,9 @@ def stop_training() -> str:
     return "Stopping after the current step…"
 
 
-def build_pretrain_tab() -> None:
+def build_pretrain_tab() -> LinkTarget:
     history = _history()
-    with gr.Tab("Pre-training", id="pretrain"):
+    with gr.Tab("Pre-training", id="pretrain") as tab:
         gr.Markdown(copy.PRETRAIN_HELP)
         gr.Plot(value=history_figure(), label="Loss and held-out accuracy over training")
         choices = snapshot_choices()
@@ -144,7 +145,7 @@ def build_pretrain_tab() -> None:
             start = gr.Button("Train a tiny BERT now", variant="primary")
             stop = gr.Button("Stop")
         live_status = gr.Markdown("")
-        live_plot = gr.Plot(label="Live training loss")
+        live_plot = gr.Plot(error_figure(copy.LIVE_WAITING), label="Live training loss")
         live_probes = gr.Dataframe(label="Its guesses on probe sentences", interactive=False, wrap=True,
                                    column_widths=["40%", "60%"])
         run = start.click(
@@ -157,3 +158,4 @@ def build_pretrain_tab() -> None:
         )
         # the browser cancels its own stream at once; the flag stops the loop for API callers too
         stop.click(stop_training, None, live_status, cancels=[run], api_name="stop_training")
+        return LinkTarget("pre-training", tab)

@@ -1,0 +1,133 @@
+"""The Lessons tab and the link writer through gradio_client, on the running app:
+every step answers computed, and its numbers are the core's own."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+from urllib.parse import parse_qsl
+
+import numpy as np
+import pytest
+from gradio_client import Client
+
+from components import lessons_copy as copy
+from components.links import DEFAULT_TAB, TABS, parse_link
+from models import (
+    extract_attention,
+    first_capable,
+    heldout_sentences,
+    list_models,
+    masked_lm_loss,
+    next_sentence,
+    sentence_order,
+    simulate_masking,
+)
+
+# outputs per step, in the tab's order (lessons_tab._build_views); the endpoint returns the
+# step's text first, then every step's outputs (the steps not shown: unchanged). Its inputs:
+# the step, then every step's inputs in the same order (param_1 ... param_19): the MLM-loss
+# step's text and seed are param_10 and param_11, the pair step's sentences param_12, param_13.
+OUTPUTS = (3, 3, 2, 2, 3, 2, 4, 4, 3)
+SLUGS = [s.slug for s in copy.STEPS]
+
+
+@pytest.fixture(scope="module")
+def client(app_server):
+    return Client(app_server, verbose=False, download_files=False)
+
+
+def step_outputs(answer, slug):
+    start = 1 + sum(OUTPUTS[:SLUGS.index(slug)])
+    return answer[start:start + OUTPUTS[SLUGS.index(slug)]]
+
+
+def unchanged(value) -> bool:
+    return isinstance(value, dict) and value.get("__type__") == "update"
+
+
+def heatmap_z(plot) -> np.ndarray:
+    z = json.loads(plot["plot"])["data"][0]["z"]
+    if isinstance(z, dict):  # Plotly's typed-array encoding
+        data = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
+        return data.reshape([int(n) for n in str(z["shape"]).split(",")])
+    return np.asarray(z, dtype=float)
+
+
+def test_lesson_endpoints_are_listed(client):
+    names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert {"/lesson_step", "/view_link"} <= names
+
+
+def test_every_step_answers_with_its_own_view_computed(client):
+    assert len(SLUGS) == len(OUTPUTS) == 9
+    for number, slug in enumerate(SLUGS, 1):
+        answer = client.predict(slug=slug, api_name="/lesson_step")
+        assert len(answer) == 1 + sum(OUTPUTS)
+        assert answer[0].startswith(f"### Step {number} of 9: {copy.STEPS[number - 1].title}")
+        assert "**Try this:**" in answer[0]
+        mine = step_outputs(answer, slug)
+        assert not any(unchanged(v) for v in mine), slug
+        others = [v for s in SLUGS if s != slug for v in step_outputs(answer, s)]
+        assert all(unchanged(v) for v in others), slug
+
+
+def test_attention_step_shows_the_cores_weights(client):
+    plot, note = step_outputs(client.predict(slug="attention", api_name="/lesson_step"), "attention")
+    key = first_capable(None, "attention")
+    weights = extract_attention(key, copy.ATTENTION_TEXT).weights[2, 0]  # the step opens on layer 2, head 0
+    z = heatmap_z(plot)
+    assert z.shape == weights.shape
+    np.testing.assert_allclose(z, weights, atol=1e-5)
+    np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-4)
+    assert f"{len(weights)} tokens" in note and "layer 2, head 0" in note
+
+
+def test_mlm_loss_step_scores_the_selected_positions(client):
+    table, arithmetic, note = step_outputs(
+        client.predict(slug="mlm-loss", param_10=copy.MASKING_TEXT, param_11=3, api_name="/lesson_step"), "mlm-loss")
+    key = first_capable(None, "mlm")
+    sim = simulate_masking(key, copy.MASKING_TEXT, 0.15, 0.8, 0.1, 0.1, False, 1, True, 3)
+    loss = masked_lm_loss(key, sim)
+    assert len(table["data"]) == len(loss.positions) == len(sim.epochs[0].selected) > 0
+    assert f"Loss = {loss.loss:.4f} nats" in note
+    nll = table["headers"].index("-log p (nats)")
+    assert np.mean([row[nll] for row in table["data"]]) == pytest.approx(loss.loss, abs=1e-3)
+    assert len(arithmetic["data"]) > 0
+
+
+def test_pair_step_uses_the_pair_head_of_an_available_model(client):
+    a, b = "The kettle boiled.", "She poured the tea."
+    frame, note = step_outputs(client.predict(slug="nsp", param_12=a, param_13=b, api_name="/lesson_step"), "nsp")
+    models = list_models()
+    nsp = [m.key for m in models if m.available and m.has_nsp_head]
+    sop = [m.key for m in models if m.available and m.has_sop_head]
+    assert nsp or sop, "the test zoo has mini-bert (NSP) and mini-albert (SOP)"
+    key = (nsp or sop)[0]
+    column = frame["headers"][-1]
+    if nsp:
+        other = random.Random(0).choice(heldout_sentences())
+        expected = [next_sentence(key, a, b), next_sentence(key, a, other)]
+        assert column == "P(IsNext)"
+    else:
+        expected = [sentence_order(key, a, b), sentence_order(key, b, a)]
+    assert [row[-1] for row in frame["data"]] == pytest.approx(expected, abs=1e-4)
+    assert f"`{key}`" in note
+
+
+def test_view_link_writes_each_tabs_inputs(client):
+    for tab in TABS:
+        query = client.predict(tab=tab.slug, api_name="/view_link")
+        params = dict(parse_qsl(query[1:], keep_blank_values=True))
+        assert params["tab"] == tab.slug
+        view = parse_link(params, list_models())
+        assert view.tab == tab.slug and view.notes == (), (tab.slug, view.notes)
+    attention = dict(parse_qsl(client.predict(tab="attention", api_name="/view_link")[1:]))
+    assert attention["text"] == "I sat by the river bank." and attention["layer"] == "0"
+    assert client.predict(tab="lessons", api_name="/view_link") == f"?tab=lessons&lesson={SLUGS[0]}"
+
+
+def test_view_link_of_an_unknown_tab_is_the_default_tabs(client):
+    query = client.predict(tab="<script>alert(1)</script>", api_name="/view_link")
+    assert query == f"?tab={DEFAULT_TAB}"  # the default tab, none of the values sent with it
