@@ -86,7 +86,7 @@ TAB_PARAMS: dict[str, tuple[Param, ...]] = {
     "models": (),
 }
 # Read elsewhere or chosen before the tab: never reported as unknown.
-GLOBAL_PARAMS = ("tab", "lesson", "projector")
+GLOBAL_PARAMS = ("tab", "lesson", "projector", "dark")  # the last two: read by assets/present.js
 CAPABILITY_WORDS = {"mlm": "a trained MLM head", "attention": "attention weights"}
 
 

@@ -62,7 +62,7 @@ def test_every_tab_by_its_label_and_by_its_id(tab, models):
 def test_attention_link_with_every_input(models):
     params = {"tab": "attention", "text": "The bank was closed.", "text_pair": "We sat by the river.",
               "model": MLM_KEY, "layer": "1", "head": "2", "mode": "rollout", "causal": "1",
-              "projector": "1"}
+              "projector": "1", "dark": "1"}
     view = parse_link(params, models)
     assert view.tab == "attention" and view.notes == ()
     assert view.values == {"text": "The bank was closed.", "text_pair": "We sat by the river.",
