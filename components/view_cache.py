@@ -57,11 +57,13 @@ def cached_view(maxsize: int = DEFAULT_SIZE) -> Callable:
                         return results[key]
                 try:
                     value = fn(*args, **kwargs)
-                finally:
+                except BaseException:
                     with table_lock:
                         key_locks.pop(key, None)
-                with table_lock:
+                    raise
+                with table_lock:  # the result in, then the key's lock out: no gap to compute twice
                     results[key] = value
+                    key_locks.pop(key, None)
                     while len(results) > maxsize:
                         results.popitem(last=False)
                 return value
