@@ -231,5 +231,5 @@ def build_fill_mask_tab() -> LinkTarget:
         gr.on([gen_button.click, prompt.submit], generate, [prompt, model, steps, seed, gen_top_k],
               [generated, gen_steps], api_name="generate_left_to_right")
         return LinkTarget("fill-mask", tab, {"text": text, "model": model, "top_k": top_k, "causal": causal},
-                          [(predict_live, [text, model, top_k, live, causal], outputs),
+                          [(predict_live, [text, model, top_k, live, causal], [words, *outputs]),
                            (generate, [prompt, model, steps, seed, gen_top_k], [generated, gen_steps])])

@@ -19,14 +19,14 @@ def test_fill_mask_causal_and_generation(page):
     text = "The [MASK] sat on the mat."
     page.get_by_label("Text with masks").fill(text)
     page.locator("#fill-mask-causal input").check()
-    page.get_by_role("button", name="Predict").click()
+    page.get_by_role("button", name="Predict", exact=True).click()
     expect(page.locator("#fill-mask-status")).to_contain_text("causal mask", timeout=TIMEOUT)
     top = fill_mask(default_model_key(), text, causal=True).masks[0].predictions[0].token
     expect(filled).to_have_value(f"The {top} sat on the mat.", timeout=TIMEOUT)
     expect(page.get_by_text("13.9 %", exact=False).first).to_be_visible()
 
     page.get_by_label("Prompt to continue").fill("The weather today is")
-    page.get_by_role("button", name="Generate with an encoder").click()
+    page.get_by_role("button", name="Generate with an encoder", exact=True).click()
     expected = generate_left_to_right(default_model_key(), "The weather today is", 8, 0, 5)
     expect(page.get_by_label("Generated text")).to_have_value(expected.text, timeout=TIMEOUT)
     steps = page.locator("#generation-steps")
@@ -46,7 +46,7 @@ def test_attention_causal_and_input_embeddings(page):
     page.locator("#attention-heatmap").scroll_into_view_if_needed()
     screenshot(page, "attention-causal")
 
-    page.get_by_role("button", name="Show token + position + segment").click()
+    page.get_by_role("button", name="Show token + position + segment", exact=True).click()
     summary = page.locator("#input-embeddings-summary")
     expect(summary).to_contain_text("The sum of the vectors equals", timeout=TIMEOUT)
     expect(summary).to_contain_text("cosine")  # the example is a pair: two segment vectors
@@ -58,14 +58,14 @@ def test_attention_causal_and_input_embeddings(page):
 
 def test_masking_lab_arithmetic(page):
     page.get_by_role("tab", name="Masking lab").click()
-    page.get_by_role("button", name="Show the arithmetic").click()
+    page.get_by_role("button", name="Show the arithmetic", exact=True).click()
     text = page.locator("#arithmetic-text")
     expect(text).to_contain_text("0.7468", timeout=TIMEOUT)
     expect(text).to_contain_text("0.2919 nats")
     expect(page.locator("#arithmetic-table")).to_contain_text("cat ← target")
 
     page.get_by_role("radio", name="a real position").check()
-    page.get_by_role("button", name="Show the arithmetic").click()
+    page.get_by_role("button", name="Show the arithmetic", exact=True).click()
     expect(text).to_contain_text("Position", timeout=TIMEOUT)
     expect(page.locator("#arithmetic-table")).to_contain_text("the other", timeout=TIMEOUT)
     page.locator("#arithmetic-table").scroll_into_view_if_needed()
@@ -76,7 +76,7 @@ def test_masking_lab_arithmetic(page):
 def test_embeddings_max_pooling(page):
     page.get_by_role("tab", name="Embeddings").click()
     expect(page.get_by_text("Max pooling and padding.", exact=True)).to_be_visible()
-    page.get_by_role("button", name="Compare [CLS], mean and max pooling").click()
+    page.get_by_role("button", name="Compare [CLS], mean and max pooling", exact=True).click()
     titles = page.locator(".js-plotly-plot .annotation-text")  # the three subplot titles
     expect(titles.filter(has_text="max pooling, layer 6")).to_have_count(1, timeout=TIMEOUT)
     expect(titles.filter(has_text="pooling, layer 6")).to_have_count(3)

@@ -79,7 +79,7 @@ def frame_screenshot(page, selector: str, name: str) -> None:
 
 def test_bertviz_draws_offline(page):
     open_tab(page)
-    page.get_by_role("button", name="Draw with bertviz").click()
+    page.get_by_role("button", name="Draw with bertviz", exact=True).click()
     frame = bertviz_frame(page)
     # the head view: d3 drew an SVG with the tokens as text and the attention lines
     expect(frame.locator("svg").first).to_be_attached(timeout=TIMEOUT)
@@ -100,9 +100,9 @@ def test_typed_markup_stays_text(page):
     open_tab(page)
     page.get_by_label("Text", exact=True).fill('The <img src=x onerror="window.__xss=1"> bank.')
     page.get_by_label("Second text (optional: makes a sentence pair)").fill("")
-    page.get_by_role("button", name="Show attention").click()
+    page.get_by_role("button", name="Show attention", exact=True).click()
     expect(page.locator("#attention-status")).to_contain_text("one text, segment 0", timeout=TIMEOUT)
-    page.get_by_role("button", name="Draw with bertviz").click()
+    page.get_by_role("button", name="Draw with bertviz", exact=True).click()
     texts = bertviz_frame(page).locator("svg text")
     expect(texts.filter(has_text="bank").first).to_be_attached(timeout=TIMEOUT)
     assert {"<", ">", "="} <= set(texts.all_text_contents())  # WordPiece: '<', 'im', '##g', ...

@@ -13,7 +13,7 @@ HOSTILE = "<img src=x onerror=alert(1)> opened the [MASK]."
 
 def test_explain_a_guess(page):
     page.get_by_role("tab", name="Why this guess").click()
-    page.get_by_role("button", name="Explain this guess").click()
+    page.get_by_role("button", name="Explain this guess", exact=True).click()
     status = page.locator("#attribution-status")
     expect(status).to_contain_text("Explaining", timeout=TIMEOUT)
     expect(status).to_contain_text("completeness gap")
@@ -32,7 +32,7 @@ def test_explain_a_guess(page):
     text.fill(HOSTILE)
     page.get_by_label("gradient × input", exact=True).uncheck()
     page.get_by_label("integrated gradients", exact=True).uncheck()
-    page.get_by_role("button", name="Explain this guess").click()
+    page.get_by_role("button", name="Explain this guess", exact=True).click()
     expect(rows).to_have_count(2, timeout=TIMEOUT)
     expect(page.locator("#attribution-tokens")).to_contain_text("<", timeout=TIMEOUT)
     assert page.locator("#attribution-tokens img").count() == 0

@@ -23,7 +23,7 @@ def test_compare_tab(page):
     # same input, several models
     text = page.get_by_label("Text for every model")
     text.fill("She opened the [MASK] and walked into the room.")
-    page.get_by_role("button", name="Compare predictions").click()
+    page.get_by_role("button", name="Compare predictions", exact=True).click()
     side = page.locator("#compare-fill-mask")
     chosen = default_selection(None, "mlm")  # offline: the mini zoo
     expect(side).to_contain_text(chosen[0], timeout=TIMEOUT)
@@ -34,10 +34,10 @@ def test_compare_tab(page):
 
     # markup typed in the text stays text
     text.fill('The <img src=x onerror="window.__xss=1"> capital of France is [MASK].')
-    page.get_by_role("button", name="Compare predictions").click()
+    page.get_by_role("button", name="Compare predictions", exact=True).click()
     expect(page.locator("#compare-agreement")).to_contain_text("onerror", timeout=TIMEOUT)
 
-    page.get_by_role("button", name="Compare tokens").click()
+    page.get_by_role("button", name="Compare tokens", exact=True).click()
     expect(page.locator("#compare-tokens")).to_contain_text("WordPiece", timeout=TIMEOUT)
     expect(page.locator("#compare-tokens .piece").first).to_be_attached()
     assert page.locator('img[src="x"]').count() == 0 and page.evaluate("window.__xss") is None
@@ -47,7 +47,7 @@ def test_compare_tab(page):
     for key in default_selection(None, "any", published_limit=3):  # what the tab opens with
         group.get_by_role("checkbox", name=re.compile(rf"^{re.escape(key)}\b")).uncheck()
     group.get_by_role("checkbox", name="splade-tiny").check()
-    page.get_by_role("button", name="Time forward passes").click()
+    page.get_by_role("button", name="Time forward passes", exact=True).click()
     expect(page.locator("#compare-bench-table")).to_contain_text("pretrained weights", timeout=TIMEOUT)
     expect(page.locator("#compare-bench-plot .js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=TIMEOUT)
     expect(page.locator("#compare-bench-notes")).to_contain_text("Peak memory")

@@ -23,7 +23,7 @@ def test_fill_mask_end_to_end(page):
 
     text = "The [MASK] sat on the mat."
     page.get_by_label("Text with masks").fill(text)
-    page.get_by_role("button", name="Predict").click()
+    page.get_by_role("button", name="Predict", exact=True).click()
     expected = fill_mask(default_model_key(), text, top_k=5)  # the model the page opens on
     top = expected.masks[0].predictions[0].token
     expect(filled_box(page)).to_have_value(f"The {top} sat on the mat.", timeout=TIMEOUT)
@@ -49,7 +49,7 @@ def test_fill_mask_end_to_end(page):
 def test_error_is_shown_readably(page):
     expect(filled_box(page)).not_to_have_value("", timeout=TIMEOUT)
     page.get_by_label("Text with masks").fill("A sentence without any mask.")
-    page.get_by_role("button", name="Predict").click()
+    page.get_by_role("button", name="Predict", exact=True).click()
     expect(page.get_by_text("Your text has no mask").first).to_be_visible(timeout=TIMEOUT)
     screenshot(page, "fill-mask-error")
 
@@ -58,7 +58,7 @@ def test_typed_markup_stays_text(page):
     expect(filled_box(page)).not_to_have_value("", timeout=TIMEOUT)
     payload = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script> [MASK] <b>bold</b>'
     page.get_by_label("Text with masks").fill(payload)
-    page.get_by_role("button", name="Predict").click()
+    page.get_by_role("button", name="Predict", exact=True).click()
     expect(filled_box(page)).to_have_value(re.compile(r"^<img src=x"), timeout=TIMEOUT)
     settle(page)  # every answer is in and drawn before the page is inspected
     assert page.evaluate("window.__xss") is None

@@ -11,7 +11,7 @@ TIMEOUT = 240_000  # the first probe computes the encoder's features for 1,260 s
 
 def test_finetune_tab(page):
     page.get_by_role("tab", name="Fine-tuning & search").click()
-    page.get_by_role("button", name="Train the head").click()
+    page.get_by_role("button", name="Train the head", exact=True).click()
     summary = page.locator("#head-summary")
     expect(summary).to_contain_text("Validation accuracy", timeout=TIMEOUT)
     expect(summary).to_contain_text("majority baseline")

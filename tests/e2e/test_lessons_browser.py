@@ -82,7 +82,7 @@ def test_jump_to_a_step_and_recompute_it(page):
     head = group.get_by_role("spinbutton", name="number input for Head")
     head.fill("3")
     head.press("Enter")
-    group.get_by_role("button", name="Recompute").click()
+    group.get_by_role("button", name="Recompute", exact=True).click()
     expect(group.locator(".gtitle")).to_contain_text("layer 2, head 3", timeout=TIMEOUT)
     expect(group).to_contain_text("flooded")
     assert wait_computed(group, 1)["plots"] == [True]

@@ -24,7 +24,7 @@ def test_watch_and_train_live(page):
         expect(page.get_by_text(re.compile(r"It ran in \d stages"))).to_be_visible()
         expect(page.locator(".js-plotly-plot .annotation-text", has_text="stage 2")).to_be_attached()
 
-    page.get_by_role("button", name="Train a tiny BERT now").click()
+    page.get_by_role("button", name="Train a tiny BERT now", exact=True).click()
     # a bound on a hang, not a speed requirement: on a busy CPU 150 steps can take minutes
     expect(page.get_by_text("Done.")).to_be_visible(timeout=TRAINING_TIMEOUT)
     expect(page.get_by_text("Step 150 of 150")).to_be_visible()

@@ -112,7 +112,7 @@ def test_a_space_start_draws_bertviz_in_the_browser(space_server, browser):
         page.goto(url)
         page.get_by_role("tab", name="Attention").click()
         expect(page.locator("#attention-status")).to_contain_text("tokens", timeout=TIMEOUT)
-        page.get_by_role("button", name="Draw with bertviz").click()
+        page.get_by_role("button", name="Draw with bertviz", exact=True).click()
         frame = page.frame_locator("#attention-bertviz iframe")
         # the head view: d3 (served by the app) drew the example's tokens as SVG text
         expect(frame.locator("svg text", has_text="deposited").first).to_be_attached(timeout=TIMEOUT)
