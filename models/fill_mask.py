@@ -14,6 +14,7 @@ position sees only itself and the tokens to its left.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from contextlib import contextmanager
@@ -168,10 +169,33 @@ def _keep_positions(_module, _args, output):
     return output
 
 
+# The vocabulary projection of a few kept positions: nn.Linear computes x @ W.T, and for a
+# handful of rows (2-8) the CPU's matrix library takes a slow path on that transposed layout
+# (one thread: 9.9 ms for 3 rows of 384 against 30,522 words, 3.4 ms for 1 row); W @ x.T reads
+# the same weights in their stored order (2.7 ms for 3 rows). Same products, float rounding
+# aside. Only while positions are gathered, without gradients: training is untouched.
+FEW_ROWS = 8
+
+
+def _project_few(decoder: torch.nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
+    rows = hidden.reshape(-1, hidden.shape[-1])
+    if (getattr(_gather, "positions", None) is None or not 1 < rows.shape[0] <= FEW_ROWS
+            or torch.is_grad_enabled()):
+        return torch.nn.Linear.forward(decoder, hidden)
+    if decoder.bias is None:
+        out = (decoder.weight @ rows.T).T
+    else:
+        out = torch.addmm(decoder.bias.unsqueeze(1), decoder.weight, rows.T).T
+    return out.reshape(*hidden.shape[:-1], out.shape[-1])
+
+
 def _ensure_hook(model) -> None:
     with _hook_lock:
         if not getattr(model, "_encoder_lab_gather", False):
             model.base_model.register_forward_hook(_keep_positions)
+            decoder = model.get_output_embeddings()
+            if type(decoder) is torch.nn.Linear:
+                decoder.forward = functools.partial(_project_few, decoder)
             model._encoder_lab_gather = True
 
 

@@ -280,3 +280,24 @@ def test_byte_level_bpe_predictions_match_the_pipeline(monkeypatch, tiny_roberta
         assert [p.raw_token for p in mask.predictions] == tokenizer.convert_ids_to_tokens([r["token"] for r in ref])
     shown = [p for m in ours.masks for p in m.predictions]
     assert any(p.raw_token.startswith("Ġ") and p.token != p.raw_token for p in shown)  # the case tested
+
+
+def test_few_rows_projection_equals_the_linear_layer(mlm_key, mlm_loaded):
+    """The vocabulary projection of 2-8 gathered positions (W @ x.T) gives nn.Linear's logits,
+    and outside a gather (e.g. a pipeline sharing the model) the layer is nn.Linear itself."""
+    from models.fill_mask import FEW_ROWS, _ensure_hook, gather_positions
+
+    model = mlm_loaded.model
+    _ensure_hook(model)
+    decoder = model.get_output_embeddings()
+    torch.manual_seed(0)
+    for rows in (1, 2, 3, FEW_ROWS, FEW_ROWS + 1):
+        hidden = torch.randn(1, rows, decoder.in_features, dtype=decoder.weight.dtype,
+                             device=decoder.weight.device)
+        expected = torch.nn.functional.linear(hidden, decoder.weight, decoder.bias)
+        with torch.inference_mode():
+            assert torch.equal(decoder(hidden), expected)  # no gather: the plain layer
+            with gather_positions(model, list(range(rows)), decoder.weight.device):
+                got = decoder(hidden)
+        assert got.shape == expected.shape
+        assert torch.allclose(got, expected, rtol=1e-5, atol=1e-4)
