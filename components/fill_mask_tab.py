@@ -25,7 +25,7 @@ from . import fill_mask_copy as copy
 from . import fill_mask_plots as plots
 from .common import escape, model_choices, quoted, readable_errors
 from .deep_links import LinkTarget
-from .server import on_gpu
+from .server import on_gpu, queue_live_events
 from .view_cache import cached_view
 
 N_OUTPUTS = 4  # table, plot, filled sentence, status
@@ -220,9 +220,10 @@ def build_fill_mask_tab() -> LinkTarget:
             outputs=[words, *outputs],
             api_name="fill_mask_live",
             trigger_mode="always_last",
+            queue=queue_live_events(),  # unqueued: per-event cost below the forward's (server.py)
             show_progress="minimal",
             show_progress_on=outputs,  # not on the words strip, which a student may be clicking
-            concurrency_limit=FILL_MASK_CONCURRENCY,
+            concurrency_limit=FILL_MASK_CONCURRENCY,  # when queued (ZeroGPU)
             concurrency_id="fill_mask",
         )
         gr.api(text_segments_api, api_name="text_segments", queue=False)

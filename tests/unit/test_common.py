@@ -62,12 +62,14 @@ def test_on_gpu_uses_zerogpu_when_spaces_is_installed(tmp_path, monkeypatch):
     def handler(x):
         return x + 1
 
-    decorated = server.on_gpu(handler)
-    import spaces
+    try:
+        decorated = server.on_gpu(handler)
+        import spaces
 
-    assert spaces.wrapped == ["handler"]
-    assert decorated(1) == ("on gpu", 2)
-    monkeypatch.delitem(__import__("sys").modules, "spaces")
+        assert spaces.wrapped == ["handler"]
+        assert decorated(1) == ("on gpu", 2)
+    finally:  # not monkeypatch.delitem, which would put the stand-in back after the test
+        __import__("sys").modules.pop("spaces", None)
 
 
 def test_model_choices_mark_why_a_model_cannot_run():
@@ -86,3 +88,30 @@ def test_model_choices_mark_why_a_model_cannot_run():
         ("MLM", "mlm"), ("Online (not available here)", "online"), ("Encoder (no MLM head)", "enc")]
     assert model_choices(models, by_key=True, usable_first=False) == [
         ("online (not available here)", "online"), ("enc", "enc"), ("mlm", "mlm")]
+
+
+def _live_event_queued() -> bool:
+    from components.fill_mask_tab import build_fill_mask_tab
+
+    with gr.Blocks() as demo:
+        with gr.Tabs():
+            build_fill_mask_tab()
+    events = [d for d in demo.config["dependencies"] if d.get("api_name") == "fill_mask_live"]
+    assert len(events) == 1
+    return events[0]["queue"] is not False
+
+
+def test_live_fill_mask_is_unqueued_except_under_zerogpu(tmp_path, monkeypatch):
+    """Per-keystroke fill-mask skips the queue's bookkeeping; with `spaces` (ZeroGPU, whose
+    decorator runs through the queue) it stays queued."""
+    import importlib
+    import sys
+
+    assert not _live_event_queued()
+    (tmp_path / "spaces.py").write_text("def GPU(fn):\n    return fn\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    try:
+        assert _live_event_queued()
+    finally:
+        sys.modules.pop("spaces", None)
