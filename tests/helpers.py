@@ -69,6 +69,19 @@ def parity_atol(float32: float = 1e-5, half: float = 2e-2) -> float:
     return float32 if dtype_for(get_device()) == torch.float32 else half
 
 
+def plotly_array(value):
+    """A Plotly array from a figure's JSON, as NumPy: a list, or the typed-array form
+    {dtype, bdata, shape} Plotly uses for NumPy data."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(value, dict):
+        data = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        return data.reshape([int(n) for n in str(value.get("shape", len(data))).split(",")])
+    return np.array(value, dtype=float)
+
+
 def free_port() -> int:
     """A port free now (for bench/ only: the tests let the app bind its own port)."""
     with socket.socket() as s:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from helpers import MLM_KEY
+from helpers import MLM_KEY, plotly_array
 from models import explain_masked_position, fill_mask, generate_left_to_right, input_embeddings, simulate_masking
 
 TEXT = "The cat sat on the [MASK] because it was tired."
@@ -36,18 +35,10 @@ def test_fill_mask_causal_matches_the_core(client):
     assert [r[3] for r in plain["data"]] == pytest.approx([p.score for p in fill_mask(MLM_KEY, TEXT, 5).masks[0].predictions], abs=1e-5)
 
 
-def _array(value) -> np.ndarray:
-    """A Plotly array from its JSON: a list, or the typed-array form {dtype, bdata, shape}."""
-    if isinstance(value, dict):
-        shape = [int(n) for n in str(value["shape"]).split(",")]
-        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"]).reshape(shape)
-    return np.array(value, dtype=float)
-
-
 def test_attention_causal_heatmap_has_an_empty_upper_triangle(client):
     _, status, plot, _ = client.predict("The cat sat on the mat.", "", "minilm-l6", 1, 2, "head", True,
                                         api_name="/attention")
-    z = _array(json.loads(plot["plot"])["data"][0]["z"])
+    z = plotly_array(json.loads(plot["plot"])["data"][0]["z"])
     assert z.shape[0] == z.shape[1] and (np.triu(z, 1) == 0).all() and np.triu(z, 0).sum() > 0
     assert "Causal mask added" in status
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
+
+import numpy as np
 import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from helpers import ENCODER_KEY
-from models import list_tasks, search
+from helpers import ENCODER_KEY, MLM_KEY, plotly_array
+from models import list_tasks, probe_layers, retrieval_report, search
 
 
 @pytest.fixture(scope="module")
@@ -60,3 +64,36 @@ def test_why_this_class_through_the_api(client):
     assert "Explaining" in note and "<b>" not in note
     with pytest.raises(AppError, match="No trained head"):
         client.predict("nope/none/0", text, api_name="/why_this_class")
+
+
+def test_probe_layers_matches_the_core(client):
+    # The smallest embedded encoder and the smallest task keep this to seconds.
+    plot = client.predict(MLM_KEY, "fiction-speech", "mean", api_name="/probe_layers")
+    validation, training, baseline = json.loads(plot["plot"])["data"]
+    core = probe_layers(MLM_KEY, "fiction-speech", pooling="mean")  # the endpoint's defaults
+    assert plotly_array(validation["x"]).tolist() == list(core.layers)
+    # Two processes may sum in another order: at most two of the 200 validation sentences move.
+    np.testing.assert_allclose(plotly_array(validation["y"]), core.validation_accuracy, atol=0.011)
+    np.testing.assert_allclose(plotly_array(training["y"]), core.train_accuracy, atol=0.011)
+    assert plotly_array(baseline["y"]).tolist() == [core.majority_baseline] * 2
+
+
+def _percent(pattern: str, text: str) -> float:
+    found = re.search(pattern, text)
+    assert found, f"{pattern!r} not in {text!r}"
+    return float(found.group(1)) / 100
+
+
+def test_retrieval_report_matches_the_core(client):
+    text = client.predict(MLM_KEY, "mean", 5, api_name="/retrieval_report")
+    core = retrieval_report(MLM_KEY, k=5, pooling="mean")
+    tolerance = 0.0021  # 1,000 top-5 slots: float noise between processes may move two
+    assert _percent(r"ANN recall@5: ([\d.]+)%", text) == pytest.approx(core.ann_recall, abs=tolerance)
+    assert _percent(r"keeps ([\d.]+)% of the cosine", text) == pytest.approx(core.dot_overlap, abs=tolerance)
+    low, median, high = core.norm_spread
+    assert f"from {low:.2f} to {high:.2f}, median {median:.2f}" in text
+    assert f"({core.queries} queries, {core.corpus_size:,} sentences)" in text
+    assert f"({core.pooling_queries} queries)" in text
+    for name, pooling in (("[CLS]", "cls"), ("mean", "mean")):
+        shown = _percent(re.escape(name) + r" ([\d.]+)%", text)
+        assert shown == pytest.approx(core.pooling_recall[pooling], abs=1 / core.pooling_queries)

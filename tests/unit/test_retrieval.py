@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from helpers import ENCODER_KEY, REPO
-from models import InputError, embed, search
+from models import InputError, embed, search, sentence_groups
 from models import retrieval
 
 SLICE = 300
@@ -78,3 +78,57 @@ def test_bad_search_arguments(kwargs, match):
     args = {"model_key": ENCODER_KEY, "query": "Hello.", "k": 5} | kwargs
     with pytest.raises(InputError, match=match):
         search(**args)
+
+
+# --- retrieval_report's dot-vs-cosine and pooling parts, against numpy brute force ---------------
+
+REPORT_QUERIES = 20
+
+
+def _query_texts() -> list[str]:
+    return (REPO / "data/train_sample.txt").read_text(encoding="utf-8").splitlines()[:REPORT_QUERIES]
+
+
+def test_report_dot_product_against_cosine_and_norms_by_brute_force(small_corpus):
+    sentences, _, _, _ = small_corpus
+    report = retrieval.retrieval_report(ENCODER_KEY, k=5, pooling="mean", queries=REPORT_QUERIES)
+    raw = embed(ENCODER_KEY, sentences, pooling="mean", normalize=False)  # (N, d), lengths kept
+    raw_q = embed(ENCODER_KEY, _query_texts(), pooling="mean", normalize=False)  # (Q, d)
+    norms = np.linalg.norm(raw, axis=1)
+    cosine = (raw_q / np.linalg.norm(raw_q, axis=1, keepdims=True)) @ (raw / norms[:, None]).T  # (Q, N)
+    dot = raw_q @ raw.T
+    shared = [len(set(np.argsort(-c)[:5]) & set(np.argsort(-d)[:5])) / 5 for c, d in zip(cosine, dot)]
+    assert report.dot_overlap == pytest.approx(np.mean(shared))
+    assert report.dot_overlap < 1.0  # lengths differ here, so the dot product reorders the hits
+    assert report.norm_spread == pytest.approx((norms.min(), np.median(norms), norms.max()), rel=1e-5)
+    assert (report.corpus_size, report.queries, report.k) == (SLICE, REPORT_QUERIES, 5)
+
+
+def _paraphrase_recall_reference(pooling: str, k: int, sentences) -> tuple[float, int]:
+    """Each grouped sentence as a query: a hit when fewer than k candidates (the other grouped
+    sentences and the corpus slice) score above its best same-group sentence."""
+    texts, group_of = [], []
+    for name, sentence_set in sentence_groups().items():
+        for number, group in enumerate(sentence_set["groups"]):
+            texts += group["sentences"]
+            group_of += [(name, number)] * len(group["sentences"])
+    own = embed(ENCODER_KEY, texts, pooling=pooling)
+    corpus_vectors = embed(ENCODER_KEY, sentences, pooling=pooling)
+    hits = 0
+    for i in range(len(texts)):
+        others = [j for j in range(len(texts)) if j != i]
+        scores = np.concatenate([own[others] @ own[i], corpus_vectors @ own[i]])
+        best_same = max(float(own[j] @ own[i]) for j in others if group_of[j] == group_of[i])
+        hits += int((scores > best_same).sum() < k)
+    return hits / len(texts), len(texts)
+
+
+def test_report_pooling_recall_by_brute_force(small_corpus):
+    sentences, _, _, _ = small_corpus
+    report = retrieval.retrieval_report(ENCODER_KEY, k=3, pooling="mean", queries=10)
+    assert set(report.pooling_recall) == {"cls", "mean"}
+    for pooling in ("cls", "mean"):
+        expected, n = _paraphrase_recall_reference(pooling, 3, sentences)
+        assert report.pooling_queries == n
+        # float noise between batchings may move one borderline query, no more
+        assert report.pooling_recall[pooling] == pytest.approx(expected, abs=1 / n + 1e-9), pooling
