@@ -69,6 +69,32 @@ def parity_atol(float32: float = 1e-5, half: float = 2e-2) -> float:
     return float32 if dtype_for(get_device()) == torch.float32 else half
 
 
+# --- what the README and docstrings promise to accept, for the property tests (not read from
+# the code): a text is valid when it has something besides whitespace, at most 20,000
+# characters and no lone surrogate; masks are [MASK] or <mask> in any case.
+
+MAX_CHARS = 20_000
+MASKS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
+
+
+def valid_text(text) -> bool:
+    """A string with something besides whitespace, at most 20,000 characters, no lone surrogate."""
+    return (isinstance(text, str) and text.strip() != "" and len(text) <= MAX_CHARS
+            and not any("\ud800" <= c <= "\udfff" for c in text))
+
+
+def masks_in(text: str) -> int:
+    return len(MASKS.findall(text))
+
+
+def half_valid(valid: dict, anything: dict):
+    """A hypothesis strategy of keyword arguments, drawn half the time from values the rules
+    accept and half from anything: so a good share of a few examples is valid and needs a result."""
+    from hypothesis import strategies as st
+
+    return st.one_of(st.fixed_dictionaries(valid), st.fixed_dictionaries(anything))
+
+
 def plotly_array(value):
     """A Plotly array from a figure's JSON, as NumPy: a list, or the typed-array form
     {dtype, bdata, shape} Plotly uses for NumPy data."""

@@ -9,7 +9,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from models import (
@@ -25,6 +25,8 @@ from models import (
     load_model,
 )
 from models.faithfulness import heldout_cloze, measure_faithfulness
+
+from helpers import MASKS, half_valid, masks_in, valid_text
 
 TRAINED = "minilm-mlm"  # the embedded MLM that guesses sensibly
 TEXT = "She opened the [MASK] and walked into the room."
@@ -203,25 +205,70 @@ def test_on_held_out_sentences_occlusion_beats_random_deletion():
     assert loo.mean_area > 0 and loo.beats_random >= 0.5
 
 
-@settings(max_examples=15, deadline=timedelta(seconds=60), database=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(
-    text=st.one_of(
-        st.text(st.characters(), max_size=40),
-        st.lists(st.sampled_from(["[MASK]", "<mask>", "<s>", "\ud800", "👩‍👩‍👧", "the", "&lt;", " "]),
-                 max_size=10).map(" ".join),
-    ),
-    mask_index=st.integers(-2, 12),
-    target=st.one_of(st.none(), st.text(max_size=12), st.integers(-5, 10**6)),
+PROPERTY = settings(max_examples=15, deadline=timedelta(seconds=60), database=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
+property_texts = st.one_of(
+    st.text(st.characters(), max_size=40),
+    st.lists(st.sampled_from(["[MASK]", "<mask>", "<s>", "\ud800", "👩‍👩‍👧", "the", "&lt;", " "]),
+             max_size=10).map(" ".join),
 )
-def test_any_input_gives_a_result_or_a_project_error(mlm_key, text, mask_index, target):
+targets = st.one_of(st.none(), st.text(max_size=12), st.sampled_from(["the", "", "  "]),
+                    st.integers(-5, 10**6))
+VALID_TEXTS = ["The cat sat on the [MASK].", "A <mask> and a [mask] 🙂.", "[MASK]"]  # 1, 2 and 1 masks
+valid_targets = st.one_of(st.none(), st.sampled_from(["", "the", "door"]), st.integers(0, 30_000))
+
+
+def valid_case(mlm_key, text, mask_index, target) -> bool:
+    """Valid by the documented rules (not read from the code): a text with 1-10 masks and at
+    most 128 tokens, an existing mask, and a target that is empty, a token id of the
+    vocabulary or a word written as one vocabulary entry."""
+    if not (valid_text(text) and 1 <= masks_in(text) <= 10 and 0 <= mask_index < masks_in(text)):
+        return False
+    tokenizer = load_model(mlm_key, head="mlm").tokenizer
+    if len(tokenizer(MASKS.sub(tokenizer.mask_token, text))["input_ids"]) > 128:
+        return False
+    if target is None or isinstance(target, str) and not target.strip():
+        return True
+    if isinstance(target, int):
+        return 0 <= target < len(tokenizer)
+    return target.strip() in tokenizer.get_vocab()
+
+
+def _result_or_project_error(call, *args, valid: bool):
     try:
-        result = attribute_fill_mask(mlm_key, text, "leave_one_out", mask_index, target)
+        return call(*args)
     except EncoderLabError as exc:
-        assert str(exc).strip()
-        return
-    assert len(result.scores) == len(result.tokens) == len(result.candidates)
-    assert np.isfinite(result.scores).all()
+        assert str(exc).strip(), "a project error must say what is wrong"
+        assert not valid, f"valid input refused: {exc}"
+        return None
+
+
+@PROPERTY
+@given(args=half_valid({"text": st.sampled_from(VALID_TEXTS), "mask_index": st.integers(0, 1), "target": valid_targets},
+                       {"text": property_texts, "mask_index": st.integers(-2, 12), "target": targets}))
+@example(args={"text": "She opened the [MASK] and walked into the <mask>.", "mask_index": 1, "target": "door"})
+def test_any_input_gives_a_result_or_a_project_error(mlm_key, args):
+    text, mask_index, target = args["text"], args["mask_index"], args["target"]
+    valid = valid_case(mlm_key, text, mask_index, target)
+    result = _result_or_project_error(attribute_fill_mask, mlm_key, text, "leave_one_out", mask_index, target,
+                                      valid=valid)
+    if result is not None:
+        assert len(result.scores) == len(result.tokens) == len(result.candidates)
+        assert np.isfinite(result.scores).all()
+
+
+@settings(PROPERTY, max_examples=8)
+@given(method=st.sampled_from([*ATTRIBUTION_METHODS, "", "LEAVE_ONE_OUT", "shap"]),
+       args=half_valid({"text": st.sampled_from(VALID_TEXTS), "mask_index": st.integers(0, 1), "target": valid_targets},
+                       {"text": property_texts, "mask_index": st.integers(-1, 3), "target": targets}))
+@example(method="integrated_gradients", args={"text": "The cat sat on the [MASK].", "mask_index": 0, "target": None})
+def test_deletion_curve_on_any_input(mlm_key, method, args):
+    text, mask_index, target = args["text"], args["mask_index"], args["target"]
+    valid = method in ATTRIBUTION_METHODS and valid_case(mlm_key, text, mask_index, target)
+    curve = _result_or_project_error(deletion_curve, mlm_key, text, method, mask_index, target, valid=valid)
+    if curve is not None:
+        assert len(curve.attributed) == len(curve.random) == len(curve.order) + 1
+        assert np.isfinite(curve.attributed).all() and np.isfinite(curve.area)
 
 
 # --- every family the app runs: tiny random-init MLMs (plumbing only, weights mean nothing) ---

@@ -20,7 +20,10 @@ from hypothesis import strategies as st
 
 import models
 from models import EncoderLabError
+from models.capabilities import first_capable
 from models.benchmark import MIN_LENGTH  # the shortest sequence length a benchmark takes
+
+from helpers import MAX_CHARS, half_valid, masks_in, valid_text
 
 PIECES = [
     "[MASK]", "<mask>", "[mask]", "[CLS]", "[SEP]", "<s>", "</s>", "##ing", "Ġthe", "▁de",
@@ -62,19 +65,7 @@ def project_error_or_result(call, *args, valid: bool = False, **kwargs):
 
 # --- what the README and docstrings promise to accept (not read from the code) -------------
 
-MAX_CHARS = 20_000
-MASKS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)  # both spellings, any case
 EMBEDDED_MLM = ("minilm-mlm", "splade-tiny")  # available wherever `make setup` ran
-
-
-def valid_text(text) -> bool:
-    """A string with something besides whitespace, at most 20,000 characters, no lone surrogate."""
-    return (isinstance(text, str) and text.strip() != "" and len(text) <= MAX_CHARS
-            and not any("\ud800" <= c <= "\udfff" for c in text))
-
-
-def masks_in(text: str) -> int:
-    return len(MASKS.findall(text))
 
 
 def test_validity_rules_by_hand():
@@ -356,3 +347,171 @@ def test_classify_and_search(encoder_key, tagger_and_probe, text, k, index):
                                     and index in ("exact", "ann"))
     if found is not None:
         assert len(found.hits) == k
+
+
+TASKS = ("fiction-speech", "truecase")  # the two tagger_and_probe has computed features for
+
+
+@settings(CHECKS, max_examples=10)
+@given(args=half_valid(
+    {"task": st.sampled_from(TASKS), "pooling": st.sampled_from(["cls", "mean"]),
+     "layer": st.one_of(st.none(), st.integers(-7, 6)), "epochs": st.integers(1, 3),
+     "train_size": st.one_of(st.none(), st.integers(2, 12)), "seed": st.integers(0, 2**31 - 1)},
+    {"task": st.sampled_from([*TASKS, "FICTION-SPEECH", "", "nope"]), "pooling": st.sampled_from(["cls", "max", ""]),
+     "layer": st.one_of(st.none(), st.integers(-9, 8)), "epochs": st.integers(-1, 3),
+     "train_size": st.one_of(st.none(), st.integers(-1, 12)), "seed": st.integers(-3, 2**31 + 3)}))
+@example(args={"task": "fiction-speech", "pooling": "cls", "layer": 0, "epochs": 2, "train_size": 8, "seed": 1})
+def test_train_classifier(encoder_key, tagger_and_probe, args):
+    # valid: a listed task, cls or mean, a layer of all-MiniLM-L6-v2 (0..6, -1..-7), 1-300 probe
+    # epochs, all the training sentences (None) or 2 or more of them, a seed of 0..2**31-1
+    a = args
+    valid = (a["task"] in TASKS and a["pooling"] in ("cls", "mean") and (a["layer"] is None or -7 <= a["layer"] <= 6)
+             and 1 <= a["epochs"] <= 300 and (a["train_size"] is None or a["train_size"] >= 2)
+             and 0 <= a["seed"] < 2**31)
+    result = project_error_or_result(models.train_classifier, encoder_key, freeze=True, valid=valid, **args)
+    if result is not None:
+        assert len(result.train_accuracy) == len(result.validation_accuracy) == a["epochs"]
+        assert result.head_parameters == len(result.labels) * 385  # C x 384 + C
+        assert 0 <= result.final_validation_accuracy <= 1
+
+
+@settings(CHECKS, max_examples=6)
+@given(args=half_valid(
+    {"task": st.sampled_from(TASKS), "pooling": st.sampled_from(["cls", "mean"]), "epochs": st.integers(1, 2),
+     "seed": st.integers(0, 2**31 - 1)},
+    {"task": st.sampled_from([*TASKS, "", "nope"]), "pooling": st.sampled_from(["cls", "mean", "sum"]),
+     "epochs": st.integers(-1, 2), "seed": st.integers(-3, 2**31 + 3)}))
+@example(args={"task": "fiction-speech", "pooling": "mean", "epochs": 1, "seed": 0})
+def test_probe_layers(encoder_key, tagger_and_probe, args):
+    a = args
+    valid = a["task"] in TASKS and a["pooling"] in ("cls", "mean") and 1 <= a["epochs"] <= 300 and 0 <= a["seed"] < 2**31
+    result = project_error_or_result(models.probe_layers, encoder_key, valid=valid, **args)
+    if result is not None:
+        assert result.layers == tuple(range(7))  # the input embeddings and six layers
+        assert len(result.validation_accuracy) == 7
+
+
+@settings(CHECKS, max_examples=10)
+@given(args=half_valid(
+    {"text": st.sampled_from([LONG_VALID, "The Congress must act.", "It was a dark night 👩‍👩‍👧."]),
+     "method": st.sampled_from(models.CLASS_ATTRIBUTION_METHODS),
+     "target": st.sampled_from([None, "fiction", "speech"])},
+    {"text": texts, "method": st.sampled_from([*models.CLASS_ATTRIBUTION_METHODS, "attention_rollout", ""]),
+     "target": st.one_of(st.none(), st.sampled_from(["fiction", "FICTION", "noun.act"]), st.text(max_size=6))}))
+@example(args={"text": LONG_VALID, "method": "integrated_gradients", "target": "speech"})
+def test_attribute_classification(tagger_and_probe, args):
+    tagger, probe = tagger_and_probe
+    # valid: a short text (never near 128 tokens), one of the head's methods, its own labels
+    valid = (valid_text(args["text"]) and len(args["text"]) <= 200
+             and args["method"] in models.CLASS_ATTRIBUTION_METHODS and args["target"] in (None, "fiction", "speech"))
+    result = project_error_or_result(models.attribute_classification, probe, valid=valid, **args)
+    if result is not None:
+        assert len(result.scores) == len(result.tokens) and __import__("numpy").isfinite(result.scores).all()
+    # a token task's head explains no single class: always the project's error
+    with pytest.raises(EncoderLabError):
+        models.attribute_classification(tagger, **args)
+
+
+@settings(CHECKS, max_examples=6)
+@given(args=half_valid(
+    {"k": st.integers(1, 100), "pooling": st.sampled_from(["mean", "cls"]), "queries": st.integers(10, 20)},
+    {"k": st.integers(-1, 120), "pooling": st.sampled_from(["mean", "MEAN", "sum"]),
+     "queries": st.one_of(st.integers(-1, 20), st.just(5000))}))
+@example(args={"k": 5, "pooling": "cls", "queries": 10})
+def test_retrieval_report(mlm_key, args):
+    # splade-tiny: the smallest embedded encoder; valid: k 1-100, cls or mean, 10-2,000 queries
+    valid = 1 <= args["k"] <= 100 and args["pooling"] in ("mean", "cls") and 10 <= args["queries"] <= 2000
+    report = project_error_or_result(models.retrieval_report, mlm_key, valid=valid, **args)
+    if report is not None:
+        assert report.queries == args["queries"] and report.k == args["k"]
+        assert 0 <= report.ann_recall <= 1 and 0 <= report.dot_overlap <= 1
+        assert set(report.pooling_recall) == {"cls", "mean"}
+
+
+RTD, SOP = first_capable(capability="rtd"), first_capable(capability="sop")
+
+
+@settings(CHECKS, max_examples=15)
+@given(args=half_valid(
+    {"text": st.sampled_from([LONG_VALID[:60], "The bank.", "ça 👩‍👩‍👧 [MASK]"]), "swap": st.integers(0, 10),
+     "seed": st.integers(0, 2**31 - 1)},
+    {"text": texts, "swap": st.integers(-1, 12), "seed": st.integers(-3, 2**64 + 3)}))
+@example(args={"text": LONG_VALID, "swap": 3, "seed": 1})
+@example(args={"text": HUGE, "swap": 0, "seed": 0})
+def test_detect_replaced(args):
+    # valid: a short text (the zoo reads 128 tokens), 0-10 swaps, a seed of 0..2**31-1
+    text, swap, seed = args["text"], args["swap"], args["seed"]
+    valid = valid_text(text) and len(text) <= 90 and 0 <= swap <= 10 and 0 <= seed < 2**31
+    result = project_error_or_result(models.detect_replaced, RTD, valid=valid, **args)
+    if result is not None:
+        assert len(result.tokens) == len(result.p_replaced) == len(result.special)
+        assert all(0 <= p <= 1 for p in result.p_replaced)
+        assert len(result.swapped) == len(result.originals) <= swap
+
+
+@settings(CHECKS, max_examples=15)
+@given(a=st.one_of(texts, st.just(HUGE)), b=texts)
+@example(a=LONG_VALID, b="A second sentence.")
+def test_sentence_order(a, b):
+    p = project_error_or_result(models.sentence_order, SOP, a, b, valid=valid_text(a) and valid_text(b))
+    if p is not None:
+        assert 0 <= p <= 1
+
+
+# --- the rest of the functions that read what a user types ---------------------------------
+
+
+@CHECKS
+@given(text=st.one_of(texts, st.lists(st.sampled_from(["# topic", "", "A cat.", "  ", "#", "B 🙂"]), max_size=10)
+                      .map("\n".join)))
+def test_parse_groups(text):
+    sentences, groups, topics = models.parse_groups(text)
+    lines = [line.strip() for line in text.splitlines()]
+    assert list(sentences) == [line for line in lines if line and not line.startswith("#")]  # by hand
+    assert len(groups) == len(sentences) and list(groups) == sorted(groups) and groups[:1] in ((), (0,))
+    assert topics is None or len(topics) == len(sentences)
+
+
+NSP = first_capable(capability="nsp")
+
+
+@CHECKS
+@given(a=st.one_of(texts, st.just(HUGE)), b=texts, is_next=st.booleans())
+@example(a=LONG_VALID, b="A second sentence.", is_next=False)
+def test_next_sentence_loss(a, b, is_next):
+    result = project_error_or_result(models.next_sentence_loss, NSP, a, b, is_next,
+                                     valid=valid_text(a) and valid_text(b))
+    if result is not None:
+        assert 0 <= result.p_is_next <= 1 and result.loss >= 0
+
+
+@CHECKS
+@given(sentences=sentence_lists, layer=st.integers(-10, 10),
+       poolings=st.lists(st.sampled_from(["cls", "mean", "max", "sum", ""]), max_size=4))
+@example(sentences=[LONG_VALID, "A dog.", "A cat."], layer=-1, poolings=["cls", "mean", "max"])
+def test_compare_poolings(encoder_key, sentences, layer, poolings):
+    # the similarity rules: 2-50 short sentences, a layer of 0..6 or -1..-7, known poolings
+    valid = (isinstance(sentences, list) and 2 <= len(sentences) <= 50
+             and all(valid_text(s) and len(s) <= 2000 for s in sentences) and -7 <= layer <= 6
+             and 1 <= len(poolings) and set(poolings) <= {"cls", "mean", "max"})
+    results = project_error_or_result(models.compare_poolings, encoder_key, sentences, layer, poolings, valid=valid)
+    if results is not None:
+        assert all(r.matrix.shape == (len(sentences), len(sentences)) for r in results)
+
+
+@pytest.fixture(scope="module")
+def simulation(mlm_key):
+    return models.simulate_masking(mlm_key, LONG_VALID, rate=0.5, epochs=2, seed=0)
+
+
+@CHECKS
+@given(epoch=st.integers(-1, 3), position=st.one_of(st.none(), st.integers(-2, 40)), top=st.integers(-1, 60))
+@example(epoch=1, position=None, top=5)
+def test_explain_masked_position(mlm_key, simulation, epoch, position, top):
+    # valid: an epoch of the simulation, a position selected in it (or None: the first), top 1-50
+    valid = (0 <= epoch < len(simulation.epochs) and 1 <= top <= 50
+             and (position is None or position in [p.position for p in simulation.epochs[epoch].selected]))
+    result = project_error_or_result(models.explain_masked_position, mlm_key, simulation, epoch, position, top,
+                                     valid=valid)
+    if result is not None:
+        assert 0 <= result.p_target <= 1 and result.loss >= 0
