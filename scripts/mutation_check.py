@@ -155,6 +155,22 @@ MUTANTS = (
            "if len(text) > 40:",
            ("tests/unit/test_properties.py",),
            "every text over 40 characters refused (a valid input gets only an error)"),
+    # --- issue 15's retrieval report and the pre-training heads ---------------------------------
+    Mutant("report-dot-on-unit-vectors",
+           "raw = _cached_raw(model_key, pooling, sentences)",
+           "raw = vectors",
+           ("tests/unit/test_retrieval.py",),
+           "retrieval_report's dot product on the normalised corpus vectors (so it equals the cosine)"),
+    Mutant("paraphrase-finds-itself",
+           "np.fill_diagonal(scores[:, :len(own)], -np.inf)  # a query never finds itself",
+           "pass",
+           ("tests/unit/test_retrieval.py",),
+           "paraphrase recall counts a query finding itself"),
+    Mutant("replaced-seed-unchecked",
+           'seed = check_whole_number("seed", seed, 0, 2**31 - 1)  # torch',
+           "seed = seed  # torch",
+           ("tests/unit/test_properties.py",),
+           "detect_replaced passes any seed to torch's generator (2**64 crashes it)"),
 )
 
 
