@@ -19,6 +19,9 @@ negative indexes count from the end (-1 = the last layer).
 from __future__ import annotations
 
 import re
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -182,11 +185,33 @@ def plan_batches(lengths: Sequence[int], hidden_size: int, overhead_tokens: int,
     return batches[::-1]
 
 
+# On the CPU the batches run side by side, one per core, each forward on one thread:
+# a short sentence's matrix products are too small for two threads to share one without
+# waiting on each other at every operator. torch's intra-op thread count is per calling
+# thread, so the workers' single thread changes nothing for the rest of the process.
+_CPU_WORKERS: ThreadPoolExecutor | None = None
+_CPU_WORKERS_LOCK = threading.Lock()
+
+
+def _cpu_workers() -> ThreadPoolExecutor:
+    global _CPU_WORKERS
+    with _CPU_WORKERS_LOCK:
+        if _CPU_WORKERS is None:
+            _CPU_WORKERS = ThreadPoolExecutor(
+                max_workers=max(1, torch.get_num_threads()),
+                thread_name_prefix="embed-cpu",
+                initializer=torch.set_num_threads,
+                initargs=(1,),
+            )
+        return _CPU_WORKERS
+
+
 def _forward(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -> Iterator[tuple]:
     """For each batch: (sentence indexes, [hidden states (B, T, d) per asked layer], mask (B, T)).
 
     The only step that touches the device. Runs under ``inference_mode``; the states stay
-    on the device, in the model's dtype.
+    on the device, in the model's dtype. On a CPU with several threads the batches run in
+    parallel (one per core, see ``_cpu_workers``), in the planner's order as results.
     """
     model, device = loaded.model, loaded.device
     n_layers = int(model.config.num_hidden_layers)
@@ -194,23 +219,38 @@ def _forward(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -
     pad_id = loaded.tokenizer.pad_token_id or 0
     lengths = [len(x) for x in ids]
     overhead = OVERHEAD_TOKENS_CPU if device.type == "cpu" else OVERHEAD_TOKENS_ACCELERATOR
-    with torch.inference_mode():
-        for batch in plan_batches(lengths, int(model.config.hidden_size), overhead):
-            width = max(lengths[i] for i in batch)
-            input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)  # (B, T)
-            mask = np.zeros((len(batch), width), dtype=np.int64)  # (B, T)
-            for row, i in enumerate(batch):
-                input_ids[row, : lengths[i]] = ids[i]
-                mask[row, : lengths[i]] = 1
-            mask_t = torch.from_numpy(mask).to(device)
+
+    def run(batch):
+        width = max(lengths[i] for i in batch)
+        input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)  # (B, T)
+        mask = np.zeros((len(batch), width), dtype=np.int64)  # (B, T)
+        for row, i in enumerate(batch):
+            input_ids[row, : lengths[i]] = ids[i]
+            mask[row, : lengths[i]] = 1
+        mask_t = torch.from_numpy(mask).to(device)
+        with torch.inference_mode():
             out = model(
                 input_ids=torch.from_numpy(input_ids).to(device),
                 attention_mask=mask_t,
                 output_hidden_states=want_all,
             )
-            # The last layer is the model's own final output (hidden_states[L] for BERT).
-            states = [out.last_hidden_state if layer == n_layers else out.hidden_states[layer] for layer in layers]
-            yield batch, states, mask_t
+        # The last layer is the model's own final output (hidden_states[L] for BERT).
+        states = [out.last_hidden_state if layer == n_layers else out.hidden_states[layer] for layer in layers]
+        return batch, states, mask_t
+
+    batches = plan_batches(lengths, int(model.config.hidden_size), overhead)
+    if device.type != "cpu" or len(batches) == 1 or torch.get_num_threads() == 1:
+        yield from map(run, batches)
+        return
+    workers = _cpu_workers()
+    ahead = 2 * torch.get_num_threads()  # batches in flight: bounds the states held at once
+    pending = deque()
+    for batch in batches:
+        pending.append(workers.submit(run, batch))
+        if len(pending) >= ahead:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
 
 
 def _pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
