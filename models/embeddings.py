@@ -19,9 +19,7 @@ negative indexes count from the end (-1 = the last layer).
 from __future__ import annotations
 
 import re
-import threading
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -30,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from . import registry
+from .cpu_workers import cpu_workers, worker_count
 from .errors import CapabilityError, InputError
 from .loading import LoadedModel, check_token_count, load_model
 from .validation import check_text
@@ -185,33 +184,13 @@ def plan_batches(lengths: Sequence[int], hidden_size: int, overhead_tokens: int,
     return batches[::-1]
 
 
-# On the CPU the batches run side by side, one per core, each forward on one thread:
-# a short sentence's matrix products are too small for two threads to share one without
-# waiting on each other at every operator. torch's intra-op thread count is per calling
-# thread, so the workers' single thread changes nothing for the rest of the process.
-_CPU_WORKERS: ThreadPoolExecutor | None = None
-_CPU_WORKERS_LOCK = threading.Lock()
-
-
-def _cpu_workers() -> ThreadPoolExecutor:
-    global _CPU_WORKERS
-    with _CPU_WORKERS_LOCK:
-        if _CPU_WORKERS is None:
-            _CPU_WORKERS = ThreadPoolExecutor(
-                max_workers=max(1, torch.get_num_threads()),
-                thread_name_prefix="embed-cpu",
-                initializer=torch.set_num_threads,
-                initargs=(1,),
-            )
-        return _CPU_WORKERS
-
-
 def _forward(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -> Iterator[tuple]:
     """For each batch: (sentence indexes, [hidden states (B, T, d) per asked layer], mask (B, T)).
 
     The only step that touches the device. Runs under ``inference_mode``; the states stay
-    on the device, in the model's dtype. On a CPU with several threads the batches run in
-    parallel (one per core, see ``_cpu_workers``), in the planner's order as results.
+    on the device, in the model's dtype. On a CPU with several threads the batches run side
+    by side on ``cpu_workers`` (one per core, one thread each: many small forwards gain more
+    so than from threads sharing each operator); results come in the planner's order.
     """
     model, device = loaded.model, loaded.device
     n_layers = int(model.config.num_hidden_layers)
@@ -242,8 +221,8 @@ def _forward(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -
     if device.type != "cpu" or len(batches) == 1 or torch.get_num_threads() == 1:
         yield from map(run, batches)
         return
-    workers = _cpu_workers()
-    ahead = 2 * torch.get_num_threads()  # batches in flight: bounds the states held at once
+    workers = cpu_workers()
+    ahead = 2 * worker_count()  # batches in flight: bounds the states held at once
     pending = deque()
     for batch in batches:
         pending.append(workers.submit(run, batch))
