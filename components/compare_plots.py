@@ -303,6 +303,6 @@ def zoo_curves_figure(entries: tuple[ZooEntry, ...]) -> go.Figure:
     )
     fig.update_annotations(font_size=12)
     fig.update_yaxes(title_text="words right (%)", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="loss", row=2, col=1)
+    fig.update_yaxes(title_text="loss (log scale)", type="log", row=2, col=1)  # ELECTRA's 50 x RTD sits far above
     fig.update_xaxes(title_text="training tokens seen (millions)", row=2, col=1)
     return fig
