@@ -1,6 +1,7 @@
 """Projector mode, exports and accessibility in Chromium, every non-local host blocked.
 
-- projector mode enlarges the rendered type (toggle and ``?projector=1``), charts follow;
+- projector mode enlarges the rendered type (toggle and ``?projector=1``), charts follow, and
+  so do the bertviz views in their sandboxed frames;
 - every kind of export gives a file that opens: PNG (decoded by PIL, not blank), SVG
   (parsed, drawn paths), CSV (pandas, equal to the table on screen), standalone HTML
   (opened from disk in this blocked browser: drawn, nothing requested from outside);
@@ -131,6 +132,49 @@ def test_dark_heatmap_scale_stays_readable(page):
     wait_until(lambda: heat.evaluate(low_colour) == "#440154", "Viridis on dark")  # its first colour
     assert "weight %{z" in heat.evaluate("gd => gd._fullData[0].hovertemplate")
     screenshot(page, "attention-dark")
+
+
+def rendered_text_px(frame_locator, frame) -> dict:
+    """A token of the bertviz view as the page shows it: its height on screen (bounding box,
+    zoom included), its own font size, and the frame's height."""
+    token = frame_locator.locator("svg text").first
+    return {"text": token.bounding_box()["height"],
+            "font": float(token.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")),
+            "frame": frame.bounding_box()["height"]}
+
+
+@pytest.mark.parametrize("view", ["head", "model"])
+def test_projector_enlarges_the_bertviz_views(page, view):
+    """bertviz draws in its own sandboxed frame at fixed pixel sizes: projector mode reaches it
+    (a message), the view zooms and its frame grows; the model view stays within the frame."""
+    open_tab(page, "Attention")
+    settle(page)
+    if view != "head":
+        page.get_by_role("radio", name=f"{view} view", exact=True).check()
+    page.get_by_role("button", name="Draw with bertviz", exact=True).click()
+    frame_locator = page.frame_locator("#attention-bertviz iframe")
+    frame = page.locator("#attention-bertviz iframe")
+    expect(frame).to_have_attribute("title", f"bertviz {view} view", timeout=TIMEOUT)
+    expect(frame_locator.locator("svg text").first).to_be_attached(timeout=TIMEOUT)
+    settle(page)
+    before = rendered_text_px(frame_locator, frame)
+
+    # the head view (about 350 px wide) zooms 1.5 times; the model view (about 1,000 px) as
+    # much as the frame's width allows (at this 1,400 px window, about 1.2 times)
+    needed = 1.4 if view == "head" else 1.1
+    toggle = page.get_by_role("button", name="Projector")
+    toggle.click()
+    grown = wait_until(lambda: (lambda a: a if a["text"] >= needed * before["text"] else None)(
+        rendered_text_px(frame_locator, frame)), "the bertviz view zoomed")
+    assert grown["font"] == before["font"]  # bertviz's own size: the zoom makes the difference
+    assert grown["frame"] >= needed * before["frame"]  # and the frame grows with it
+    width = frame_locator.locator("html").evaluate("e => [e.scrollWidth, innerWidth]")
+    assert width[0] <= width[1], width  # nothing cut off at the right: no sideways scrolling
+    screenshot(page, f"projector-bertviz-{view}")
+
+    toggle.click()
+    wait_until(lambda: rendered_text_px(frame_locator, frame) == before, "the view at its own size again")
+    assert page.external_requests == []
 
 
 # --- exports -------------------------------------------------------------------------------
@@ -289,6 +333,7 @@ def serious_violations(page) -> list[dict]:
 
 def open_tab(page, name: str) -> None:
     """Click the tab ``name``; with large type some tabs move into Gradio's "More tabs" menu."""
+    expect(page.get_by_role("tab", name="Fill-mask")).to_be_visible(timeout=TIMEOUT)  # the page is up
     tab = page.get_by_role("tab", name=name, exact=True)
     if tab.count() == 0:
         page.get_by_role("button", name="More tabs").click()
