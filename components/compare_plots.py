@@ -136,7 +136,9 @@ def skipped_html(skipped: tuple[SkippedModel, ...]) -> str:
     return f"<div class='compare-skipped'><p>Not compared:</p><ul>{items}</ul></div>"
 
 
-_PIECE = "display:inline-block;margin:2px;padding:1px 6px;border-radius:4px;font-family:ui-monospace,monospace;"
+# dark text of its own: on the dark theme the page's text colour is light, and the chips stay light
+_PIECE = ("display:inline-block;margin:2px;padding:1px 6px;border-radius:4px;font-family:ui-monospace,monospace;"
+          "color:#111;")
 _WORD_START = _PIECE + "background:#dbe9f6;"
 _CONTINUES = _PIECE + "background:#fde2c8;"
 
