@@ -359,7 +359,8 @@ def wait_drawn(page) -> None:
     20 % opacity under its loading indicator: the audit reads the views as drawn."""
     busy = page.locator('.pending, [data-testid="status-tracker"]:not(.hide)')
     wait_until(lambda: busy.count() == 0, "every view drawn", timeout_s=300)
-    page.wait_for_timeout(300)  # one more frame for the repairs and export bars
+    # two animation frames: the repairs and export bars drawn after the answer land
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
 
 
 def audit_lessons(page, report: dict) -> None:
