@@ -11,6 +11,7 @@
  *    app, so it opens offline);
  *  - every table gets a CSV button (Gradio's own "copy table" output, with the headers);
  *  - every bertviz view (an iframe) gets an HTML button: the view with its scripts inlined;
+ *    projector mode reaches the view's sandboxed frame as a message (it zooms itself);
  *  - Gradio markup that an accessibility audit refuses gets the missing names / roles.
  */
 (() => {
@@ -28,6 +29,7 @@
     root.classList.toggle(PROJECTOR, on);
     syncBar();
     schedule();
+    document.querySelectorAll("iframe[srcdoc]").forEach(tellFrame);
   }
 
   function setDark(on) {
@@ -336,6 +338,32 @@
         async () => save(new Blob([await standaloneView(frame.getAttribute("srcdoc"))], { type: "text/html" }), slug(name, "view") + ".html")],
     ]));
   }
+
+  // --- bertviz views: projector mode reaches their sandboxed frames as messages ------------
+  // A view's page (components/attention_plots.py) asks for the mode when it loads and is told
+  // of every change; it zooms itself and says by how much, and its frame grows as much.
+  function frameOf(source) {
+    return [...document.querySelectorAll("iframe[srcdoc]")].find((f) => f.contentWindow === source);
+  }
+
+  function tellFrame(frame) {
+    if (frame.contentWindow) frame.contentWindow.postMessage({ encoderLabDisplay: "mode", projector: isProjector() }, "*");
+  }
+
+  function resizeFrame(frame, zoom) {
+    if (frame.dataset.elHeight === undefined) frame.dataset.elHeight = frame.style.height || "";
+    const base = parseFloat(frame.dataset.elHeight);
+    if (base && zoom >= 1 && zoom <= 2) frame.style.height = Math.round(base * zoom) + "px";
+  }
+
+  window.addEventListener("message", (e) => {
+    const data = e.data;
+    if (!data || typeof data !== "object") return;
+    const frame = frameOf(e.source);
+    if (!frame) return;
+    if (data.encoderLabDisplay === "ask") tellFrame(frame);
+    else if (data.encoderLabDisplay === "zoom" && typeof data.zoom === "number") resizeFrame(frame, data.zoom);
+  });
 
   // --- accessibility repairs of Gradio's markup -------------------------------------------
   function repair(scope) {

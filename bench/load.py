@@ -45,6 +45,14 @@ MIX: list[tuple[str, tuple]] = [
     ("/similarity", ("A cat sat on the mat.\nA kitten rested on the rug.\n\nStocks fell today.\n"
                      "Markets dropped sharply.", "minilm-l6", -1)),
     ("/word_in_context", ("I sat by the river bank.\nI deposited cash at the bank.", "bank", "minilm-l6", -1)),
+    ("/next_sentence", ("mini-bert", "The weather was cold all morning.", "By noon it had started to snow.")),
+    ("/detect_replaced", ("mini-electra", "The chef cooked a delicious meal for the guests.", 2, 0)),
+    ("/input_embeddings", ("I sat by the river bank.", "", "minilm-mlm")),
+    ("/explain_loss", tuple(LAB) + (1, "the textbook example", 0)),
+    ("/generate_left_to_right", ("The weather today is", MLM, 3, 0, 5)),
+    ("/why_this_guess", ("She opened the [MASK] and walked in.", MLM, 1, "", 8, ["leave_one_out"])),
+    ("/search", ("The whale dived under the ship.", "minilm-l6", "mean", "exact", 5)),
+    ("/zoo_comparison", ()),
 ]
 
 

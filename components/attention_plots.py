@@ -306,6 +306,39 @@ def bertviz_weights(result: AttentionResult):
     return [torch.from_numpy(w[layer][None]) for layer in range(w.shape[0])], n
 
 
+# In the view's page: projector mode reaches the sandboxed frame as a message from the app's
+# page (assets/present.js answers the frame's question and tells it of every change); the view
+# is then zoomed, at most 1.5 times (the projector's type is about that much larger) and no
+# wider than the frame, as bertviz draws at fixed pixel sizes.
+FRAME_DISPLAY_SCRIPT = """(() => {
+  const root = document.documentElement;
+  let projector = false;
+  function fit() {
+    root.style.zoom = "";
+    // how far right bertviz drew (its head view's <svg> is 100 % wide: measure what is in it)
+    const right = Math.max(0, ...[...document.querySelectorAll("svg")].map((s) => {
+      const box = s.getBBox();
+      return box.width ? s.getBoundingClientRect().left + box.x + box.width : 0;
+    }));
+    const zoom = projector ? Math.max(1, Math.min(1.5, right ? (innerWidth - 16) / right : 1.5)) : 1;
+    root.style.zoom = projector ? String(zoom) : "";
+    if (parent !== window) parent.postMessage({encoderLabDisplay: "zoom", zoom}, "*");  // the frame grows
+  }
+  addEventListener("message", (e) => {
+    if (e.source !== parent || !e.data || e.data.encoderLabDisplay !== "mode") return;
+    projector = e.data.projector === true;
+    fit();
+  });
+  const drawn = new MutationObserver(() => {  // bertviz's first drawing sets the view's width
+    if (!document.querySelector("svg")) return;
+    drawn.disconnect();
+    requestAnimationFrame(fit);
+  });
+  drawn.observe(root, {childList: true, subtree: true});
+  if (parent !== window) parent.postMessage({encoderLabDisplay: "ask"}, "*");
+})();"""
+
+
 def bertviz_page(result: AttentionResult, view: str, lib_urls: dict[str, str]) -> str:
     """A whole HTML document with bertviz's head or model view, loading only local files."""
     from bertviz import head_view, model_view
@@ -324,7 +357,8 @@ def bertviz_page(result: AttentionResult, view: str, lib_urls: dict[str, str]) -
     body = localise_libraries(make_script_safe(body, view), lib_urls)
     return (
         '<!doctype html><html><head><meta charset="utf-8">'
-        "<style>body{margin:8px;background:#fff;color:#111}</style></head><body>"
+        "<style>body{margin:8px;background:#fff;color:#111}</style>"
+        f"<script>{FRAME_DISPLAY_SCRIPT}</script></head><body>"
         + body
         + "</body></html>"
     )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.colors import qualitative
+from plotly.subplots import make_subplots
 
 from models import (
     ArchitectureFacts,
@@ -134,7 +136,9 @@ def skipped_html(skipped: tuple[SkippedModel, ...]) -> str:
     return f"<div class='compare-skipped'><p>Not compared:</p><ul>{items}</ul></div>"
 
 
-_PIECE = "display:inline-block;margin:2px;padding:1px 6px;border-radius:4px;font-family:ui-monospace,monospace;"
+# dark text of its own: on the dark theme the page's text colour is light, and the chips stay light
+_PIECE = ("display:inline-block;margin:2px;padding:1px 6px;border-radius:4px;font-family:ui-monospace,monospace;"
+          "color:#111;")
 _WORD_START = _PIECE + "background:#dbe9f6;"
 _CONTINUES = _PIECE + "background:#fde2c8;"
 
@@ -248,6 +252,8 @@ def benchmark_notes_html(results: list[BenchmarkResult], refused: tuple[SkippedM
 
 # --- "Same data, same budget": the mini zoo ------------------------------------------------
 
+_ZOO_COLOURS = qualitative.Plotly  # one colour per family, the same in both panels
+
 
 def zoo_frame(entries: tuple[ZooEntry, ...]) -> pd.DataFrame:
     """One row per family: budget, costs, size and scores (fractions shown as percentages)."""
@@ -260,10 +266,12 @@ def zoo_frame(entries: tuple[ZooEntry, ...]) -> pd.DataFrame:
             "training tokens": e.tokens,
             "steps": e.steps,
             "wall minutes": round(e.wall_minutes, 1),
+            "tokens/s": round(e.tokens_per_s),
             "CPU minutes": round(e.cpu_minutes, 1),
             "training TFLOPs": round(e.flops / 1e12, 1),
             "parameters": e.parameters,
             "held-out whole-word top-1 %": round(100 * e.score, 1),
+            "score of": e.scored_model,
             "everyday cloze top-5 %": round(100 * e.everyday_top5, 1),
             "NSP / SOP held-out %": "" if e.pair_accuracy is None else round(100 * e.pair_accuracy, 1),
             "the family's idea here": e.idea,
@@ -272,20 +280,31 @@ def zoo_frame(entries: tuple[ZooEntry, ...]) -> pd.DataFrame:
 
 
 def zoo_curves_figure(entries: tuple[ZooEntry, ...]) -> go.Figure:
-    """Learning curves of every family on one chart: the comparable score against tokens seen."""
-    fig = go.Figure()
+    """Learning curves of every family against tokens seen: the score (top) and the training loss."""
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=(
+        "held-out whole-word top-1 (%): comparable across families",
+        "training loss: each family's own objective (the sum of its parts), not comparable across them",
+    ))
     dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid"]
     for k, e in enumerate(entries):
+        x = [p[0] / 1e6 for p in e.curve]
+        style = dict(mode="lines+markers", legendgroup=e.key,
+                     line=dict(dash=dashes[k % len(dashes)], width=2, color=_ZOO_COLOURS[k % len(_ZOO_COLOURS)]))
         fig.add_trace(go.Scatter(
-            x=[p[0] / 1e6 for p in e.curve], y=[100 * p[1] for p in e.curve], mode="lines+markers",
-            name=escape(e.key), line=dict(dash=dashes[k % len(dashes)], width=2),
+            x=x, y=[100 * p[1] for p in e.curve], name=escape(e.key), **style,
             hovertemplate=f"{escape(e.key)}<br>%{{x:.2f}} M tokens<br>%{{y:.1f}} % words right<extra></extra>",
-        ))
+        ), row=1, col=1)
+        fig.add_trace(go.Scatter(
+            x=x, y=[p[2] for p in e.curve], name=escape(e.key), showlegend=False, **style,
+            hovertemplate=f"{escape(e.key)}<br>%{{x:.2f}} M tokens<br>training loss %{{y:.3f}}<extra></extra>",
+        ), row=2, col=1)
     fig.update_layout(
-        title="Same corpus, same token budget: held-out whole-word accuracy while training",
-        xaxis=dict(title="training tokens seen (millions)"),
-        yaxis=dict(title="held-out whole-word top-1 (%)", rangemode="tozero"),
-        template="plotly_white", height=420, margin=dict(l=10, r=10, t=50, b=10),
-        legend=dict(orientation="h", y=-0.2),
+        title="Same corpus, same token budget: learning curves while training",
+        template="plotly_white", height=640, margin=dict(l=10, r=10, t=70, b=10),
+        legend=dict(orientation="h", y=-0.12),
     )
+    fig.update_annotations(font_size=12)
+    fig.update_yaxes(title_text="words right (%)", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="loss (log scale)", type="log", row=2, col=1)  # ELECTRA's 50 x RTD sits far above
+    fig.update_xaxes(title_text="training tokens seen (millions)", row=2, col=1)
     return fig

@@ -28,8 +28,9 @@ from .server import on_gpu
 RTD_COLUMNS = ["position", "token", "P(replaced)", "verdict", "generator replaced"]
 
 
-def _heldout_pair_accuracy(model_key: str) -> float | None:
-    return next((e.pair_accuracy for e in zoo_comparison() if e.key == model_key), None)
+def _heldout_pair(model_key: str) -> tuple[float | None, float | None]:
+    """(held-out accuracy, majority-label share) of a model's pair head, from its record."""
+    return next(((e.pair_accuracy, e.pair_majority) for e in zoo_comparison() if e.key == model_key), (None, None))
 
 
 def pair_answer(model_key: str, a: str, b: str):
@@ -38,7 +39,7 @@ def pair_answer(model_key: str, a: str, b: str):
         spec = get_spec(model_key)
         kind = "sop" if spec.has_sop_head and not spec.has_nsp_head else "nsp"
         p = (sentence_order if kind == "sop" else next_sentence)(model_key, a, b)
-        return views.pair_markdown(kind, p, _heldout_pair_accuracy(model_key))
+        return views.pair_markdown(kind, p, *_heldout_pair(model_key))
 
 
 run_pair = on_gpu(pair_answer)
@@ -64,7 +65,7 @@ def swap_pair(a: str, b: str):
 def run_sentence_order(model_key: str, a: str, b: str) -> str:
     """P(in order) for the pair A, B (the ``sentence_order`` API)."""
     with readable_errors("Sentence-order prediction"):
-        return views.pair_markdown("sop", sentence_order(model_key, a, b), _heldout_pair_accuracy(model_key))
+        return views.pair_markdown("sop", sentence_order(model_key, a, b), *_heldout_pair(model_key))
 
 
 def replaced_view(model_key: str, text: str, swap: float, seed: float):
@@ -115,7 +116,7 @@ def build_pair_section(models, random_b) -> None:
 def next_sentence_answer(model_key: str, a: str, b: str) -> str:
     """P(IsNext) for sentence B after sentence A (the ``next_sentence`` API)."""
     with readable_errors("Next sentence prediction"):
-        return views.pair_markdown("nsp", next_sentence(model_key, a, b), _heldout_pair_accuracy(model_key))
+        return views.pair_markdown("nsp", next_sentence(model_key, a, b), *_heldout_pair(model_key))
 
 
 def build_rtd_section(models) -> None:

@@ -7,8 +7,12 @@ from models import ReplacedTokens
 from .common import escape
 
 
-def pair_markdown(kind: str, p: float, heldout: float | None) -> str:
-    """The answer of a sentence-pair head, with the head's held-out accuracy when known."""
+def pair_markdown(kind: str, p: float, heldout: float | None, majority: float | None = None) -> str:
+    """The answer of a sentence-pair head, with the head's held-out accuracy when known.
+
+    ``majority``: the share of the held-out pairs' more frequent label (what always guessing
+    it scores), from the training record; the baseline the accuracy is shown against.
+    """
     if kind == "nsp":
         verdict = "follows" if p >= 0.5 else "does not follow"
         text = f"**P(IsNext) = {p:.3f}**: the model thinks B {verdict} A."
@@ -16,7 +20,8 @@ def pair_markdown(kind: str, p: float, heldout: float | None) -> str:
         verdict = "in their original order" if p >= 0.5 else "swapped"
         text = f"**P(in order) = {p:.3f}**: the model thinks A, B are {verdict}."
     if heldout is not None:
-        text += f"  \nThis head's accuracy on held-out pairs: {heldout:.1%} (chance: 50 %)."
+        text += f"  \nThis head's accuracy on held-out pairs: {heldout:.1%}"
+        text += (f" (always guessing the majority label: {majority:.1%})." if majority is not None else ".")
     return text
 
 

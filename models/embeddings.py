@@ -19,6 +19,7 @@ negative indexes count from the end (-1 = the last layer).
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -27,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from . import registry
+from .cpu_workers import cpu_workers, worker_count
 from .errors import CapabilityError, InputError
 from .loading import LoadedModel, check_token_count, load_model
 from .validation import check_text
@@ -186,7 +188,9 @@ def _forward(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -
     """For each batch: (sentence indexes, [hidden states (B, T, d) per asked layer], mask (B, T)).
 
     The only step that touches the device. Runs under ``inference_mode``; the states stay
-    on the device, in the model's dtype.
+    on the device, in the model's dtype. On a CPU with several threads the batches run side
+    by side on ``cpu_workers`` (one per core, one thread each: many small forwards gain more
+    so than from threads sharing each operator); results come in the planner's order.
     """
     model, device = loaded.model, loaded.device
     n_layers = int(model.config.num_hidden_layers)
@@ -194,23 +198,38 @@ def _forward(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -
     pad_id = loaded.tokenizer.pad_token_id or 0
     lengths = [len(x) for x in ids]
     overhead = OVERHEAD_TOKENS_CPU if device.type == "cpu" else OVERHEAD_TOKENS_ACCELERATOR
-    with torch.inference_mode():
-        for batch in plan_batches(lengths, int(model.config.hidden_size), overhead):
-            width = max(lengths[i] for i in batch)
-            input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)  # (B, T)
-            mask = np.zeros((len(batch), width), dtype=np.int64)  # (B, T)
-            for row, i in enumerate(batch):
-                input_ids[row, : lengths[i]] = ids[i]
-                mask[row, : lengths[i]] = 1
-            mask_t = torch.from_numpy(mask).to(device)
+
+    def run(batch):
+        width = max(lengths[i] for i in batch)
+        input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)  # (B, T)
+        mask = np.zeros((len(batch), width), dtype=np.int64)  # (B, T)
+        for row, i in enumerate(batch):
+            input_ids[row, : lengths[i]] = ids[i]
+            mask[row, : lengths[i]] = 1
+        mask_t = torch.from_numpy(mask).to(device)
+        with torch.inference_mode():
             out = model(
                 input_ids=torch.from_numpy(input_ids).to(device),
                 attention_mask=mask_t,
                 output_hidden_states=want_all,
             )
-            # The last layer is the model's own final output (hidden_states[L] for BERT).
-            states = [out.last_hidden_state if layer == n_layers else out.hidden_states[layer] for layer in layers]
-            yield batch, states, mask_t
+        # The last layer is the model's own final output (hidden_states[L] for BERT).
+        states = [out.last_hidden_state if layer == n_layers else out.hidden_states[layer] for layer in layers]
+        return batch, states, mask_t
+
+    batches = plan_batches(lengths, int(model.config.hidden_size), overhead)
+    if device.type != "cpu" or len(batches) == 1 or torch.get_num_threads() == 1:
+        yield from map(run, batches)
+        return
+    workers = cpu_workers()
+    ahead = 2 * worker_count()  # batches in flight: bounds the states held at once
+    pending = deque()
+    for batch in batches:
+        pending.append(workers.submit(run, batch))
+        if len(pending) >= ahead:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
 
 
 def _pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:

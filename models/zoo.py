@@ -28,11 +28,11 @@ _ZOO: dict[str, tuple[str, str, str, dict]] = {
     "mini-distilbert": ("distilbert", "[MASK]", "DistilBertForMaskedLM: 2 layers initialised from "
                         "every other layer of mini-bert, trained with the triple loss (soft targets "
                         "from mini-bert, MLM, hidden-state cosine), WordPiece", {}),
-    "mini-albert": ("albert", "[MASK]", "AlbertForPreTraining: factorised embedding (128), one "
+    "mini-albert": ("albert", "[MASK]", "AlbertForPreTraining: factorised embedding (64), one "
                     "layer shared by all 4, masked LM + sentence-order prediction, Unigram "
                     "(SentencePiece-style) vocabulary", {"has_sop_head": True}),
     "mini-electra": ("electra", "[MASK]", "ElectraForPreTraining discriminator trained jointly with "
-                     "a 64-wide ElectraForMaskedLM generator (shared embeddings): replaced-token "
+                     "a 32-wide ElectraForMaskedLM generator (shared embeddings): replaced-token "
                      "detection; fill-mask uses the generator, WordPiece",
                      {"has_rtd_head": True, "mlm_subfolder": "generator"}),
     "mini-deberta": ("deberta-v2", "[MASK]", "DebertaV2ForMaskedLM: disentangled attention with "
@@ -107,13 +107,16 @@ class ZooEntry:
     tokens: int  # training tokens seen (non-padding inputs of the trained model)
     steps: int
     wall_minutes: float
+    tokens_per_s: float  # training tokens / wall seconds of the run
     cpu_minutes: float  # process CPU time of the training run (all threads of rank 0)
-    flops: float  # training FLOPs: torch's FlopCounterMode on one real step, times tokens
+    flops: float  # training FLOPs: torch's FlopCounterMode on one real step (forward + backward), times tokens
     parameters: int  # the shipped model (ELECTRA: discriminator + generator)
     score_name: str
     score: float  # held-out whole-word accuracy (fraction)
+    scored_model: str  # whose score: "the model", or ELECTRA's "its 32-wide generator" (fills the masks)
     everyday_top5: float  # everyday cloze: a top-5 token is an acceptable answer (fraction)
     pair_accuracy: float | None  # NSP (mini-bert) or SOP (mini-albert) on held-out pairs
+    pair_majority: float | None  # the held-out pairs' majority class share (the baseline to beat)
     curve: tuple[tuple[int, float, float], ...]  # (tokens, whole-word accuracy, train loss)
 
 
@@ -130,13 +133,17 @@ def zoo_comparison() -> tuple[ZooEntry, ...]:
         if r is None:
             continue
         pair = r.get("pair_heldout")
+        scored = (f"its {r['config']['shape']['electra_generator_hidden']}-wide generator"
+                  if "generator" in r["parameters"] else "the model")
         out.append(ZooEntry(
             key=key, family=family, idea=idea, tokenizer_kind=r["tokenizer_kind"],
             tokens=int(r["tokens"]), steps=int(r["steps"]), wall_minutes=float(r["wall_minutes"]),
+            tokens_per_s=float(r["tokens"]) / (60 * float(r["wall_minutes"])),
             cpu_minutes=float(r["cpu_minutes_rank0"]), flops=float(r["flops"]),
             parameters=int(sum(r["parameters"].values())), score_name=SCORE_NAME,
-            score=float(r["heldout"]["word_top1"]), everyday_top5=float(r["everyday"]["hit_rate"]),
+            score=float(r["heldout"]["word_top1"]), scored_model=scored, everyday_top5=float(r["everyday"]["hit_rate"]),
             pair_accuracy=None if pair is None else float(pair["accuracy"]),
+            pair_majority=None if pair is None else float(pair["majority"]),
             curve=tuple((int(p["tokens"]), float(p["word_top1"]), float(p["train_loss"]))
                         for p in r["curve"]),
         ))

@@ -16,6 +16,16 @@ CLASS = {
     "mini-deberta": "DebertaV2ForMaskedLM", "mini-modernbert": "ModernBertForMaskedLM",
 }
 
+# What a family's run did that its recipe line alone does not say.
+NOTES = {
+    "mini-modernbert": (
+        "No unpadding in this run: in transformers 5 ModernBERT unpads only inside its flash-attn "
+        "attention path (flash-attn is not installed here); with PyTorch's SDPA on a CPU, as trained, "
+        "each batch is padded to its longest sequence and the local window is a mask over full "
+        "attention (16 tokens each side). Padding is kept out of the loss, and the MLM head runs at "
+        "the masked positions only."),
+}
+
 
 def card(key: str, record: dict, idea: str) -> str:
     cfg, shape = record["config"], record["config"]["shape"]
@@ -24,6 +34,8 @@ def card(key: str, record: dict, idea: str) -> str:
     size = sum(p.stat().st_size for p in folder.rglob("*.safetensors")) / 2**20
     masking = record["masking"]
     held = record["heldout"]
+    generator = (f" This is the score of its {shape['electra_generator_hidden']}-wide generator: the "
+                 "discriminator cannot fill masks.") if "generator" in record["parameters"] else ""
     lines = [
         f"# `{key}`: a miniature trained by Encoder Lab (not the published checkpoint)",
         "",
@@ -44,20 +56,23 @@ def card(key: str, record: dict, idea: str) -> str:
         f"{cfg['weight_decay']}), linear warm-up over {cfg['warmup']:.0%} of the budget then linear decay to "
         f"zero; {'bfloat16 autocast' if cfg['autocast'] == 'bf16' else 'float32'}; seed {cfg['seed']}; "
         f"{record['device']} (torch {record['torch']}), {record['world_size']} process(es); "
-        f"{record['wall_minutes']:.1f} wall minutes, {record['cpu_minutes_rank0']:.1f} CPU minutes; about "
-        f"{record['flops'] / 1e12:.1f} TFLOPs ({record['flops_per_token'] / 1e6:.1f} MFLOPs per token, "
-        "counted by torch's FlopCounterMode on one real step, forward and backward).",
+        f"{record['wall_minutes']:.1f} wall minutes ({record['tokens'] / (60 * record['wall_minutes']):,.0f} "
+        f"tokens/s), {record['cpu_minutes_rank0']:.1f} CPU minutes; about "
+        f"{record['flops'] / 1e12:.1f} TFLOPs ({record['flops_per_token'] / 1e6:.2f} MFLOPs per token: torch's "
+        "FlopCounterMode over the first training step, forward and backward in one count, a teacher's "
+        "forward included where there is one; `scripts/zoo_flops.py`).",
         f"Masking: {masking['rate']:.0%} of the tokens selected, {masking['mask']:.0%} [MASK] / "
         f"{masking['random']:.0%} random / {masking['keep']:.0%} kept, "
         + ("static (each example's masks drawn once from its own seed)" if record["static_masking"]
            else "dynamic (a fresh draw per batch)")
         + (f"; pair objective: {record['pair_objective'].upper()}" if record.get("pair_objective") else "")
         + "; the MLM head runs at the selected positions only.",
+        *([NOTES[key]] if key in NOTES else []),
         "",
         "**Scores.**",
         f"- Held-out whole-word top-1: **{held['word_top1']:.1%}** of {held['words']:,} words ({SCORE_NAME}; "
         "the held-out split `data/heldout.txt`, never trained on). Mean loss per masked piece "
-        f"{held['piece_loss']:.3f} nats (depends on the tokenizer: not comparable across families).",
+        f"{held['piece_loss']:.3f} nats (depends on the tokenizer: not comparable across families).{generator}",
         f"- Everyday cloze (`data/everyday_cloze.json`, written for the project): an accepted answer among the "
         f"top 5 at the mask in {record['everyday']['hit_rate']:.0%} of {len(record['everyday']['items'])} sentences.",
     ]
@@ -113,13 +128,15 @@ def write_cards(log=print) -> None:
 
 def summary_table() -> str:
     """The README's table: one row per miniature, from the records."""
-    rows = ["| model | tokenizer | tokens | steps | wall min | CPU min | TFLOPs | parameters | fp16 MiB "
-            "| held-out whole-word top-1 | everyday top-5 | NSP / SOP held-out |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| model | tokenizer | tokens | steps | wall min | tokens/s | CPU min | MFLOP/token | TFLOPs | parameters "
+            "| fp16 MiB | held-out whole-word top-1 | everyday top-5 | NSP / SOP held-out (majority) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in zoo_comparison():
         size = sum(p.stat().st_size for p in zoo_folder(e.key).rglob("*.safetensors")) / 2**20
-        pair = "" if e.pair_accuracy is None else f"{e.pair_accuracy:.1%}"
+        pair = "" if e.pair_accuracy is None else f"{e.pair_accuracy:.1%} ({e.pair_majority:.1%})"
+        scored = "" if e.scored_model == "the model" else f" ({e.scored_model})"
         rows.append(f"| `{e.key}` | {e.tokenizer_kind} | {e.tokens:,} | {e.steps:,} | {e.wall_minutes:.1f} | "
-                    f"{e.cpu_minutes:.1f} | {e.flops / 1e12:.1f} | {e.parameters:,} | {size:.1f} | "
-                    f"{e.score:.1%} | {e.everyday_top5:.0%} | {pair} |")
+                    f"{e.tokens_per_s:,.0f} | {e.cpu_minutes:.1f} | {e.flops / e.tokens / 1e6:.2f} | "
+                    f"{e.flops / 1e12:.1f} | {e.parameters:,} | {size:.1f} | "
+                    f"{e.score:.1%}{scored} | {e.everyday_top5:.0%} | {pair} |")
     return "\n".join(rows)

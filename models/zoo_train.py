@@ -7,13 +7,14 @@ mini-bert          BertForPreTraining: MLM + next-sentence prediction, static ma
 mini-roberta       RobertaForMaskedLM: dynamic masking, no NSP, full-sentence packing
 mini-distilbert    DistilBertForMaskedLM, 2 layers initialised from every other layer of
                    mini-bert, triple loss (soft targets, MLM, hidden-state cosine)
-mini-albert        AlbertForPreTraining: factorised embedding (128), one shared layer, MLM + SOP
-mini-electra       ElectraForPreTraining (discriminator) trained jointly with a small
+mini-albert        AlbertForPreTraining: factorised embedding (64), one shared layer, MLM + SOP
+mini-electra       ElectraForPreTraining (discriminator) trained jointly with a 32-wide
                    ElectraForMaskedLM generator (shared embeddings): replaced-token detection
 mini-deberta       DebertaV2ForMaskedLM: disentangled attention with relative positions,
                    MLM objective (DeBERTa-v2's, not v3's RTD)
 mini-modernbert    ModernBertForMaskedLM: RoPE, GeGLU, alternating global / local (window
-                   32) attention, 30 % masking, no biases
+                   32: 16 tokens each side) attention, 30 % masking, no biases; padded
+                   batches (transformers' ModernBERT does not unpad; no flash-attn here)
 =================  =====================================================================
 
 The loss runs each MLM head at the masked positions only (the 8k-way projection is most of
@@ -24,6 +25,7 @@ on CUDA): each rank takes every ``world``-th batch; gradients are averaged by DD
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -62,16 +64,63 @@ def _dist():
     return dist if dist.is_available() and dist.is_initialized() else None
 
 
-def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooConfig, out: Path,
-                 teacher=None, device: torch.device | None = None, log=print) -> dict:
-    """Train one family to ``cfg.tokens`` tokens; returns its record (curves, costs)."""
-    from torch.utils.flop_counter import FlopCounterMode
+def flop_counter():
+    """torch's FlopCounterMode, also counting the CPU's fused attention kernel.
 
+    torch (2.13) has FLOP formulas for the CUDA SDPA kernels but not for
+    ``_scaled_dot_product_flash_attention_for_cpu`` (what SDPA runs for ModernBERT on a CPU):
+    without these two entries its attention would count as zero. They use torch's own
+    formulas for the other SDPA kernels (forward: QK^T and AV; backward: five matmuls).
+    """
+    from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
+
+    def forward(query, key, value, *args, out_shape=None, **kwargs) -> int:
+        return sdpa_flop_count(query, key, value)
+
+    def backward(grad_out, query, key, value, *args, out_shape=None, **kwargs) -> int:
+        return sdpa_backward_flop_count(grad_out, query, key, value)
+
+    aten = torch.ops.aten
+    return FlopCounterMode(display=False, custom_mapping={
+        aten._scaled_dot_product_flash_attention_for_cpu: forward,
+        aten._scaled_dot_product_flash_attention_for_cpu_backward: backward,
+    })
+
+
+def train_step(wrapped, opt, trained, batch, sample_gen, autocast: str = "", count_flops: bool = False):
+    """One optimisation step: (loss, loss parts, FLOPs or None).
+
+    With ``count_flops`` one counter spans the forward (a teacher's included) and the
+    backward: FlopCounterMode resets its counts each time it is entered, so it is entered
+    once per step.
+    """
+    ids, attention, tt, inputs, labels, pair = batch
+    counter = flop_counter() if count_flops else contextlib.nullcontext()
+    with counter:
+        with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=autocast == "bf16"):
+            loss, parts = wrapped(ids, attention, tt, inputs, labels, pair, sample_gen)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+    torch.nn.utils.clip_grad_norm_(trained, 1.0)
+    opt.step()
+    return loss, parts, counter.get_total_flops() if count_flops else None
+
+
+def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooConfig, out: Path,
+                 teacher=None, device: torch.device | None = None, log=print,
+                 models: dict[str, nn.Module] | None = None, max_steps: int = 0) -> dict:
+    """Train one family to ``cfg.tokens`` tokens; returns its record (curves, costs).
+
+    ``models``: start from these instead of a random init (``build_models``' keys);
+    ``max_steps``: stop after that many steps (0: at the budget). The FLOPs recount
+    (``scripts/zoo_flops.py``) runs the shipped models for one step this way.
+    """
     device = device or torch.device("cpu")
     dist = _dist()
     rank, world = (dist.get_rank(), dist.get_world_size()) if dist else (0, 1)
     torch.manual_seed(cfg.seed)
-    models = build_models(family, tokenizer, cfg.shape, teacher)
+    if models is None:
+        models = build_models(family, tokenizer, cfg.shape, teacher)
     objective = Objective(family, models, teacher).to(device)
     trained = [p for p in objective.parameters() if p.requires_grad]
     wrapped = objective
@@ -146,22 +195,10 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         objective.train()
         if teacher is not None:
             teacher.eval()
-        counter = FlopCounterMode(display=False) if flops_per_token is None else None
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.autocast == "bf16"):
-            if counter is not None:
-                with counter:
-                    loss, parts = wrapped(ids, attention, tt, inputs, labels, pair, sample_gen)
-            else:
-                loss, parts = wrapped(ids, attention, tt, inputs, labels, pair, sample_gen)
-        opt.zero_grad(set_to_none=True)
-        if counter is not None:
-            with counter:
-                loss.backward()
-            flops_per_token = counter.get_total_flops() / float(attention.sum())
-        else:
-            loss.backward()
-        torch.nn.utils.clip_grad_norm_(trained, 1.0)
-        opt.step()
+        loss, parts, flops = train_step(wrapped, opt, trained, (ids, attention, tt, inputs, labels, pair),
+                                        sample_gen, cfg.autocast, count_flops=flops_per_token is None)
+        if flops is not None:
+            flops_per_token = flops / float(attention.sum())
         tokens += int(n_tok)
         step += 1
         running.append({k: float(v.detach()) for k, v in parts.items()} | {"loss": float(loss.detach())})
@@ -184,7 +221,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
                          "train_loss": log_rows[-1]["loss"] if log_rows else float(loss)}
                 curve.append(point)
                 log(json.dumps({"family": family, "eval": point}))
-        if tokens >= cfg.tokens:
+        if tokens >= cfg.tokens or step == max_steps:
             break
     wall, cpu = time.time() - wall0, time.process_time() - cpu0
     record = {

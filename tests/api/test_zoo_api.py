@@ -48,4 +48,6 @@ def test_zoo_comparison(client):
     for entry in zoo_comparison():
         assert rows[entry.key]["training tokens"] == entry.tokens
         assert rows[entry.key]["held-out whole-word top-1 %"] == round(100 * entry.score, 1)
+        assert rows[entry.key]["tokens/s"] == round(entry.tokens / (60 * entry.wall_minutes))
+        assert rows[entry.key]["score of"] == entry.scored_model
     assert len(rows) == 7

@@ -34,6 +34,8 @@ def test_compare_same_budget_section(page):
     expect(plot).to_be_visible(timeout=TIMEOUT)
     expect(page.locator("#compare-zoo-plot")).to_contain_text("mini-modernbert")
     expect(page.locator("#compare-zoo-table")).to_contain_text("mini-electra")
+    expect(page.locator("#compare-zoo-plot")).to_contain_text("training loss")  # the second panel
+    expect(page.locator("#compare-zoo-table")).to_contain_text("tokens/s")
     plot.scroll_into_view_if_needed()
     screenshot(page, "compare-zoo")
     assert page.external_requests == []

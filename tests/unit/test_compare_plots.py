@@ -90,3 +90,42 @@ def test_recipes_frame_marks_figures_not_transcribed():
     assert row["masking rate"] == "15 %" and row["steps"] == "10"
     assert row["paper"] == "Ann Lee et al. (2020). T. arXiv:2001.00001"
     assert all("arXiv:" in c for c in views.recipes_frame(training_recipes())["paper"])
+
+
+def _records() -> dict:
+    import json
+
+    from models.zoo import ZOO_KEYS, zoo_folder
+
+    return {k: json.loads((zoo_folder(k) / "record.json").read_text()) for k in ZOO_KEYS}
+
+
+def test_zoo_curves_show_score_and_training_loss_against_tokens():
+    """Two panels over the same tokens: the score (top) and each record's training loss (bottom)."""
+    from models import zoo_comparison
+
+    entries = zoo_comparison()
+    records = _records()
+    figure = views.zoo_curves_figure(entries)
+    assert len(figure.data) == 2 * len(entries)
+    for e in entries:
+        score, loss = [t for t in figure.data if t.legendgroup == e.key]
+        curve = records[e.key]["curve"]
+        assert list(score.x) == list(loss.x) == [p["tokens"] / 1e6 for p in curve]
+        assert list(score.y) == [100 * p["word_top1"] for p in curve]
+        assert list(loss.y) == [p["train_loss"] for p in curve]
+        assert (score.yaxis, loss.yaxis) == ("y", "y2") and score.line.color == loss.line.color
+        assert loss.showlegend is False  # one legend entry per family
+
+
+def test_zoo_frame_has_tokens_per_second_and_whose_score():
+    from models import zoo_comparison
+
+    frame = views.zoo_frame(zoo_comparison()).set_index("model")
+    for key, r in _records().items():
+        assert frame.loc[key, "tokens/s"] == round(r["tokens"] / (60 * r["wall_minutes"]))
+        assert frame.loc[key, "training TFLOPs"] == round(r["flops"] / 1e12, 1)
+        generator = r["parameters"].get("generator")
+        width = r["config"]["shape"]["electra_generator_hidden"]
+        assert frame.loc[key, "score of"] == (f"its {width}-wide generator" if generator else "the model")
+    assert frame.loc["mini-electra", "score of"].endswith("generator")

@@ -133,3 +133,21 @@ def test_nothing_selected_is_explained(mlm_key):
 def test_no_nsp_head_is_explained(mlm_key):
     with pytest.raises(CapabilityError, match="RoBERTa"):
         next_sentence(mlm_key, "It rained.", "The streets were wet.")
+
+
+def test_pair_answer_shows_the_heldout_majority_baseline():
+    """The NSP / SOP note compares the head with always guessing the held-out majority, from the record."""
+    import json
+
+    from components.masking_heads_plots import pair_markdown
+    from models import zoo_comparison
+    from models.zoo import zoo_folder
+
+    entries = {e.key: e for e in zoo_comparison()}
+    for key, kind in (("mini-bert", "nsp"), ("mini-albert", "sop")):
+        pair = json.loads((zoo_folder(key) / "record.json").read_text())["pair_heldout"]
+        text = pair_markdown(kind, 0.7, entries[key].pair_accuracy, entries[key].pair_majority)
+        assert f"{pair['accuracy']:.1%}" in text
+        assert f"always guessing the majority label: {pair['majority']:.1%}" in text
+        assert "chance" not in text
+    assert pair_markdown("nsp", 0.7, None).count("held-out") == 0

@@ -265,3 +265,155 @@ def test_ddp_replicas_hold_the_same_weights(tmp_path, families):
         assert ranks[0] == ranks[1]
     log = (tmp_path / "work" / "tiny" / "train-rank1.log").read_text()
     assert '"eval"' not in log  # rank 1 trained without evaluating: the ranks split the work
+
+
+# --- FLOPs: one count over a whole training step ---------------------------------------------
+
+
+def _tiny_step_setup(family: str):
+    """A tiny objective of ``family`` (and its optimiser), with one masked batch of the zoo's tokenizer."""
+    from transformers import AutoTokenizer
+
+    from models.masking import apply_masking
+    from models.zoo_models import Objective, Shape, build_models, masking_policy
+
+    tok = AutoTokenizer.from_pretrained(zoo_folder(family))
+    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
+                  electra_generator_hidden=8, modernbert_window=8)
+    torch.manual_seed(0)
+    teacher = build_models("mini-bert", tok, shape)["model"] if family == "mini-distilbert" else None
+    objective = Objective(family, build_models(family, tok, shape, teacher), teacher)
+    enc = tok(["The cat sat on the mat by the open window.",
+               "A longer sentence about the river bank, the boats and the money at the bank."],
+              padding=True, return_tensors="pt")
+    ids, attention = enc["input_ids"], enc["attention_mask"]
+    special = (attention == 0) | torch.isin(ids, torch.tensor(tok.all_special_ids))
+    inputs, labels, _ = apply_masking(ids, special, masking_policy(family), mask_token_id=tok.mask_token_id,
+                                      vocab_size=len(tok), generator=torch.Generator().manual_seed(0))
+    pair = torch.tensor([0, 1]) if family in ("mini-bert", "mini-albert") else None
+    batch = (ids, attention, torch.zeros_like(ids), inputs, labels, pair)
+    trained = [p for p in objective.parameters() if p.requires_grad]
+    return objective, torch.optim.AdamW(trained, lr=1e-3), trained, batch
+
+
+@pytest.mark.parametrize("family", SEVEN)
+def test_a_steps_flops_are_its_forward_plus_its_backward(family):
+    """The trainer's count of a step (one counter over it all) against the two halves counted apart."""
+    from models.zoo_models import encode, mlm_logits
+    from models.zoo_train import flop_counter, train_step
+
+    objective, opt, trained, batch = _tiny_step_setup(family)
+    _, _, step = train_step(objective, opt, trained, batch, torch.Generator().manual_seed(1), count_flops=True)
+
+    objective, _, _, batch = _tiny_step_setup(family)  # the same initial weights and batch
+    with flop_counter() as forward:
+        loss, _ = objective(*batch, torch.Generator().manual_seed(1))
+    with flop_counter() as backward:
+        loss.backward()
+    fwd, bwd = forward.get_total_flops(), backward.get_total_flops()
+    assert fwd > 0 and bwd > 0
+    assert step == fwd + bwd
+
+    if family == "mini-distilbert":  # the frozen teacher's forward is part of the student's step
+        ids, attention, _, inputs, labels, _ = batch
+        sel = labels != -100
+        with flop_counter() as student, torch.no_grad():
+            hidden, _ = encode(family, objective.model, inputs, attention)
+            mlm_logits(family, objective.model, hidden[sel])
+        with flop_counter() as teacher, torch.no_grad():
+            hidden, _ = encode("mini-bert", objective.teacher, inputs, attention, torch.zeros_like(inputs))
+            mlm_logits("mini-bert", objective.teacher, hidden[sel])
+        assert teacher.get_total_flops() > 0
+        assert fwd == student.get_total_flops() + teacher.get_total_flops()
+
+
+def test_flop_counter_counts_the_cpus_fused_attention():
+    """ModernBERT's SDPA on a CPU runs a kernel torch has no formula for: counted as eager's matmuls."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from models.zoo_train import flop_counter
+
+    objective, _, _, batch = _tiny_step_setup("mini-modernbert")
+    ids, attention = batch[0], batch[1]
+    body = objective.model.model
+
+    def count(counter, implementation):
+        body.config._attn_implementation = implementation
+        with counter, torch.no_grad():
+            body(input_ids=ids, attention_mask=attention)
+        return counter.get_total_flops()
+
+    eager = count(FlopCounterMode(display=False), "eager")  # attention as plain matmuls: counted
+    assert count(flop_counter(), "sdpa") == eager
+    if ids.device.type == "cpu":
+        assert count(FlopCounterMode(display=False), "sdpa") < eager  # what torch alone would miss
+
+
+# --- Attention on the zoo: ModernBERT's band, ALBERT's one shared layer ------------------------
+
+
+def _long_text(tokens: int, key: str) -> str:
+    """A text of exactly ``tokens`` tokens (specials included) for ``key``'s tokenizer."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(zoo_folder(key))
+    words = (REPO / "data" / "heldout.txt").read_text().split()
+    for n in range(len(words)):
+        text = " ".join(words[:n])
+        if len(tok(text)["input_ids"]) >= tokens:
+            return text
+    raise AssertionError("the held-out text is too short")
+
+
+def test_modernbert_local_layers_attend_only_inside_their_window():
+    from transformers import AutoConfig
+
+    from models import extract_attention
+
+    config = AutoConfig.from_pretrained(zoo_folder("mini-modernbert"))
+    half = config.local_attention // 2  # tokens each side
+    result = extract_attention("mini-modernbert", _long_text(92, "mini-modernbert"))
+    n = len(result.tokens)
+    assert n > 2 * half + 1
+    i, j = torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij")
+    outside = (i - j).abs() > half
+    kinds = list(config.layer_types)
+    assert "sliding_attention" in kinds and "full_attention" in kinds
+    for layer, kind in enumerate(kinds):
+        w = torch.tensor(result.weights[layer])  # (heads, T, T)
+        if kind == "sliding_attention":  # exactly zero beyond the window, something everywhere inside it
+            assert (w[:, outside] == 0).all()
+            assert (w[:, ~outside] > 0).all()
+        else:
+            assert (w[:, outside] > 0).any() and w[:, outside].sum() > 0.05 * w.sum()
+    if _shape("mini-modernbert")["layers"] == 4:  # the shipped model: layers 2 and 4 local (counting from 1)
+        assert [k == "sliding_attention" for k in kinds] == [False, True, False, True]
+
+
+def test_albert_layers_share_one_set_of_weights():
+    """Every layer's attention is the one shared layer's query and key applied to that layer's input."""
+    from transformers import AlbertModel, AutoTokenizer
+
+    from models import extract_attention
+
+    model = AlbertModel.from_pretrained(zoo_folder("mini-albert"), dtype=torch.float32).eval()
+    groups = model.encoder.albert_layer_groups
+    assert len(groups) == 1 and len(groups[0].albert_layers) == 1
+    layer_params = sum(p.numel() for p in groups[0].parameters())
+    assert layer_params == sum(p.numel() for p in model.encoder.parameters()) - sum(
+        p.numel() for p in model.encoder.embedding_hidden_mapping_in.parameters())
+
+    text = "The ship left the harbour at dawn, and by noon the coast had vanished."
+    result = extract_attention("mini-albert", text)
+    assert result.weights.shape[0] == model.config.num_hidden_layers
+    tok = AutoTokenizer.from_pretrained(zoo_folder("mini-albert"))
+    with torch.no_grad():
+        hidden = model(**tok(text, return_tensors="pt"), output_hidden_states=True).hidden_states
+        shared = groups[0].albert_layers[0].attention
+        heads, width = model.config.num_attention_heads, model.config.hidden_size // model.config.num_attention_heads
+        for layer in range(model.config.num_hidden_layers):
+            h = hidden[layer][0]  # (T, H): this layer's input
+            q = shared.query(h).view(-1, heads, width).transpose(0, 1)  # (heads, T, d)
+            k = shared.key(h).view(-1, heads, width).transpose(0, 1)
+            expected = (q @ k.transpose(1, 2) / width ** 0.5).softmax(-1)
+            assert torch.allclose(torch.tensor(result.weights[layer]), expected, atol=1e-4)
