@@ -42,12 +42,13 @@ MAX_EMBED_SENTENCES = 10_000  # ``embed`` alone (notebooks, benchmarks) takes mo
 #   padded tokens x (1 + padded length / (6 x hidden)) + OVERHEAD x batches,
 # i.e. the compute of the padded batches (the second term is attention's share, quadratic
 # in length) plus a fixed cost per forward call, counted in tokens of compute.
-# Measured on the 2-core CPU (bench/embeddings.py, ratio to sentence-transformers, busy
-# machine, provisional): 128 gave short mix 1.21x, long 1.25x; 1024 gave 2.02x, 1.55x; 4096
-# gave 2.16x, 1.21x. Fewer, larger forward calls win on short sentences: each call's
-# matrix products are too small to use both cores well, and every operator of every call
-# waits for both threads.
-OVERHEAD_TOKENS_CPU = 1024
+# Measured on the 2-core CPU, quiet (bench/embeddings.py and a same-run sweep, ratio to
+# sentence-transformers, batches side by side on the per-core workers): 1024 gave short mix
+# 0.89x, long 1.08x; 256 gave 1.20x, 1.28x; 128 gave 1.22-1.24x, 1.30-1.31x; 64 gave
+# 1.18-1.21x, 1.29x; 32 gave 1.24x, 1.29x. Tight batches (little padding) win once both
+# cores are free. (An earlier sweep on a busy machine had favoured 1024: with other work on
+# the cores, fewer calls mattered more.)
+OVERHEAD_TOKENS_CPU = 64
 # Unmeasured guess: no GPU has been lent to this project yet. A GPU call's launch and
 # transfer cost is assumed to be worth thousands of tokens of compute; measure when lent.
 OVERHEAD_TOKENS_ACCELERATOR = 4096
