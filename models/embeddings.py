@@ -19,7 +19,6 @@ negative indexes count from the end (-1 = the last layer).
 from __future__ import annotations
 
 import re
-from collections import deque
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -28,7 +27,6 @@ import torch
 import torch.nn.functional as F
 
 from . import registry
-from .cpu_workers import cpu_workers, worker_count
 from .errors import CapabilityError, InputError
 from .loading import LoadedModel, check_token_count, load_model
 from .validation import check_text
@@ -42,12 +40,13 @@ MAX_EMBED_SENTENCES = 10_000  # ``embed`` alone (notebooks, benchmarks) takes mo
 #   padded tokens x (1 + padded length / (6 x hidden)) + OVERHEAD x batches,
 # i.e. the compute of the padded batches (the second term is attention's share, quadratic
 # in length) plus a fixed cost per forward call, counted in tokens of compute.
-# Measured on the 2-core CPU, quiet (bench/embeddings.py and a same-run sweep, ratio to
-# sentence-transformers, batches side by side on the per-core workers): 1024 gave short mix
-# 0.89x, long 1.08x; 256 gave 1.20x, 1.28x; 128 gave 1.22-1.24x, 1.30-1.31x; 64 gave
-# 1.18-1.21x, 1.29x; 32 gave 1.24x, 1.29x. Tight batches (little padding) win once both
-# cores are free. (An earlier sweep on a busy machine had favoured 1024: with other work on
-# the cores, fewer calls mattered more.)
+# Measured on the 2-core CPU, quiet (ratio to sentence-transformers, short mix / long mix):
+# 1024 gave 0.97x / 1.08x (bench/embeddings.py); a same-run sweep gave 256: 1.18x / 1.28x,
+# 128: 1.23x / 1.32x, 64: 1.29x / 1.36x. Tight batches (little padding) win once both cores
+# are free. (An earlier sweep on a busy machine had favoured 1024: with other work on the
+# cores, fewer calls mattered more.) Running the batches side by side, one per core on one
+# thread each, was tried: equal on long sentences, ~10 % slower on short ones (the two
+# workers' Python halves share one interpreter lock), so the batches run one after another.
 OVERHEAD_TOKENS_CPU = 64
 # Unmeasured guess: no GPU has been lent to this project yet. A GPU call's launch and
 # transfer cost is assumed to be worth thousands of tokens of compute; measure when lent.
@@ -189,9 +188,7 @@ def _forward(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -
     """For each batch: (sentence indexes, [hidden states (B, T, d) per asked layer], mask (B, T)).
 
     The only step that touches the device. Runs under ``inference_mode``; the states stay
-    on the device, in the model's dtype. On a CPU with several threads the batches run side
-    by side on ``cpu_workers`` (one per core, one thread each: many small forwards gain more
-    so than from threads sharing each operator); results come in the planner's order.
+    on the device, in the model's dtype.
     """
     model, device = loaded.model, loaded.device
     n_layers = int(model.config.num_hidden_layers)
@@ -218,19 +215,7 @@ def _forward(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -
         states = [out.last_hidden_state if layer == n_layers else out.hidden_states[layer] for layer in layers]
         return batch, states, mask_t
 
-    batches = plan_batches(lengths, int(model.config.hidden_size), overhead)
-    if device.type != "cpu" or len(batches) == 1 or torch.get_num_threads() == 1:
-        yield from map(run, batches)
-        return
-    workers = cpu_workers()
-    ahead = 2 * worker_count()  # batches in flight: bounds the states held at once
-    pending = deque()
-    for batch in batches:
-        pending.append(workers.submit(run, batch))
-        if len(pending) >= ahead:
-            yield pending.popleft().result()
-    while pending:
-        yield pending.popleft().result()
+    yield from map(run, plan_batches(lengths, int(model.config.hidden_size), overhead))
 
 
 def _pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:

@@ -337,24 +337,3 @@ def test_groups_text_round_trips_and_every_set_is_usable():
     sets[name]["groups"].clear()  # a caller's edit does not reach the cached file
     assert sentence_groups()[name]["groups"] and groups_text(name)
 
-
-def test_batches_side_by_side_on_cpu_workers_give_the_serial_vectors(monkeypatch):
-    """Many batches run on the per-core workers; the vectors equal one thread's serial run,
-    and the caller's own torch thread count is left as it was."""
-    import torch
-
-    from models import embeddings as emb
-
-    sentences = [("word " * n).strip() + "." for n in range(1, 120, 3)]  # 40 lengths
-    monkeypatch.setattr(emb, "OVERHEAD_TOKENS_CPU", 0)  # the planner cuts many small batches
-    loaded = emb.load_model(KEY, head="base")
-    if loaded.device.type != "cpu" or torch.get_num_threads() < 2:
-        pytest.skip("the parallel path runs on a CPU with two or more threads")
-    ids = emb._encode(loaded, sentences)["input_ids"]
-    assert len(emb.plan_batches([len(x) for x in ids], 384, 0)) > 4
-    threads = torch.get_num_threads()
-    parallel = embed(KEY, sentences, pooling="mean", normalize=False)
-    assert torch.get_num_threads() == threads
-    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)  # the serial path
-    serial = embed(KEY, sentences, pooling="mean", normalize=False)
-    np.testing.assert_allclose(parallel, serial, atol=ATOL)
