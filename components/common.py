@@ -7,7 +7,9 @@ and stay free of Gradio.
 from __future__ import annotations
 
 import html
+import inspect
 import logging
+import re
 from contextlib import contextmanager
 
 import torch
@@ -129,3 +131,22 @@ def model_choices(models, need_mlm: bool = False, by_key: bool = False,
         models = sorted(models, key=lambda m: (need_mlm and not m.has_mlm_head, not m.available, not m.embedded))
     return [(label(m), m.key) for m in models]
 
+
+
+def api_parameters(fn, names):
+    """Give ``fn(*values)`` the parameter names the API shows (Gradio reads the signature).
+
+    A handler over many inputs takes them as ``*values``; without this its endpoint lists
+    them as param_1, param_2, ... Names are made identifiers and unique; returns ``fn``.
+    """
+    seen: dict[str, int] = {}
+    params = []
+    for name in names:
+        base = re.sub(r"\W+", "_", str(name)).strip("_").lower() or "value"
+        if base[0].isdigit():
+            base = "_" + base
+        seen[base] = seen.get(base, 0) + 1
+        unique = base if seen[base] == 1 else f"{base}_{seen[base]}"
+        params.append(inspect.Parameter(unique, inspect.Parameter.POSITIONAL_OR_KEYWORD))
+    fn.__signature__ = inspect.Signature(params)
+    return fn

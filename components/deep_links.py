@@ -20,6 +20,7 @@ import gradio as gr
 
 from models import EncoderLabError, list_models, load_model
 
+from .common import api_parameters
 from .links import DEFAULT_TAB, apply_limits, link_query, notes_markdown, parse_link
 
 COPY_JS = """(query) => {
@@ -171,5 +172,6 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
         chosen = {name: v for (slug, name, _), v in zip(link_inputs, values) if slug == tab}
         return link_query(tab, chosen)
 
+    api_parameters(view_link, ["tab", *(f"{slug}_{name}" for slug, name, _ in link_inputs)])
     button.click(view_link, [current, *components], box, api_name="view_link").then(
         None, box, box, js=COPY_JS, api_visibility="private")

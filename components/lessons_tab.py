@@ -16,7 +16,7 @@ from models import MAX_TEXT_CHARS, first_capable, list_models
 
 from . import lesson_views as views
 from . import lessons_copy as copy
-from .common import escape, readable_errors
+from .common import api_parameters, escape, readable_errors
 from .deep_links import LinkTarget, model_shape
 from .server import on_gpu
 
@@ -182,7 +182,8 @@ def build_lessons_tab() -> LinkTarget:
         all_outputs = [c for v in step_views for c in v.outputs]
         back.click(previous_step, step, step, api_visibility="private", queue=False)
         forward.click(next_step, step, step, api_visibility="private", queue=False)
-        show = show_step(step_views)
+        show = api_parameters(show_step(step_views), ["slug", *(
+            f"{v.slug}_{getattr(c, 'label', None) or type(c).__name__}" for v in step_views for c in v.inputs)])
         inputs = [step, *all_inputs]
         outputs = [body, back, forward, *[v.group for v in step_views], *all_outputs]
         step.change(show, inputs, outputs, api_name="lesson_step", trigger_mode="always_last")

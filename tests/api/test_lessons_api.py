@@ -27,8 +27,9 @@ from models import (
 
 # outputs per step, in the tab's order (lessons_tab._build_views); the endpoint returns the
 # step's text first, then every step's outputs (the steps not shown: unchanged). Its inputs:
-# the step, then every step's inputs in the same order (param_1 ... param_19): the MLM-loss
-# step's text and seed are param_10 and param_11, the pair step's sentences param_12, param_13.
+# the step, then every step's inputs in the same order, each named "<step>_<its label>":
+# the MLM-loss step's text and seed are mlm_loss_text and mlm_loss_seed, the pair step's
+# sentences nsp_sentence_a and nsp_sentence_b.
 OUTPUTS = (3, 3, 2, 2, 3, 2, 4, 4, 3)
 SLUGS = [s.slug for s in copy.STEPS]
 
@@ -86,7 +87,7 @@ def test_attention_step_shows_the_cores_weights(client):
 
 def test_mlm_loss_step_scores_the_selected_positions(client):
     table, arithmetic, note = step_outputs(
-        client.predict(slug="mlm-loss", param_10=copy.MASKING_TEXT, param_11=3, api_name="/lesson_step"), "mlm-loss")
+        client.predict(slug="mlm-loss", mlm_loss_text=copy.MASKING_TEXT, mlm_loss_seed=3, api_name="/lesson_step"), "mlm-loss")
     key = first_capable(None, "mlm")
     sim = simulate_masking(key, copy.MASKING_TEXT, 0.15, 0.8, 0.1, 0.1, False, 1, True, 3)
     loss = masked_lm_loss(key, sim)
@@ -99,7 +100,7 @@ def test_mlm_loss_step_scores_the_selected_positions(client):
 
 def test_pair_step_uses_the_pair_head_of_an_available_model(client):
     a, b = "The kettle boiled.", "She poured the tea."
-    frame, note = step_outputs(client.predict(slug="nsp", param_12=a, param_13=b, api_name="/lesson_step"), "nsp")
+    frame, note = step_outputs(client.predict(slug="nsp", nsp_sentence_a=a, nsp_sentence_b=b, api_name="/lesson_step"), "nsp")
     models = list_models()
     nsp = [m.key for m in models if m.available and m.has_nsp_head]
     sop = [m.key for m in models if m.available and m.has_sop_head]
@@ -131,3 +132,16 @@ def test_view_link_writes_each_tabs_inputs(client):
 def test_view_link_of_an_unknown_tab_is_the_default_tabs(client):
     query = client.predict(tab="<script>alert(1)</script>", api_name="/view_link")
     assert query == f"?tab={DEFAULT_TAB}"  # the default tab, none of the values sent with it
+
+
+def test_many_input_endpoints_name_their_parameters(client):
+    """lesson_step and view_link list named parameters (not param_1, param_2, ...), and a
+    link written from keyword arguments carries them."""
+    api = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    for endpoint in ("/lesson_step", "/view_link"):
+        names = [p["parameter_name"] for p in api[endpoint]["parameters"]]
+        assert not any(n.startswith("param_") for n in names) and len(set(names)) == len(names)
+    query = client.predict(tab="attention", attention_text="The bank was closed.", attention_layer=3,
+                           api_name="/view_link")
+    values = dict(parse_qsl(query[1:]))
+    assert values["tab"] == "attention" and values["text"] == "The bank was closed." and values["layer"] == "3"
