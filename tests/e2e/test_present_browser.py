@@ -359,7 +359,11 @@ def wait_drawn(page) -> None:
     20 % opacity under its loading indicator: the audit reads the views as drawn."""
     busy = page.locator('.pending, [data-testid="status-tracker"]:not(.hide)')
     wait_until(lambda: busy.count() == 0, "every view drawn", timeout_s=300)
-    # two animation frames: the repairs and export bars drawn after the answer land
+    # then until the outputs' fade back from the loading state has finished (a CSS transition:
+    # mid-way, text is still part-transparent) and the export bars are drawn
+    page.wait_for_function(
+        "() => document.getAnimations().every(a => !(a instanceof CSSTransition) || a.playState !== 'running')",
+        timeout=60_000)
     page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
 
 
