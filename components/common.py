@@ -132,7 +132,6 @@ def model_choices(models, need_mlm: bool = False, by_key: bool = False,
     return [(label(m), m.key) for m in models]
 
 
-
 def api_parameters(fn, names):
     """Give ``fn(*values)`` the parameter names the API shows (Gradio reads the signature).
 

@@ -20,6 +20,7 @@ from models import (
     extract_attention,
     fill_mask,
     get_spec,
+    head_model_key,
     heldout_sentences,
     input_embeddings,
     masked_lm_loss,
@@ -148,10 +149,10 @@ def fine_tuning(model_key: str, task: str, sentence: str):
     """A probe on the frozen encoder (trained once per process), then your sentence."""
     result = _probe(model_key, task)
     try:
-        answer = classify(result.head_id, sentence)
-    except EncoderLabError:  # the head was pushed out of the core's small store: train again
+        head_model_key(result.head_id)  # still in the core's small store of trained heads?
+    except EncoderLabError:  # pushed out by other trainings: train again
         _probe.cache_clear()
         result = _probe(model_key, task)
-        answer = classify(result.head_id, sentence)
+    answer = classify(result.head_id, sentence)  # a bad sentence's error is the user's, once
     return (finetune_plots.training_curves(result), finetune_plots.summary_markdown(result),
             finetune_plots.classification_html(answer, TOKEN_COLOURS))

@@ -85,6 +85,7 @@ from .heads import (
     ProbeLayersResult,
     classifier_forward,
     classify,
+    head_model_key,
     probe_layers,
     train_classifier,
 )
@@ -174,6 +175,7 @@ __all__ = [
     "ProbeLayersResult",
     "classifier_forward",
     "classify",
+    "head_model_key",
     "probe_layers",
     "train_classifier",
     "RetrievalReport",

@@ -187,3 +187,29 @@ def test_clear_cache_forgets_trained_heads(monkeypatch):
     loading.clear_cache()  # e.g. after set_device: the head's encoder is on the old device
     with pytest.raises(InputError, match="No trained head"):
         classify(head.head_id, "She said, \"Come in.\"")
+
+
+def test_lesson_probe_is_trained_again_only_when_its_head_is_gone(monkeypatch):
+    """The Lessons step keeps its probe per process: a bad sentence is the user's error (no
+    second training); a head pushed out of the core's store is trained again."""
+    from components import lesson_views
+    from models import EncoderLabError, heads
+
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return train_classifier(*args, **{**kwargs, "epochs": 1, "train_size": 8})
+
+    monkeypatch.setattr(lesson_views, "train_classifier", counted)
+    lesson_views._probe.cache_clear()
+    lesson_views.fine_tuning(ENCODER_KEY, TASK, "She said, \"Come in.\"")
+    assert len(calls) == 1
+    with pytest.raises(EncoderLabError):
+        lesson_views.fine_tuning(ENCODER_KEY, TASK, "   ")
+    assert len(calls) == 1
+    with heads._TRAINED_LOCK:  # pushed out, as eight other trainings would
+        heads._TRAINED.pop(lesson_views._probe(ENCODER_KEY, TASK).head_id)
+    lesson_views.fine_tuning(ENCODER_KEY, TASK, "She said, \"Come in.\"")
+    assert len(calls) == 2
+    lesson_views._probe.cache_clear()
