@@ -29,7 +29,8 @@ from .server import on_gpu, queue_live_events
 from .view_cache import cached_view
 
 N_OUTPUTS = 4  # table, plot, filled sentence, status
-# Fill-mask requests running at once (both events together). They meet in the core's
+# Queued fill-mask requests running at once: the Predict button's, and the live ones under
+# ZeroGPU (elsewhere live requests skip the queue). All of them meet in the core's
 # micro-batcher (models/batching.py), which runs one forward for all that arrived while the
 # model was busy: more at once means bigger batches, not more forwards competing for cores.
 FILL_MASK_CONCURRENCY = int(os.environ.get("ENCODER_LAB_FILL_MASK_CONCURRENCY", 16))
