@@ -7,9 +7,11 @@ on the same device and in the same dtype (the core's: float32 on the CPU, float1
 GPU), with mean pooling and normalised vectors. Two mixes, drawn with a fixed seed from the
 held-out sentences: "short" (one sentence of 3 to 60 words each: the Embeddings tab's and a
 search index's kind of input) and "long" (1 to 8 sentences joined, at most 256 tokens,
-sentence-transformers' own limit for this model). After a warm-up, the two run
-alternately, the order swapped each round; throughput is sentences / median seconds.
-Prints, per mix, both throughputs, their ratio (target >= 1.3) and the largest absolute
+sentence-transformers' own limit for this model). After a warm-up, the sides run
+alternately, the order reversed each round; throughput is sentences / median seconds.
+A third side, ours with ``use_onednn(False)`` (the body's linear layers on MKL, as
+sentence-transformers runs them), gives oneDNN's share of the difference.
+Prints, per mix, the throughputs, the ratios (target >= 1.3) and the largest absolute
 difference between the vectors (target <= 1e-5 in float32), all from this one run, and a
 SUMMARY line per target.
 """
@@ -26,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from models import embed, get_device, load_model, registry
+from models import embed, get_device, load_model, onednn_enabled, registry, use_onednn
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -111,16 +113,24 @@ def _compare(mix: str, sentences: list[str], loaded, reference, device, rounds: 
     def ours():
         return embed(KEY, sentences, pooling="mean", normalize=True)
 
-    theirs(), ours()  # warm-up
-    times = {"ours": [], "sentence-transformers": []}
+    def ours_without_onednn():
+        previous = use_onednn(False)
+        try:
+            return ours()
+        finally:
+            use_onednn(previous)
+
+    theirs(), ours(), ours_without_onednn()  # warm-up
+    order = [("ours", ours), ("ours without oneDNN", ours_without_onednn), ("sentence-transformers", theirs)]
+    times = {name: [] for name, _ in order}
     diff = 0.0
     for r in range(rounds):
-        order = [("ours", ours), ("sentence-transformers", theirs)]
         results = {}
         for name, fn in order if r % 2 == 0 else order[::-1]:
             seconds, results[name] = timed(lambda: _synced(fn, device))
             times[name].append(seconds)
-        diff = max(diff, float(np.abs(results["ours"] - results["sentence-transformers"]).max()))
+        diff = max(diff, *(float(np.abs(results[side] - results["sentence-transformers"]).max())
+                           for side in ("ours", "ours without oneDNN")))
     rate = {name: len(sentences) / statistics.median(t) for name, t in times.items()}
     return {
         "mix": mix,
@@ -134,6 +144,9 @@ def _compare(mix: str, sentences: list[str], loaded, reference, device, rounds: 
         "ours_sentences_per_s": rate["ours"],
         "sentence_transformers_sentences_per_s": rate["sentence-transformers"],
         "ratio": rate["ours"] / rate["sentence-transformers"],
+        "onednn": onednn_enabled(),
+        "ours_without_onednn_sentences_per_s": rate["ours without oneDNN"],
+        "ratio_without_onednn": rate["ours without oneDNN"] / rate["sentence-transformers"],
         "max_abs_diff": diff,
         "tolerance": tolerance,
         "seconds": times,
@@ -153,8 +166,11 @@ def _print(report: dict, tolerance: float) -> None:
           f"{report['sentences']} sentences, {t['min']}-{t['max']} tokens (median {t['median']}, "
           f"{t['total']} in all), median of {report['rounds']} alternating rounds")
     print(f"  sentence-transformers encode: {report['sentence_transformers_sentences_per_s']:8.1f} sentences/s")
-    print(f"  Encoder Lab embed:            {report['ours_sentences_per_s']:8.1f} sentences/s")
-    print(f"  ratio:                        {report['ratio']:8.2f}x  (target >= {TARGET_RATIO})")
+    print(f"  Encoder Lab embed:            {report['ours_sentences_per_s']:8.1f} sentences/s"
+          f"  (oneDNN {'on' if report['onednn'] else 'not available'})")
+    print(f"  ... without oneDNN:           {report['ours_without_onednn_sentences_per_s']:8.1f} sentences/s")
+    print(f"  ratio:                        {report['ratio']:8.2f}x  (target >= {TARGET_RATIO}; "
+          f"{report['ratio_without_onednn']:.2f}x without oneDNN)")
     print(f"  max abs diff:                 {report['max_abs_diff']:8.1e}  (target <= {tolerance:.0e})")
     for name, seconds in report["seconds"].items():  # a wide spread means a busy machine: run it again
         print(f"  {name} seconds per run: {min(seconds):.2f} to {max(seconds):.2f}")

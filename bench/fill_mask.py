@@ -3,9 +3,11 @@
     .venv/bin/python -m bench.fill_mask [--model minilm-mlm] [--runs 200] [--device auto]
 
 Both use the same loaded model object and tokenizer, on the core's device and dtype (auto:
-CUDA, then MPS, then CPU; float16 on a GPU). Runs alternate (ours, pipeline, ours, ...) so
-that drift in machine load hits both alike; the figures are medians. Target: ours <= 0.7 x
-pipeline time. Prints the machine, versions, the ratio per input and a SUMMARY line each.
+CUDA, then MPS, then CPU; float16 on a GPU). Runs alternate (ours, ours without oneDNN,
+pipeline, ours, ...) so that drift in machine load hits all alike; the figures are medians.
+"Ours without oneDNN" is the same call with ``use_onednn(False)`` (the body's linear layers
+on MKL, as the pipeline runs them): its share of the difference. Target: ours <= 0.7 x
+pipeline time. Prints the machine, versions, the ratios per input and a SUMMARY line each.
 """
 
 from __future__ import annotations
@@ -33,15 +35,25 @@ def main() -> None:
     import torch
     from transformers import pipeline
 
-    from models import default_model_key, fill_mask, load_model, set_device
+    from models import default_model_key, fill_mask, load_model, onednn_enabled, set_device, use_onednn
 
     set_device(args.device)
     key = args.model or default_model_key()
     loaded = load_model(key, head="mlm")
     pipe = pipeline("fill-mask", model=loaded.model, tokenizer=loaded.tokenizer, device=loaded.device)
     print(machine_line(loaded.device))
-    print(f"model: {key} ({loaded.dtype}), runs per side: {args.runs}, top_k 5\n")
-    print(f"{'input':<12} {'ours ms':>9} {'pipeline ms':>12} {'ratio':>7}  target <= {TARGET:.2f}")
+    print(f"model: {key} ({loaded.dtype}), runs per side: {args.runs}, top_k 5, "
+          f"oneDNN for the body's linear layers: {'on' if onednn_enabled() else 'off (not available here)'}\n")
+    print(f"{'input':<12} {'ours ms':>9} {'no oneDNN':>10} {'pipeline ms':>12} {'ratio':>7} {'no oneDNN':>10}"
+          f"  target <= {TARGET:.2f}")
+
+    def without_onednn(text):
+        previous = use_onednn(False)
+        try:
+            return fill_mask(key, text, top_k=5)
+        finally:
+            use_onednn(previous)
+
     summary = []
 
     for name, text in INPUTS.items():
@@ -55,23 +67,25 @@ def main() -> None:
                 assert [p.token_id for p in mask.predictions] == [e["token"] for e in expected]
             else:
                 assert mask.predictions[0].token_id == expected[0]["token"]
+        sides = {
+            "ours": lambda: fill_mask(key, text, top_k=5),
+            "no oneDNN": lambda: without_onednn(text),
+            "pipeline": lambda: pipe(pipe_text, top_k=5),
+        }
         for _ in range(10):  # warm-up
-            fill_mask(key, text, top_k=5)
-            pipe(pipe_text, top_k=5)
-        t_ours, t_pipe = [], []
+            for run in sides.values():
+                run()
+        times = {side: [] for side in sides}
         for _ in range(args.runs):
-            start = time.perf_counter()
-            fill_mask(key, text, top_k=5)
-            _sync(torch, loaded.device)
-            t_ours.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            pipe(pipe_text, top_k=5)
-            _sync(torch, loaded.device)
-            t_pipe.append(time.perf_counter() - start)
-        ours_ms = statistics.median(t_ours) * 1e3
-        pipe_ms = statistics.median(t_pipe) * 1e3
+            for side, run in sides.items():
+                start = time.perf_counter()
+                run()
+                _sync(torch, loaded.device)
+                times[side].append(time.perf_counter() - start)
+        ours_ms, plain_ms, pipe_ms = (statistics.median(times[side]) * 1e3 for side in sides)
         ratio = ours_ms / pipe_ms
-        print(f"{name:<12} {ours_ms:>9.2f} {pipe_ms:>12.2f} {ratio:>7.2f}  {'met' if ratio <= TARGET else 'NOT met'}")
+        print(f"{name:<12} {ours_ms:>9.2f} {plain_ms:>10.2f} {pipe_ms:>12.2f} {ratio:>7.2f} "
+              f"{plain_ms / pipe_ms:>10.2f}  {'met' if ratio <= TARGET else 'NOT met'}")
         summary.append(f"SUMMARY fill-mask {name} time vs pipeline: {ratio:.2f}x ({ours_ms:.2f} vs {pipe_ms:.2f} ms, "
                        f"{loaded.device.type} {str(loaded.dtype).removeprefix('torch.')}) (target <= {TARGET}x): "
                        f"{'pass' if ratio <= TARGET else 'FAIL'}")

@@ -92,6 +92,7 @@ from .heads import (
 from .fill_mask import MASK_PATTERN, MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
 from .evaluation import FillMaskEval, evaluate_fill_mask, heldout_sentences
 from .loading import get_device, is_loaded, load_model, load_tokenizer, set_device
+from .onednn import onednn_enabled, use_onednn
 from .masking import MaskingPolicy, apply_masking
 from .masking_lab import (
     MAX_EPOCHS,
@@ -264,6 +265,8 @@ __all__ = [
     "load_model",
     "load_tokenizer",
     "set_device",
+    "use_onednn",
+    "onednn_enabled",
     "tokenize",
     "ReplacedTokens",
     "detect_replaced",

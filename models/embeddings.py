@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from . import registry
 from .errors import CapabilityError, InputError
 from .loading import LoadedModel, check_token_count, load_model
+from .onednn import onednn_linears
 from .validation import check_text
 
 POOLINGS = ("cls", "mean", "max")
@@ -205,7 +206,7 @@ def _forward(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -
             input_ids[row, : lengths[i]] = ids[i]
             mask[row, : lengths[i]] = 1
         mask_t = torch.from_numpy(mask).to(device)
-        with torch.inference_mode():
+        with torch.inference_mode(), onednn_linears(model):
             out = model(
                 input_ids=torch.from_numpy(input_ids).to(device),
                 attention_mask=mask_t,

@@ -27,6 +27,7 @@ from .batching import MicroBatcher
 from .causal import require_causal, with_causal_mask
 from .errors import CapabilityError, InputError
 from .loading import LoadedModel, check_token_count, load_model, require_head
+from .onednn import onednn_linears
 from .results import FillMaskResult, MaskPrediction, Prediction
 from .validation import check_int, check_text
 
@@ -169,27 +170,31 @@ def _keep_positions(_module, _args, output):
     return output
 
 
-# The vocabulary projection of a few kept positions (2-8 rows of hidden x ~30k words):
+# The vocabulary projection of a few kept positions (1-8 rows of hidden x ~30k words):
 # nn.Linear computes x @ W.T, for which the CPU's matrix library takes a slow path with a
-# handful of rows (one thread: 9.9 ms for 3 rows of 384 against 30,522 words, 3.4 ms for one
-# row); W @ x.T reads the weight in its stored order (2.7 ms for 3 rows). Same products,
-# float rounding aside. Only while positions are gathered, without gradients: training and
-# pipelines sharing the model are untouched. (Splitting the weight's rows across the two
-# cores was tried: 10.2 / 11.9 / 13.7 ms p10 / p50 / p90 for a one-mask fill-mask against
-# 11.4 / 11.7 / 12.4 without, so it is not done.)
+# handful of rows (two threads: 9.5 ms for 3 rows of 384 against 30,522 words); W @ x.T reads
+# the weight in its stored order (1.4 ms for 3 rows). One row is a matrix-vector product,
+# which the library runs on one thread at 3.4 ms; padded with a zero row to a two-column
+# product it takes 1.0 ms. Same products, float rounding aside. Above 8 rows one thread
+# does better with nn.Linear. Only while positions are gathered, without gradients:
+# training and pipelines sharing the model are untouched. (Splitting the weight's rows
+# across the two cores by hand was tried: bimodal, no gain.)
 FEW_ROWS = 8
 
 
 def _project_few(decoder: torch.nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
     rows = hidden.reshape(-1, hidden.shape[-1])
-    if (getattr(_gather, "positions", None) is None or not 1 < rows.shape[0] <= FEW_ROWS
+    count = rows.shape[0]
+    if (getattr(_gather, "positions", None) is None or not 0 < count <= FEW_ROWS
             or torch.is_grad_enabled()):
         return torch.nn.Linear.forward(decoder, hidden)
+    if count == 1:
+        rows = torch.cat((rows, rows.new_zeros(1, rows.shape[1])))
     if decoder.bias is None:
-        out = (decoder.weight @ rows.T).T
+        out = decoder.weight @ rows.T
     else:
-        out = torch.addmm(decoder.bias.unsqueeze(1), decoder.weight, rows.T).T
-    return out.reshape(*hidden.shape[:-1], out.shape[-1])
+        out = torch.addmm(decoder.bias.unsqueeze(1), decoder.weight, rows.T)
+    return out[:, :count].T.reshape(*hidden.shape[:-1], out.shape[0])
 
 
 def _ensure_hook(model) -> None:
@@ -224,7 +229,7 @@ def gather_positions(model, positions: list[int], device, rows: list[int] | None
 
 def masked_logits(model, inputs: dict, positions: list[int]) -> torch.Tensor:
     """(M, V) logits of an MLM model for one input (batch of 1), at ``positions`` only."""
-    with gather_positions(model, positions, inputs["input_ids"].device) as index:
+    with gather_positions(model, positions, inputs["input_ids"].device) as index, onednn_linears(model):
         with torch.inference_mode():
             logits = model(**inputs).logits  # (1, M, V)
     if logits.shape[1] != len(positions):  # a head that re-pads its output: project all
@@ -235,7 +240,8 @@ def masked_logits(model, inputs: dict, positions: list[int]) -> torch.Tensor:
 
 def batch_masked_logits(model, inputs: dict, rows: list[int], cols: list[int]) -> torch.Tensor:
     """(P, V) logits of an MLM model for a padded batch, at the (row, column) pairs only."""
-    with gather_positions(model, cols, inputs["input_ids"].device, rows=rows) as (row_index, col_index):
+    with (gather_positions(model, cols, inputs["input_ids"].device, rows=rows) as (row_index, col_index),
+          onednn_linears(model)):
         with torch.inference_mode():
             logits = model(**inputs).logits  # (1, P, V)
     if logits.shape[1] != len(cols):  # a head that re-pads its output: project all

@@ -283,7 +283,8 @@ def test_byte_level_bpe_predictions_match_the_pipeline(monkeypatch, tiny_roberta
 
 
 def test_few_rows_projection_equals_the_linear_layer(mlm_key, mlm_loaded):
-    """The vocabulary projection of 2-8 gathered positions (W @ x.T) gives nn.Linear's logits,
+    """The vocabulary projection of 1-8 gathered positions (W @ x.T; one row padded to two)
+    gives nn.Linear's logits,
     and outside a gather (e.g. a pipeline sharing the model) the layer is nn.Linear itself."""
     from models.fill_mask import FEW_ROWS, _ensure_hook, gather_positions
 
