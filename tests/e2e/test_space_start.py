@@ -1,15 +1,21 @@
 """The app started as a Hugging Face Space starts it: `python app.py` with SPACE_ID set, in
 a copy of the repository's files only (no `make`, no npm, no .cache/static), on the port
-the app picks itself. Then a bertviz view is drawn, through the API and in Chromium.
+the app picks itself, in a Python environment that holds requirements.txt and nothing else.
+Then a bertviz view is drawn, through the API and in Chromium.
 
-What this does not prove: the Python environment is this project's .venv (the test
-requirements are installed too), not a fresh one with only requirements.txt, and the
-embedded weights come from this machine's model folder (a Space fetches them at start).
+The environment: a new venv whose site-packages holds the distributions pip installs for
+requirements.txt (its pins and their dependencies, markers and extras followed), linked
+file by file from this project's .venv (what their RECORDs list), so that no network is
+needed; the test-only packages (pytest, playwright, hypothesis, ...) are absent, and a
+check proves it. What this does not prove: pip's resolution itself (the versions are the
+ones the .venv resolved), and the embedded weights come from this machine's model folder
+(a Space fetches them at start).
 """
 
 from __future__ import annotations
 
 import html
+import importlib.metadata
 import os
 import re
 import shutil
@@ -19,6 +25,8 @@ import threading
 import time
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from helpers import ARTIFACTS, REPO, screenshot, stop
 
@@ -38,12 +46,79 @@ def _repository_files(dest):
             shutil.copy2(source, dest / name)
 
 
+def _requirement_closure(requirements) -> dict[str, importlib.metadata.Distribution]:
+    """The installed distributions pip puts in for a requirements file: its lines and, through
+    each distribution's metadata, their dependencies (markers evaluated, extras followed)."""
+    todo = []
+    for line in requirements.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            req = Requirement(line)
+            todo.append((req.name, frozenset(req.extras)))
+    found: dict[str, tuple[importlib.metadata.Distribution, frozenset]] = {}
+    while todo:
+        name, extras = todo.pop()
+        key = canonicalize_name(name)
+        if key in found:
+            if extras <= found[key][1]:
+                continue
+            extras |= found[key][1]
+        dist = importlib.metadata.distribution(name)
+        found[key] = (dist, extras)
+        for spec in dist.requires or []:
+            req = Requirement(spec)
+            wanted = sorted(extras) or [""]
+            if req.marker is None or any(req.marker.evaluate({"extra": extra}) for extra in wanted):
+                todo.append((req.name, frozenset(req.extras)))
+    return {key: dist for key, (dist, _) in found.items()}
+
+
+def _requirements_only_python(dest):
+    """A venv holding requirements.txt's distributions only (see the module's docstring)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True)
+    python = dest / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    for dist in _requirement_closure(REPO / "requirements.txt").values():
+        files = dist.files
+        assert files, f"{dist.metadata['Name']} lists no files"
+        for name in files:
+            if name.parts[0] == "..":  # console scripts beside the interpreter: not needed
+                continue
+            source = dist.locate_file(name)
+            target = os.path.join(site, name)
+            if os.path.isfile(source) and not os.path.lexists(target):
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                os.symlink(source, target)
+    return python
+
+
+def _clean_env() -> dict[str, str]:
+    """This process's environment without what would point Python at the project's .venv."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("GRADIO_SERVER") and k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+
+
 @pytest.fixture(scope="module")
-def space_server(tmp_path_factory):
+def space_python(tmp_path_factory):
+    python = _requirements_only_python(tmp_path_factory.mktemp("space-venv") / "venv")
+    for module, present in (("gradio", True), ("torch", True), ("pytest", False), ("playwright", False),
+                            ("hypothesis", False)):
+        probe = subprocess.run([str(python), "-c", f"import {module}"], env=_clean_env(),
+                               capture_output=True, text=True)
+        if present:
+            assert probe.returncode == 0, probe.stderr
+        else:
+            assert "ModuleNotFoundError" in probe.stderr, f"the test-only {module} is in the Space's environment"
+    return python
+
+
+@pytest.fixture(scope="module")
+def space_server(tmp_path_factory, space_python):
     root = tmp_path_factory.mktemp("space")
     _repository_files(root)
     assert (root / "app.py").is_file() and not (root / ".cache").exists()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADIO_SERVER")}
+    env = _clean_env()
     env.update(
         SPACE_ID="encoder-lab/space-start-test",
         PYTHONUNBUFFERED="1",
@@ -53,7 +128,7 @@ def space_server(tmp_path_factory):
         ENCODER_LAB_MODELS_DIR=str(REPO / ".cache" / "models"),
     )
     ARTIFACTS.mkdir(exist_ok=True)
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=root, env=env,
+    proc = subprocess.Popen([str(space_python), "app.py"], cwd=root, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
     found = threading.Event()
