@@ -171,6 +171,22 @@ MUTANTS = (
            "seed = seed  # torch",
            ("tests/unit/test_properties.py",),
            "detect_replaced passes any seed to torch's generator (2**64 crashes it)"),
+    # --- issue 14's speed paths ---------------------------------------------------------------
+    Mutant("onednn-drops-bias",
+           "return _linear_op(x.contiguous(), weight, linear.bias)",
+           "return _linear_op(x.contiguous(), weight, None)",
+           ("tests/unit/test_onednn.py",),
+           "the oneDNN path forgets the linear layers' bias"),
+    Mutant("onednn-under-gradients",
+           "if (not getattr(_state, \"on\", False) or torch.is_grad_enabled() or x.device.type != \"cpu\"",
+           "if (not getattr(_state, \"on\", False) or x.device.type != \"cpu\"",
+           ("tests/unit/test_onednn.py",),
+           "the oneDNN path also runs where gradients are needed (attribution, training)"),
+    Mutant("one-row-projection-returns-the-pad",
+           "return out[:, :count].T.reshape(*hidden.shape[:-1], out.shape[0])",
+           "return out[:, -count:].T.reshape(*hidden.shape[:-1], out.shape[0])",
+           ("tests/unit/test_fill_mask.py",),
+           "one masked position gets the zero pad row's logits (the bias alone)"),
 )
 
 
