@@ -155,7 +155,7 @@ def build_masking_tab() -> LinkTarget:
                     seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
         simulate = gr.Button("Simulate masking", variant="primary")
         summary = gr.Markdown()
-        strips = gr.HTML(label="What the model sees, epoch by epoch")
+        strips = gr.HTML(label="What the model sees, epoch by epoch", elem_id="masking-strips")
         params = [text, model, rate, mask, rand, keep, whole_word, epochs, mode, seed]
         simulate.click(run_simulation, params, [strips, summary], api_name="simulate_masking")
 

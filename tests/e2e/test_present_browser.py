@@ -119,6 +119,32 @@ def test_projector_link_parameter_and_dark_theme(page, app_server):
     assert page.external_requests == []
 
 
+def test_projector_chips_have_black_borders_in_the_masking_lab_and_its_lesson(page, app_server):
+    """The masking strip's chips: 2 px black borders in projector mode, in the tab and in the
+    Lessons step that shows it (Gradio's scoped copy of style.css is more specific than an
+    unscoped rule: session 6 found the lesson's chips still 1 px grey)."""
+    def borders(scope):
+        chip = page.locator(f"{scope} .masking-lab .tok").first
+        expect(chip).to_be_visible(timeout=TIMEOUT)
+        return chip.evaluate("e => [getComputedStyle(e).borderTopWidth, getComputedStyle(e).borderTopColor]")
+
+    page.goto(app_server + "?projector=1")
+    page.get_by_role("tab", name="Masking lab").click()
+    page.get_by_role("button", name="Simulate masking", exact=True).click()
+    assert borders("#masking-strips") == ["2px", "rgb(0, 0, 0)"]
+    page.get_by_role("tab", name="Lessons", exact=True).click()
+    for number, step in enumerate(lessons_copy.STEPS, 1):
+        if step.slug == "masking":
+            break
+        page.get_by_role("button", name="Next →", exact=True).click()
+        expect(page.locator("#lesson-text")).to_contain_text(f"Step {number + 1} of", timeout=TIMEOUT)
+    assert borders("#lesson-masking") == ["2px", "rgb(0, 0, 0)"]
+    page.get_by_role("button", name="Projector").click()  # off again: the page's own 1 px grey
+    expect(page.get_by_role("button", name="Projector")).to_have_attribute("aria-pressed", "false")
+    assert borders("#lesson-masking") == ["1px", "rgb(153, 153, 153)"]
+    assert page.external_requests == []
+
+
 def test_dark_heatmap_scale_stays_readable(page):
     """Attention's 'Blues' starts at white, which glares on dark: there it becomes Viridis,
     whose low end is dark; its hover still gives each weight as text."""
