@@ -167,7 +167,8 @@ def build_lessons_tab() -> LinkTarget:
         body = gr.Markdown(step_text(SLUGS[0]), elem_id="lesson-text")
         step_views, builders = [], _build_views(keys)
         for i, lesson in enumerate(copy.STEPS):
-            with gr.Group(visible=i == 0, elem_id=f"lesson-{lesson.slug}") as group:
+            # a class, not an id: Gradio puts a group's elem_id on two nested elements
+            with gr.Group(visible=i == 0, elem_classes=[f"lesson-{lesson.slug}"]) as group:
                 view = next(builders)
                 view.group = group
                 button = gr.Button("Recompute", variant="primary")

@@ -56,7 +56,7 @@ def test_lesson_link(page, app_server):
     open_link(page, app_server, "Lessons", lesson="3")
     assert selected_tab(page) == "Lessons"
     expect(page.locator("#lesson-step input").first).to_have_value(re.compile(r"^3\. Attention"))
-    group = page.locator("#lesson-attention").first
+    group = page.locator(".lesson-attention").first
     expect(group.locator(".gtitle")).to_contain_text("layer 2, head 0", timeout=TIMEOUT)
     assert wait_computed(group, 1)["plots"] == [True]
 
@@ -160,7 +160,7 @@ def test_hostile_link_shows_a_note_and_nothing_injected(page, app_server):
 
 # each tab's main view (the rest of its charts: data, or a message saying which button fills them)
 ARRIVAL = {
-    "Fill-mask": "#fill-mask-table", "Lessons": "#lesson-encoder-vs-decoder", "Why this guess": "#attribution-table",
+    "Fill-mask": "#fill-mask-table", "Lessons": ".lesson-encoder-vs-decoder", "Why this guess": "#attribution-table",
     "Masking lab": "#arithmetic-table", "Attention": "#attention-heatmap", "Embeddings": "#embeddings-summary",
     "Compare": "#compare-fill-mask", "Pre-training": None, "Fine-tuning & search": "#search-note", "Models": None,
 }

@@ -23,7 +23,7 @@ EXPECTED = {
 
 
 def step_group(page, slug):
-    return page.locator(f"#lesson-{slug}").first
+    return page.locator(f".lesson-{slug}").first
 
 
 def open_lessons(page):
@@ -67,6 +67,14 @@ def test_walk_the_lesson_from_first_to_last_step(page):
     expect(step_group(page, copy.STEPS[-1].slug).get_by_text(copy.STEPS[-1].answer[:40])).to_be_visible()
     previous.click()
     expect(page.locator("#lesson-text")).to_contain_text(f"Step 8 of 9", timeout=TIMEOUT)
+    # every step's view has been drawn: no element id twice on the page (a group's elem_id was).
+    # Plotly's are left out: each chart's modebar logo is an SVG with <g id="symbol">, and each
+    # plotly.js copy adds a <style id="plotly.js-style-global">.
+    repeated = page.evaluate("""() => { const seen = {};
+        for (const e of document.querySelectorAll('[id]:not(svg *):not(style)'))
+            if (e.id) seen[e.id] = (seen[e.id] || 0) + 1;
+        return Object.keys(seen).filter(id => seen[id] > 1); }""")
+    assert repeated == []
     assert page.external_requests == []
 
 

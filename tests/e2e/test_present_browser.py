@@ -138,10 +138,10 @@ def test_projector_chips_have_black_borders_in_the_masking_lab_and_its_lesson(pa
             break
         page.get_by_role("button", name="Next →", exact=True).click()
         expect(page.locator("#lesson-text")).to_contain_text(f"Step {number + 1} of", timeout=TIMEOUT)
-    assert borders("#lesson-masking") == ["2px", "rgb(0, 0, 0)"]
+    assert borders(".lesson-masking") == ["2px", "rgb(0, 0, 0)"]
     page.get_by_role("button", name="Projector").click()  # off again: the page's own 1 px grey
     expect(page.get_by_role("button", name="Projector")).to_have_attribute("aria-pressed", "false")
-    assert borders("#lesson-masking") == ["1px", "rgb(153, 153, 153)"]
+    assert borders(".lesson-masking") == ["1px", "rgb(153, 153, 153)"]
     assert page.external_requests == []
 
 
