@@ -99,6 +99,8 @@ def onednn_linears(model):
 
 
 def _patch(model) -> None:
+    if getattr(model, "_encoder_lab_onednn", False):  # every call after the first: no lock
+        return
     with _lock:
         if getattr(model, "_encoder_lab_onednn", False):
             return
