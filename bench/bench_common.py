@@ -1,4 +1,5 @@
-"""What every benchmark prints first: the machine and the versions it ran on."""
+"""What every benchmark prints first (the machine and the versions it ran on), and the
+same call with the core's oneDNN path off (its share of a ratio)."""
 
 from __future__ import annotations
 
@@ -18,3 +19,14 @@ def machine_line(device=None) -> str:
         f"torch {torch.__version__} ({torch.get_num_threads()} threads), "
         f"transformers {transformers.__version__}, Python {platform.python_version()}"
     )
+
+
+def without_onednn(call):
+    """``call()`` with the core's oneDNN path off (``use_onednn(False)``), then back as it was."""
+    from models import use_onednn
+
+    previous = use_onednn(False)
+    try:
+        return call()
+    finally:
+        use_onednn(previous)

@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from models import embed, get_device, load_model, onednn_enabled, registry, use_onednn
+from bench.bench_common import without_onednn
+from models import embed, get_device, load_model, onednn_enabled, registry
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -114,11 +115,7 @@ def _compare(mix: str, sentences: list[str], loaded, reference, device, rounds: 
         return embed(KEY, sentences, pooling="mean", normalize=True)
 
     def ours_without_onednn():
-        previous = use_onednn(False)
-        try:
-            return ours()
-        finally:
-            use_onednn(previous)
+        return without_onednn(ours)
 
     theirs(), ours(), ours_without_onednn()  # warm-up
     order = [("ours", ours), ("ours without oneDNN", ours_without_onednn), ("sentence-transformers", theirs)]

@@ -16,7 +16,7 @@ import argparse
 import statistics
 import time
 
-from bench.bench_common import machine_line
+from bench.bench_common import machine_line, without_onednn
 
 TARGET = 0.7
 INPUTS = {
@@ -35,7 +35,7 @@ def main() -> None:
     import torch
     from transformers import pipeline
 
-    from models import default_model_key, fill_mask, load_model, onednn_enabled, set_device, use_onednn
+    from models import default_model_key, fill_mask, load_model, onednn_enabled, set_device
 
     set_device(args.device)
     key = args.model or default_model_key()
@@ -46,13 +46,6 @@ def main() -> None:
           f"oneDNN for the body's linear layers: {'on' if onednn_enabled() else 'off (not available here)'}\n")
     print(f"{'input':<12} {'ours ms':>9} {'no oneDNN':>10} {'pipeline ms':>12} {'ratio':>7} {'no oneDNN':>10}"
           f"  target <= {TARGET:.2f}")
-
-    def without_onednn(text):
-        previous = use_onednn(False)
-        try:
-            return fill_mask(key, text, top_k=5)
-        finally:
-            use_onednn(previous)
 
     summary = []
 
@@ -69,7 +62,7 @@ def main() -> None:
                 assert mask.predictions[0].token_id == expected[0]["token"]
         sides = {
             "ours": lambda: fill_mask(key, text, top_k=5),
-            "no oneDNN": lambda: without_onednn(text),
+            "no oneDNN": lambda: without_onednn(lambda: fill_mask(key, text, top_k=5)),
             "pipeline": lambda: pipe(pipe_text, top_k=5),
         }
         for _ in range(10):  # warm-up

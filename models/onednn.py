@@ -8,8 +8,8 @@ sentence) x 384 -> 384 / 1536 and back, 33 / 90 / 109 us against 52 / 203 / 192;
 (an embedding batch), 287 / 1,112 / 1,125 us against 611 / 2,452 / 2,472. (MKL stays at
 170-185 GFLOP/s whatever the shape, oneDNN reaches ~400: likely MKL's AVX2 code path on an
 AMD CPU against oneDNN's AVX-512; not checked further.) Same products in
-float32, summation order aside: sentence vectors stay within 3e-7 of
-sentence-transformers', fill-mask scores within 1e-5 of the pipeline's (both tested).
+float32, summation order aside: sentence vectors 2.5e-7 from sentence-transformers' (the
+bench; the tests hold them to 1e-5), fill-mask scores within 1e-5 of the pipeline's (tested).
 
 ``onednn_linears(model)`` turns it on for one block of one thread, the way the fill-mask
 head's position gathering does: each ``nn.Linear`` of the model's body gets a forward that
