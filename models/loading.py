@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections import OrderedDict
@@ -312,7 +313,7 @@ def _load(spec: ModelSpec, head: str, attn_implementation: str | None, device) -
     if head == "mlm" and spec.mlm_subfolder:
         kwargs["subfolder"] = spec.mlm_subfolder
     try:
-        with BUILD_LOCK:
+        with BUILD_LOCK, _quiet_load_report():
             model, info = auto.from_pretrained(
                 name, dtype=dtype, trust_remote_code=False, output_loading_info=True, **kwargs
             )
@@ -333,9 +334,44 @@ def _load(spec: ModelSpec, head: str, attn_implementation: str | None, device) -
             f"{len(missing)} parameter(s) of its {head} model (e.g. {sorted(missing)[0]}); "
             f"it cannot be used for this."
         )
+    odd = unexpected_keys_to_report(info)
+    if odd:
+        import logging
+
+        logging.getLogger(__name__).warning("%s (%s): %d unexpected checkpoint weight(s) ignored, e.g. %s",
+                                            spec.display_name, spec.key, len(odd), odd[0])
     nbytes = sum(t.numel() * t.element_size() for t in model.parameters())
     nbytes += sum(t.numel() * t.element_size() for t in model.buffers())
     return LoadedModel(spec, model, tokenizer, device, dtype, nbytes)
+
+
+# Checkpoint weights of heads a loaded class does not have (a pre-training checkpoint read as
+# a masked LM: BERT's pooler and NSP head, ALBERT's SOP head, ELECTRA's discriminator head...):
+# expected, so transformers' "LOAD REPORT" about them is not printed. Missing weights are
+# checked by ``_load`` itself (it refuses them); anything else unexpected is still logged.
+UNUSED_HEAD_KEYS = ("pooler.", "cls.seq_relationship.", "sop_classifier.", "discriminator_predictions.",
+                    "generator_predictions.", "generator_lm_head.", "cls.predictions.", "predictions.",
+                    "lm_head.", "vocab_", "head.", "decoder.")
+
+
+@contextlib.contextmanager
+def _quiet_load_report():
+    """transformers' load report silenced (it logs at WARNING on transformers.modeling_utils);
+    the unexpected keys it would list are returned by ``output_loading_info`` instead."""
+    import logging
+
+    report_logger = logging.getLogger("transformers.modeling_utils")
+    before = report_logger.level
+    report_logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        report_logger.setLevel(before)
+
+
+def unexpected_keys_to_report(info: dict) -> list[str]:
+    """The unexpected checkpoint keys that are not a known unused head's."""
+    return sorted(k for k in info.get("unexpected_keys", ()) if not any(h in k for h in UNUSED_HEAD_KEYS))
 
 
 def is_loaded(model_key: str, head: str = "base", attn_implementation: str | None = None) -> bool:

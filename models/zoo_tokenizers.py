@@ -77,7 +77,49 @@ def train_tokenizer(kind: str, files: list[str], out: Path, vocab_size: int = VO
         tok = cls(vocab=[tuple(v) for v in learnt["vocab"]])
     tok.model_max_length = 128
     tok.save_pretrained(str(out))
+    if kind.startswith("unigram"):
+        path = out / "tokenizer.json"
+        spec = match_training_text_path(kind, json.loads(path.read_text(encoding="utf-8")))
+        path.write_text(json.dumps(spec, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        # transformers 5's AlbertTokenizer rebuilds its pipeline ("always", WhitespaceSplit) on
+        # load, so ALBERT's is read as saved; DeBERTa's class builds "first" itself without a prefix space
+        config_path = out / "tokenizer_config.json"
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        config.update({"tokenizer_class": "TokenizersBackend"} if kind == "unigram-albert"
+                      else {"add_prefix_space": False})
+        config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(out))
     return tok
+
+
+def match_training_text_path(kind: str, spec: dict) -> dict:
+    """A saved tokenizer.json (as a dict) whose typed masks read as masked words did in training.
+
+    In training a masked word is its one piece replaced by the mask id, so typed text must give
+    the same ids with no stray piece around the mask token:
+    * Unigram kinds: Metaspace prepends "▁" only at the start of the text ("first"), not after
+      every added token ("always" turned "[MASK]." into [MASK], ▁, .); ALBERT's WhitespaceSplit
+      goes (it made "first" drop every word's "▁") and its [MASK] swallows the space before it,
+      as albert-base-v2's does; runs of spaces become one, as DeBERTa's normaliser already does.
+    * ModernBERT's byte-level BPE: [MASK] swallows the space before it (no stray "Ġ").
+    The training corpus (single spaces) tokenises to the same ids either way.
+    """
+    spec = json.loads(json.dumps(spec))
+    lstrip = kind in ("unigram-albert", "modernbert-bpe")
+    for token in spec["added_tokens"]:
+        if token["content"] == "[MASK]" and lstrip:
+            token["lstrip"] = True
+    if kind in ("unigram-albert", "unigram-deberta"):
+        spec["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first",
+                                 "split": True}
+    if kind == "unigram-albert":
+        spaces = {"type": "Replace", "pattern": {"Regex": "\\s{2,}|[\\n\\r\\t]"}, "content": " "}
+        norm = spec["normalizer"]
+        if spaces not in norm["normalizers"]:
+            norm["normalizers"].insert(0, spaces)
+    return spec
 
 
 def _train_modernbert(files: list[str], out: Path, vocab_size: int, specials: list[str]):
@@ -88,6 +130,9 @@ def _train_modernbert(files: list[str], out: Path, vocab_size: int, specials: li
     raw.decoder = decoders.ByteLevel()
     raw.train(files, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
                                          initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    # [MASK] swallows the space before it, as a masked word's one token carries its own "Ġ" in
+    # training ("the [MASK]" -> Ġthe, [MASK]; without lstrip a stray "Ġ" piece came first)
+    raw.add_special_tokens([AddedToken("[MASK]", lstrip=True, rstrip=False, normalized=False, special=True)])
     cls_id, sep_id = raw.token_to_id("[CLS]"), raw.token_to_id("[SEP]")
     raw.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
