@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import numpy as np
 
 from .masking import MaskingPolicy
 
@@ -36,14 +37,59 @@ class Shape:
     modernbert_window: int = 32  # local attention window (tokens) of ModernBERT's local layers
 
 
-def build_models(family: str, tokenizer, shape: Shape, teacher=None) -> dict[str, nn.Module]:
-    """The family's transformers model(s), randomly initialised in the shared shape."""
+def build_models(family: str, tokenizer, shape: Shape, teacher=None, *, dropout: float | None = None,
+                 position_init: str = "random") -> dict[str, nn.Module]:
+    """The family's transformers model(s), randomly initialised in the shared shape.
+
+    ``dropout``: hidden and attention dropout of every model (None: each config's default,
+    0.1 for all but ModernBERT's 0). ``position_init``: how a learnt absolute position table
+    starts: "random" (transformers' N(0, 0.02)) or "sinusoidal" (Vaswani et al.'s table,
+    scaled to the token embeddings' std; still learnt). Families without a table
+    (DeBERTa's relative positions, ModernBERT's RoPE) ignore it.
+    """
     import transformers as T
 
     V, H, L, A, F_ = shape.vocab, shape.hidden, shape.layers, shape.heads, shape.ffn
     ids = dict(pad_token_id=tokenizer.pad_token_id)
+    drop = {} if dropout is None else dict(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     common = dict(vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=A,
-                  intermediate_size=F_, max_position_embeddings=shape.max_len, **ids)
+                  intermediate_size=F_, max_position_embeddings=shape.max_len, **ids, **drop)
+    models = _build(T, family, tokenizer, shape, teacher, common, ids, drop, dropout)
+    if position_init == "sinusoidal":
+        for m in models.values():
+            sinusoidal_positions_(m)
+    elif position_init != "random":
+        raise ValueError(f"Unknown position_init {position_init!r}; choose random or sinusoidal.")
+    return models
+
+
+@torch.no_grad()
+def sinusoidal_positions_(model: nn.Module) -> None:
+    """Start a learnt absolute position table as Vaswani et al.'s sinusoids (still trained).
+
+    Scaled to the token embeddings' standard deviation, so neither dominates the sum the
+    embedding LayerNorm sees. RoBERTa's table is offset by padding_idx + 1 (its positions
+    start there), so its row padding_idx + 1 + k gets position k's vector.
+    """
+    for name, module in model.named_modules():
+        if not name.endswith("embeddings") or not hasattr(module, "position_embeddings"):
+            continue
+        table = module.position_embeddings
+        if not isinstance(table, nn.Embedding):
+            continue
+        n, d = table.weight.shape
+        offset = (table.padding_idx + 1) if table.padding_idx is not None else 0
+        pos = torch.arange(n - offset, dtype=torch.float32)[:, None]
+        freq = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-np.log(10000.0) / d))
+        sin = torch.zeros(n - offset, d)
+        sin[:, 0::2] = torch.sin(pos * freq)
+        sin[:, 1::2] = torch.cos(pos * freq[: d // 2])
+        std = float(module.word_embeddings.weight.std())
+        table.weight[offset:] = sin * (std / float(sin.std()))
+
+
+def _build(T, family, tokenizer, shape, teacher, common, ids, drop, dropout) -> dict[str, nn.Module]:
+    V, H, L, A, F_ = shape.vocab, shape.hidden, shape.layers, shape.heads, shape.ffn
     if family == "mini-bert":
         return {"model": T.BertForPreTraining(T.BertConfig(**common))}
     if family == "mini-roberta":
@@ -53,7 +99,8 @@ def build_models(family: str, tokenizer, shape: Shape, teacher=None) -> dict[str
         return {"model": T.RobertaForMaskedLM(cfg)}
     if family == "mini-distilbert":
         cfg = T.DistilBertConfig(vocab_size=V, dim=H, n_layers=L // 2, n_heads=A, hidden_dim=F_,
-                                 max_position_embeddings=shape.max_len, **ids)
+                                 max_position_embeddings=shape.max_len, **ids,
+                                 **({} if dropout is None else dict(dropout=dropout, attention_dropout=dropout)))
         student = T.DistilBertForMaskedLM(cfg)
         if teacher is not None:
             init_distilbert_from_bert(student, teacher)
@@ -69,7 +116,7 @@ def build_models(family: str, tokenizer, shape: Shape, teacher=None) -> dict[str
         gen = T.ElectraForMaskedLM(T.ElectraConfig(
             vocab_size=V, embedding_size=shape.albert_embedding, hidden_size=g, num_hidden_layers=L,
             num_attention_heads=max(1, g // 64), intermediate_size=4 * g,
-            max_position_embeddings=shape.max_len, **ids))
+            max_position_embeddings=shape.max_len, **ids, **drop))
         # ELECTRA shares the token and position embeddings between generator and discriminator
         gen.electra.embeddings = disc.electra.embeddings
         gen.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight
@@ -87,7 +134,9 @@ def build_models(family: str, tokenizer, shape: Shape, teacher=None) -> dict[str
             global_attn_every_n_layers=2, local_attention=shape.modernbert_window,
             pad_token_id=tokenizer.pad_token_id, cls_token_id=tokenizer.cls_token_id,
             sep_token_id=tokenizer.sep_token_id, bos_token_id=tokenizer.cls_token_id,
-            eos_token_id=tokenizer.sep_token_id, mask_token_id=tokenizer.mask_token_id)
+            eos_token_id=tokenizer.sep_token_id, mask_token_id=tokenizer.mask_token_id,
+            **({} if dropout is None else dict(attention_dropout=dropout, mlp_dropout=dropout,
+                                               embedding_dropout=dropout)))
         return {"model": T.ModernBertForMaskedLM(cfg)}
     raise ValueError(f"Unknown family {family!r}; choose one of {', '.join(FAMILIES)}.")
 

@@ -144,3 +144,21 @@ def rtd_scores(objective: Objective, examples: Examples, seed: int = 1234) -> di
             "replaced_recall": float((rep > 0.5).float().mean()),
             "original_specificity": float((orig <= 0.5).float().mean()),
             "replaced": len(rep), "original": len(orig)}
+
+
+def final_scores(family: str, objective: Objective, tokenizer, examples: Examples, heldout: list[str],
+                 cloze: list[dict], autocast: str = "") -> dict:
+    """A trained family's record entries: held-out whole words, the everyday cloze, NSP / SOP
+    on held-out pairs, ELECTRA's detection, and the parameter counts."""
+    mlm_model = objective.generator if family == "mini-electra" else objective.model
+    out = {"heldout": whole_word_accuracy(family, mlm_model, tokenizer, heldout, autocast=autocast)}
+    objective.cpu()
+    out["everyday"] = cloze_hits(family, mlm_model, tokenizer, cloze)
+    if family in ("mini-bert", "mini-albert"):
+        out["pair_heldout"] = pair_accuracy(objective, examples, "nsp" if family == "mini-bert" else "sop")
+    if family == "mini-electra":
+        out["rtd_heldout"] = rtd_scores(objective, examples)
+    out["parameters"] = {name: sum(p.numel() for p in m.parameters())
+                         for name, m in (("model", objective.model), ("generator", objective.generator))
+                         if m is not None}
+    return out

@@ -41,6 +41,9 @@ from .zoo_data import Examples, pad_batch
 from .zoo_models import Objective, Shape, build_models, masking_policy
 from .zoo_scores import whole_word_accuracy
 
+STATIC_COPIES = 10  # BERT's dupe_factor: static masking draws 10 maskings of each sequence
+
+
 @dataclass(frozen=True)
 class ZooConfig:
     """One training budget for every family."""
@@ -55,6 +58,8 @@ class ZooConfig:
     evals: int = 8  # learning-curve points
     eval_sentences: int = 300  # held-out sentences per learning-curve point
     threads: int = 0
+    dropout: float | None = None  # None: each family's config default (0.1; ModernBERT 0)
+    position_init: str = "random"  # "sinusoidal": a learnt position table starts as sinusoids
     shape: Shape = field(default_factory=Shape)
 
 
@@ -108,19 +113,23 @@ def train_step(wrapped, opt, trained, batch, sample_gen, autocast: str = "", cou
 
 def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooConfig, out: Path,
                  teacher=None, device: torch.device | None = None, log=print,
-                 models: dict[str, nn.Module] | None = None, max_steps: int = 0) -> dict:
+                 models: dict[str, nn.Module] | None = None, max_steps: int = 0,
+                 deadline: float = 0.0) -> dict:
     """Train one family to ``cfg.tokens`` tokens; returns its record (curves, costs).
 
     ``models``: start from these instead of a random init (``build_models``' keys);
     ``max_steps``: stop after that many steps (0: at the budget). The FLOPs recount
     (``scripts/zoo_flops.py``) runs the shipped models for one step this way.
+    ``deadline``: a ``time.time()`` after which the run stops where it is (0: none); the
+    record then says ``stopped_at_deadline`` and has the tokens it reached.
     """
     device = device or torch.device("cpu")
     dist = _dist()
     rank, world = (dist.get_rank(), dist.get_world_size()) if dist else (0, 1)
     torch.manual_seed(cfg.seed)
     if models is None:
-        models = build_models(family, tokenizer, cfg.shape, teacher)
+        models = build_models(family, tokenizer, cfg.shape, teacher, dropout=cfg.dropout,
+                              position_init=cfg.position_init)
     objective = Objective(family, models, teacher).to(device)
     trained = [p for p in objective.parameters() if p.requires_grad]
     wrapped = objective
@@ -132,7 +141,8 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
     no_decay = [p for n, p in objective.named_parameters() if p.requires_grad and p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}],
-                            lr=cfg.lr, betas=(0.9, 0.98), eps=1e-6)
+                            lr=cfg.lr, betas=(0.9, 0.98), eps=1e-6,
+                            **({"fused": True} if device.type == "cuda" else {}))
     examples = Examples(tokenizer, chunks, cfg.shape.max_len, cfg.seed)
     policy = masking_policy(family)
     pair_kind = {"mini-bert": "nsp", "mini-albert": "sop"}.get(family)
@@ -158,10 +168,13 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
             epoch += 1
 
     def make(idx):
+        # BERT's static masking: each example's masks and pair are drawn once per copy; the
+        # data is copied STATIC_COPIES times (BERT's dupe_factor), so epoch e sees copy e % 10.
+        copy_seed = 7_777_777 * (epoch % STATIC_COPIES)
         rows, types, labels_pair = [], [], []
         for i in idx:
             if pair_kind:
-                r = np.random.default_rng([cfg.seed, int(i)]) if static else rng
+                r = np.random.default_rng([cfg.seed, int(i) + copy_seed]) if static else rng
                 ids, tt, lab = examples.pair(int(i), r, pair_kind)
                 labels_pair.append(lab)
             else:
@@ -172,7 +185,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         if static:  # BERT's static masking: each example's draw depends on it alone
             parts = [apply_masking(ids[k : k + 1], special[k : k + 1], policy,
                                    mask_token_id=tokenizer.mask_token_id, vocab_size=len(tokenizer),
-                                   generator=torch.Generator().manual_seed(cfg.seed * 1_000_003 + int(i)))
+                                   generator=torch.Generator().manual_seed(cfg.seed * 1_000_003 + int(i) + copy_seed))
                      for k, i in enumerate(idx)]
             inputs, labels = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
         else:
@@ -182,11 +195,16 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         return ids, tt, attention, inputs, labels, pair
 
     running = []
+    stopped_at_deadline = False
     for idx in batches():
-        ids, tt, attention, inputs, labels, pair = (x.to(device) if x is not None else None for x in make(idx))
-        n_tok = torch.tensor(float(attention.sum()), device=device)
+        made = make(idx)
+        n_real = int(made[2].sum())  # non-padding tokens, counted on the CPU (no device sync)
+        ids, tt, attention, inputs, labels, pair = (x.to(device, non_blocking=True) if x is not None else None
+                                                    for x in made)
         if dist:
+            n_tok = torch.tensor(float(n_real), device=device)
             dist.all_reduce(n_tok)
+            n_real = int(n_tok)
         progress = tokens / cfg.tokens
         lr = cfg.lr * (progress / cfg.warmup if progress < cfg.warmup
                        else max(0.0, (1 - progress) / (1 - cfg.warmup)))
@@ -198,12 +216,13 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         loss, parts, flops = train_step(wrapped, opt, trained, (ids, attention, tt, inputs, labels, pair),
                                         sample_gen, cfg.autocast, count_flops=flops_per_token is None)
         if flops is not None:
-            flops_per_token = flops / float(attention.sum())
-        tokens += int(n_tok)
+            flops_per_token = flops / float(made[2].sum())
+        tokens += n_real
         step += 1
-        running.append({k: float(v.detach()) for k, v in parts.items()} | {"loss": float(loss.detach())})
+        # kept on the device until the log line (reading a value every step would sync)
+        running.append({k: v.detach() for k, v in parts.items()} | {"loss": loss.detach()})
         if step % 25 == 0 and rank == 0:
-            mean = {k: sum(r[k] for r in running) / len(running) for k in running[0]}
+            mean = {k: float(torch.stack([r[k] for r in running]).float().mean()) for k in running[0]}
             row = {"step": step, "tokens": tokens, "lr": lr, **{k: round(v, 4) for k, v in mean.items()},
                    "elapsed_s": round(time.time() - wall0, 1),
                    "tokens_per_s": round(tokens / max(time.time() - wall0, 1e-9))}
@@ -218,10 +237,13 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
                 score = whole_word_accuracy(family, mlm_model, tokenizer, heldout[: cfg.eval_sentences],
                                             autocast=cfg.autocast)
                 point = {"tokens": tokens, "step": step, **score,
-                         "train_loss": log_rows[-1]["loss"] if log_rows else float(loss)}
+                         "train_loss": log_rows[-1]["loss"] if log_rows else float(loss.detach())}
                 curve.append(point)
                 log(json.dumps({"family": family, "eval": point}))
         if tokens >= cfg.tokens or step == max_steps:
+            break
+        if deadline and time.time() > deadline:
+            stopped_at_deadline = True
             break
     wall, cpu = time.time() - wall0, time.process_time() - cpu0
     record = {
@@ -229,7 +251,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         "wall_minutes": wall / 60, "cpu_minutes_rank0": cpu / 60,
         "flops_per_token": flops_per_token, "flops": flops_per_token * tokens,
         "masking": asdict(policy), "static_masking": static, "pair_objective": pair_kind,
-        "curve": curve, "log": log_rows, "config": asdict(cfg),
+        "curve": curve, "log": log_rows, "config": asdict(cfg), "stopped_at_deadline": stopped_at_deadline,
     }
     return {"record": record, "objective": objective, "examples": examples}
 

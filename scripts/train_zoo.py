@@ -165,16 +165,7 @@ def main(argv=None) -> int:
         if rank != 0 or args.no_export:
             continue
         t0 = time.time()
-        mlm_model = objective.generator if family == "mini-electra" else objective.model
-        record["heldout"] = zs.whole_word_accuracy(family, mlm_model, tokenizer, heldout)
-        record["everyday"] = zs.cloze_hits(family, mlm_model, tokenizer, cloze)
-        if family in ("mini-bert", "mini-albert"):
-            record["pair_heldout"] = zs.pair_accuracy(objective, done["examples"], record["pair_objective"])
-        if family == "mini-electra":
-            record["rtd_heldout"] = zs.rtd_scores(objective, done["examples"])
-        record["parameters"] = {name: sum(p.numel() for p in m.parameters())
-                                for name, m in (("model", objective.model), ("generator", objective.generator))
-                                if m is not None}
+        record.update(zs.final_scores(family, objective, tokenizer, done["examples"], heldout, cloze))
         record["tokenizer_kind"] = kind
         record["corpus"] = {"sentences": len(sentences), "file": "train_ordered.tsv"}
         record["eval_minutes"] = (time.time() - t0) / 60

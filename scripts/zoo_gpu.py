@@ -1,0 +1,418 @@
+"""The mini zoo on one GPU: pack here, train there (the same tuning search for every family,
+then the full run with each family's choice, all seven at once under one wall-clock budget),
+import the result here.
+
+    .venv/bin/python -m scripts.zoo_gpu pack --corpus .cache/corpus      # here: .gpu/zoo/ (~7 MB)
+    python3 -m scripts.zoo_gpu run --device cuda --out "$OUT" --budget-s 390   # the GPU machine
+    .venv/bin/python -m scripts.zoo_gpu import DIR                         # here: DIR -> weights/zoo/
+
+``run`` starts one process per family (separate CUDA contexts on the one GPU; the CPU cores
+shared out), each: (1) tokenizes the packed corpus with the family's tokenizer (the shipped
+one in ``weights/zoo/<key>/``); (2) the tuning search: every point of ``--grid`` (learning
+rate x dropout by default) trained on ``--trial-tokens`` and scored by the loss per masked
+piece on the tuning split of the held-out sentences; (3) the full run with the point of
+lowest loss. The full budget is the same for every family: ``--tokens``, or less when the
+trial throughputs say that it would not end before the budget (the parent computes one
+figure once all trials have ended; DistilBERT's full run waits for mini-bert's, its
+teacher). Every run stops at the wall-clock deadline wherever it is; what finished is kept
+(the record says so). ``$OUT`` receives ``zoo.tar.gz.part-NN`` (15 MB pieces) and
+``run.log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import io
+import json
+import lzma
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402
+
+from models import zoo_data as zd  # noqa: E402
+from models import zoo_models as zm  # noqa: E402
+from models import zoo_scores as zs  # noqa: E402
+from models import zoo_train as Z  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+PACK = REPO / ".gpu" / "zoo"
+TUNING_SENTENCES = 400  # the last lines of data/heldout.txt: the tuning split (scores use the rest)
+PART_BYTES = 15 * 2**20
+
+
+def heldout_splits(limit: int = 0) -> tuple[list[str], list[str]]:
+    """(tuning split, score split) of ``data/heldout.txt``: never trained on; the search
+    chooses on the first, the cards report the second."""
+    lines = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines() if s]
+    tune, score = lines[-TUNING_SENTENCES:], lines[:-TUNING_SENTENCES]
+    if limit:
+        tune, score = tune[:limit], score[:limit]
+    return tune, score
+
+
+def parse_grid(text: str) -> list[dict]:
+    """"lr=1e-3,2e-3 dropout=0,0.1" -> every combination, as ZooConfig overrides."""
+    axes = []
+    for part in text.split():
+        name, _, values = part.partition("=")
+        if name not in ("lr", "dropout", "batch_size", "warmup"):
+            raise SystemExit(f"--grid: unknown setting {name!r} (lr, dropout, batch_size, warmup)")
+        cast = int if name == "batch_size" else float
+        axes.append([(name, cast(v)) for v in values.split(",")])
+    points = [{}]
+    for axis in axes:
+        points = [{**p, k: v} for p in points for k, v in axis]
+    return points
+
+
+# ----------------------------------------------------------------------------- pack (here)
+def pack(args) -> int:
+    src = args.corpus / "train_ordered.tsv"
+    if not src.is_file():
+        raise SystemExit(f"{src} is missing: build the corpus first (python -m scripts.build_corpus)")
+    PACK.mkdir(parents=True, exist_ok=True)
+    data = src.read_bytes()
+    (PACK / "train_ordered.tsv.xz").write_bytes(lzma.compress(data, preset=9 | lzma.PRESET_EXTREME))
+    meta = {"source": str(src.name), "bytes": len(data), "lines": data.count(b"\n")}
+    (PACK / "corpus.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    size = sum(p.stat().st_size for p in PACK.rglob("*") if p.is_file())
+    print(f"{PACK.relative_to(REPO)}: {size / 2**20:.1f} MiB ({meta['lines']:,} corpus lines)")
+    return 0
+
+
+# ----------------------------------------------------------------------------- worker (GPU)
+def _corpus(work: Path, max_sentences: int):
+    sources, sentences = zd.read_ordered(work / "train_ordered.tsv")
+    if max_sentences:
+        sources, sentences = sources[:max_sentences], sentences[:max_sentences]
+    return sources, sentences
+
+
+def _wait_for(path: Path, until: float, poll: float = 0.5) -> bool:
+    while not path.exists():
+        if time.time() > until:
+            return False
+        time.sleep(poll)
+    return True
+
+
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return "CPU"
+
+
+def worker(args) -> int:
+    from transformers import AutoTokenizer, BertForPreTraining
+
+    family, work, deadline = args.family, args.work, args.deadline
+    me = work / family
+    me.mkdir(parents=True, exist_ok=True)
+    log_file = open(me / "train.log", "a", encoding="utf-8")
+
+    def log(line: str) -> None:
+        log_file.write(line + "\n")
+        log_file.flush()
+
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    shape = _shape(args.tiny)
+    tokenizer = AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / family))
+    t0 = time.time()
+    sources, sentences = _corpus(work, args.max_sentences)
+    ids = tokenizer(sentences, add_special_tokens=False)["input_ids"]
+    chunks = zd.make_chunks(sources, ids, shape.max_len - 3)
+    log(json.dumps({"family": family, "tokenized_s": round(time.time() - t0, 1), "chunks": len(chunks),
+                    "corpus_tokens": int(sum(len(x) for x in ids))}))
+    tune, score = heldout_splits(args.heldout_limit)
+    base = dict(batch_size=args.batch_size, autocast=args.autocast, seed=args.seed, shape=shape,
+                warmup=args.warmup, eval_sentences=len(tune))
+
+    def teacher_from(folder: Path):
+        return BertForPreTraining.from_pretrained(str(folder), dtype=torch.float32).to(device)
+
+    # ---- (1) the tuning search: every grid point on the trial budget, scored on the tuning split
+    teacher = None
+    if family == "mini-distilbert":
+        if not _wait_for(work / "mini-bert" / "trial-best" / "config.json", deadline):
+            log(json.dumps({"family": family, "error": "mini-bert's trials did not end before the deadline"}))
+            return 1
+        teacher = teacher_from(work / "mini-bert" / "trial-best")
+    trials = []
+    best = None
+    for point in parse_grid(args.grid):
+        cfg = Z.ZooConfig(tokens=args.trial_tokens, evals=1, **{**base, **point})
+        done = Z.train_family(family, tokenizer, chunks, tune, cfg, work, teacher=teacher, device=device,
+                              log=log, deadline=deadline)
+        r = done["record"]
+        mlm = done["objective"].generator if family == "mini-electra" else done["objective"].model
+        s = zs.whole_word_accuracy(family, mlm, tokenizer, tune, autocast=args.autocast)
+        trial = {**point, "piece_loss": s["piece_loss"], "word_top1": s["word_top1"], "tokens": r["tokens"],
+                 "steps": r["steps"], "wall_s": r["wall_minutes"] * 60,
+                 "tokens_per_s": r["tokens"] / max(r["wall_minutes"] * 60, 1e-9),
+                 "stopped_at_deadline": r["stopped_at_deadline"]}
+        trials.append(trial)
+        log(json.dumps({"family": family, "trial": trial}))
+        if best is None or trial["piece_loss"] < best[0]["piece_loss"]:
+            best = (trial, point)
+            if family == "mini-bert":  # DistilBERT's teacher for its trials: the best BERT trial
+                _save_teacher(done["objective"].model, work / "mini-bert" / "trial-best-tmp",
+                              work / "mini-bert" / "trial-best")
+        del done
+    rate = sum(t["tokens"] for t in trials) / max(sum(t["wall_s"] for t in trials), 1e-9)
+    (me / "trials.json").write_text(json.dumps({"trials": trials, "chosen": best[1], "tokens_per_s": rate},
+                                               indent=1), encoding="utf-8")
+
+    # ---- (2) the full run: the budget the parent sets from every family's trial throughput
+    if not _wait_for(work / "budget.json", deadline):
+        log(json.dumps({"family": family, "error": "no budget before the deadline"}))
+        return 1
+    budget = json.loads((work / "budget.json").read_text(encoding="utf-8"))
+    teacher_note = None
+    if family == "mini-distilbert":
+        final = work / "mini-bert" / "final"
+        # wait for the trained mini-bert; if it comes too late to train on it, the best trial's
+        if _wait_for(final / "config.json", deadline - budget["distil_needs_s"] * 0.5):
+            teacher = teacher_from(final)
+            teacher_note = "mini-bert's full run (the shipped mini-bert)"
+        else:
+            teacher_note = "mini-bert's best tuning trial (the full run ended too late)"
+    cfg = Z.ZooConfig(tokens=budget["tokens"], evals=args.evals, **{**base, **best[1]})
+    done = Z.train_family(family, tokenizer, chunks, tune, cfg, work, teacher=teacher, device=device,
+                          log=log, deadline=deadline - args.final_eval_s)
+    objective, record = done["objective"], done["record"]
+    if family == "mini-bert":
+        _save_teacher(objective.model, work / "mini-bert" / "final-tmp", work / "mini-bert" / "final")
+    t1 = time.time()
+    cloze = json.loads((REPO / "data" / "everyday_cloze.json").read_text(encoding="utf-8"))["items"]
+    mlm = objective.generator if family == "mini-electra" else objective.model
+    record["tuning_split"] = zs.whole_word_accuracy(family, mlm, tokenizer, tune, autocast=args.autocast)
+    record.update(zs.final_scores(family, objective, tokenizer, done["examples"], score, cloze, args.autocast))
+    record["heldout"]["split"] = f"data/heldout.txt without its last {TUNING_SENTENCES} lines (the tuning split)"
+    record.update({
+        "tokenizer_kind": zm.TOKENIZER_OF[family],
+        "corpus": {"sentences": len(sentences), "file": "train_ordered.tsv"},
+        "eval_minutes": (time.time() - t1) / 60, "torch": torch.__version__, "device": str(device),
+        "device_name": _device_name(device),
+        "tuning": {"grid": args.grid, "trial_tokens": args.trial_tokens, "chosen": best[1], "trials": trials,
+                   "chosen_by": f"lowest loss per masked piece on the tuning split ({len(tune)} held-out sentences)"},
+        "budget": budget, "concurrency": f"{budget['families']} families trained at once, one process each",
+        **({"teacher": teacher_note} if teacher_note else {}),
+    })
+    from scripts.train_zoo import export
+
+    export(family, objective, tokenizer, record, work / "export")
+    log(json.dumps({"family": family, "final": {k: record[k] for k in ("heldout", "tokens", "steps",
+                                                                    "wall_minutes", "stopped_at_deadline")}}))
+    return 0
+
+
+def _save_teacher(model, tmp: Path, final: Path) -> None:
+    """mini-bert as shipped (fp16 values, kept in float32), moved into place atomically."""
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    copy.deepcopy(model).half().float().save_pretrained(str(tmp))
+    if final.exists():
+        shutil.rmtree(final)
+    tmp.rename(final)
+
+
+def _shape(tiny: bool) -> zm.Shape:
+    return zm.Shape(layers=2, hidden=64, heads=2, ffn=128, vocab=8192, albert_embedding=32,
+                    electra_generator_hidden=16) if tiny else zm.Shape()
+
+
+# ----------------------------------------------------------------------------- run (GPU)
+def common_budget(rates: dict[str, float], left_s: float, cap: int, eval_s: float) -> dict:
+    """One token budget for every family that every family can reach in ``left_s`` seconds.
+
+    ``rates``: each family's tokens/s in its trials (all families running at once).
+    DistilBERT runs after mini-bert (its teacher), so the two run times add up.
+    """
+    usable = max(left_s - eval_s, 1.0) * 0.85
+    limits = {f: r * usable for f, r in rates.items() if f != "mini-distilbert"}
+    if "mini-distilbert" in rates and "mini-bert" in rates:
+        limits["mini-distilbert"] = usable / (1 / rates["mini-bert"] + 1 / rates["mini-distilbert"])
+    tokens = int(min([cap, *limits.values()]))
+    distil_needs = tokens / rates["mini-distilbert"] if "mini-distilbert" in rates else 0.0
+    return {"tokens": tokens, "cap": cap, "limited_by": min(limits, key=limits.get) if limits else None,
+            "rates": rates, "left_s": left_s, "families": len(rates), "distil_needs_s": distil_needs}
+
+
+def run(args) -> int:
+    t_start = time.time()
+    deadline = t_start + args.budget_s
+    work, out = args.work, args.out
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (work / "train_ordered.tsv").write_bytes(lzma.decompress((args.pack / "train_ordered.tsv.xz").read_bytes()))
+    families = list(args.families)
+    threads = max(1, (os.cpu_count() or 2) // len(families))
+    procs = {}
+    for family in families:
+        cmd = [sys.executable, "-m", "scripts.zoo_gpu", "worker", "--family", family, "--work", str(work),
+               "--deadline", str(deadline - args.pack_s), "--device", args.device, "--grid", args.grid,
+               "--trial-tokens", str(args.trial_tokens), "--batch-size", str(args.batch_size),
+               "--autocast", args.autocast, "--seed", str(args.seed), "--evals", str(args.evals),
+               "--warmup", str(args.warmup), "--final-eval-s", str(args.final_eval_s),
+               "--max-sentences", str(args.max_sentences), "--heldout-limit", str(args.heldout_limit),
+               *(["--tiny"] if args.tiny else [])]
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+               "TOKENIZERS_PARALLELISM": "true", "PYTHONUNBUFFERED": "1"}
+        procs[family] = subprocess.Popen(cmd, cwd=str(REPO), env=env, stdout=open(work / f"{family}.out", "w"),
+                                         stderr=subprocess.STDOUT)
+    print(f"started {len(procs)} workers ({threads} CPU threads each), deadline in {args.budget_s:.0f} s", flush=True)
+    budget_written = False
+    while time.time() < deadline - args.pack_s + 5 and any(p.poll() is None for p in procs.values()):
+        if not budget_written:
+            rates = {}
+            for f in families:
+                tf = work / f / "trials.json"
+                if tf.exists():
+                    rates[f] = json.loads(tf.read_text(encoding="utf-8"))["tokens_per_s"]
+            others = [f for f in families if f != "mini-distilbert"]
+            dead = [f for f in others if procs[f].poll() not in (None, 0) and f not in rates]
+            if all(f in rates or f in dead for f in others):
+                if "mini-distilbert" in families and "mini-distilbert" not in rates and "mini-bert" in rates:
+                    rates["mini-distilbert"] = rates["mini-bert"] * 1.5  # estimate: its trials come later
+                left = deadline - args.pack_s - time.time()
+                b = common_budget(rates, left, args.tokens, args.final_eval_s)
+                (work / "budget.tmp").write_text(json.dumps(b, indent=1), encoding="utf-8")
+                (work / "budget.tmp").rename(work / "budget.json")
+                budget_written = True
+                print(f"[{time.time() - t_start:5.0f} s] trials done: full budget {b['tokens']:,} tokens "
+                      f"(cap {args.tokens:,}; limited by {b['limited_by']}); rates "
+                      + ", ".join(f"{f} {r:,.0f}/s" for f, r in rates.items()), flush=True)
+        time.sleep(1.0)
+    for family, p in procs.items():
+        if p.poll() is None:
+            p.kill()
+            print(f"{family}: killed at the deadline", flush=True)
+        p.wait()
+    _pack_out(work, out, families, t_start)
+    return 0
+
+
+def _pack_out(work: Path, out: Path, families: list[str], t_start: float) -> None:
+    """$OUT: the trained folders and the logs as 15 MB pieces of one tar.gz, plus run.log."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for family in families:
+            folder = work / "export" / family
+            if folder.is_dir():
+                tar.add(str(folder), arcname=f"zoo/{family}")
+            for name in ("train.log", "trials.json"):
+                if (work / family / name).is_file():
+                    tar.add(str(work / family / name), arcname=f"logs/{family}/{name}")
+            if (work / f"{family}.out").is_file():
+                tar.add(str(work / f"{family}.out"), arcname=f"logs/{family}/stdout.txt")
+        if (work / "budget.json").is_file():
+            tar.add(str(work / "budget.json"), arcname="logs/budget.json")
+    data = buf.getvalue()
+    for k in range(0, max(len(data), 1), PART_BYTES):
+        (out / f"zoo.tar.gz.part-{k // PART_BYTES:02d}").write_bytes(data[k : k + PART_BYTES])
+    lines = [f"wall {time.time() - t_start:.0f} s; tar.gz {len(data) / 2**20:.1f} MiB"]
+    for family in families:
+        rec = work / "export" / family / "record.json"
+        if rec.is_file():
+            r = json.loads(rec.read_text(encoding="utf-8"))
+            lines.append(f"{family}: {r['tokens']:,} tokens, {r['steps']:,} steps, {r['wall_minutes']:.1f} min, "
+                         f"piece loss {r['heldout']['piece_loss']:.3f}, whole-word {r['heldout']['word_top1']:.1%}, "
+                         f"chosen {r['tuning']['chosen']}, stopped at deadline: {r['stopped_at_deadline']}")
+        else:
+            lines.append(f"{family}: no finished run")
+        tail = (work / f"{family}.out")
+        if tail.is_file():
+            lines += ["   " + x for x in tail.read_text(encoding="utf-8", errors="replace").splitlines()[-5:]]
+    (out / "run.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines), flush=True)
+
+
+# ----------------------------------------------------------------------------- import (here)
+def import_zoo(args) -> int:
+    parts = sorted(args.source.glob("zoo.tar.gz.part-*"))
+    if not parts:
+        raise SystemExit(f"no zoo.tar.gz.part-* in {args.source}")
+    data = b"".join(p.read_bytes() for p in parts)
+    staging = args.staging
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(str(staging), filter="data")
+    got = sorted(p.name for p in (staging / "zoo").iterdir()) if (staging / "zoo").is_dir() else []
+    if not got:
+        raise SystemExit("the archive has no trained family")
+    args.out.mkdir(parents=True, exist_ok=True)
+    for family in got:
+        target = args.out / family
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(staging / "zoo" / family, target)
+        print(f"{family}: imported into {target}")
+    from scripts.train_zoo import write_cards_in
+
+    write_cards_in(args.out)
+    from models.zoo_cards import targets_table
+
+    print(targets_table(args.out))
+    return 0
+
+
+# ----------------------------------------------------------------------------- CLI
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("pack", help="here: the corpus, packed small, into .gpu/zoo/")
+    a.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
+
+    def training_args(q, worker_only=False):
+        q.add_argument("--device", default="cuda")
+        q.add_argument("--grid", default="lr=1e-3,2e-3 dropout=0,0.1")
+        q.add_argument("--trial-tokens", type=int, default=3_000_000)
+        q.add_argument("--batch-size", type=int, default=64)
+        q.add_argument("--warmup", type=float, default=Z.ZooConfig.warmup)
+        q.add_argument("--autocast", default="bf16", choices=["bf16", ""])
+        q.add_argument("--seed", type=int, default=0)
+        q.add_argument("--evals", type=int, default=8)
+        q.add_argument("--final-eval-s", type=float, default=25.0, help="seconds kept for the final scores")
+        q.add_argument("--max-sentences", type=int, default=0, help="first N corpus lines only (tests)")
+        q.add_argument("--heldout-limit", type=int, default=0, help="first N sentences of each held-out split (tests)")
+        q.add_argument("--tiny", action="store_true", help="a 2-layer 64-wide shape (tests only)")
+        q.add_argument("--work", type=Path, default=Path("/tmp/zoo-gpu-work"))
+
+    r = sub.add_parser("run", help="the GPU machine: search + full run of every family, then pack $OUT")
+    training_args(r)
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--pack", type=Path, default=PACK)
+    r.add_argument("--tokens", type=int, default=60_000_000, help="the most full-run tokens per family")
+    r.add_argument("--budget-s", type=float, default=390.0, help="hard wall-clock budget, packing included")
+    r.add_argument("--pack-s", type=float, default=15.0, help="seconds kept at the end for packing $OUT")
+    r.add_argument("--families", nargs="+", default=list(zm.FAMILIES), choices=zm.FAMILIES)
+    w = sub.add_parser("worker", help="internal: one family (started by run)")
+    training_args(w)
+    w.add_argument("--family", required=True, choices=zm.FAMILIES)
+    w.add_argument("--deadline", type=float, required=True)
+    i = sub.add_parser("import", help="here: unpack a GPU run's $OUT into weights/zoo/ and write the cards")
+    i.add_argument("source", type=Path)
+    i.add_argument("--out", type=Path, default=REPO / "weights" / "zoo")
+    i.add_argument("--staging", type=Path, default=REPO / ".gpu" / "import")
+    args = p.parse_args(argv)
+    return {"pack": pack, "run": run, "worker": worker, "import": import_zoo}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
