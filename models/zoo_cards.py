@@ -55,7 +55,8 @@ def card(key: str, record: dict, idea: str) -> str:
         f"{cfg['batch_size']} sequences; AdamW (lr {cfg['lr']}, betas 0.9/0.98, weight decay "
         f"{cfg['weight_decay']}), linear warm-up over {cfg['warmup']:.0%} of the budget then linear decay to "
         f"zero; {'bfloat16 autocast' if cfg['autocast'] == 'bf16' else 'float32'}; seed {cfg['seed']}; "
-        f"{record['device']} (torch {record['torch']}), {record['world_size']} process(es); "
+        f"{where(record)} (torch {record['torch']}), {record['world_size']} process(es)"
+        f"{'; ' + record['concurrency'] if record.get('concurrency') else ''}; "
         f"{record['wall_minutes']:.1f} wall minutes ({record['tokens'] / (60 * record['wall_minutes']):,.0f} "
         f"tokens/s), {record['cpu_minutes_rank0']:.1f} CPU minutes; about "
         f"{record['flops'] / 1e12:.1f} TFLOPs ({record['flops_per_token'] / 1e6:.2f} MFLOPs per token: torch's "
@@ -68,6 +69,9 @@ def card(key: str, record: dict, idea: str) -> str:
         + (f"; pair objective: {record['pair_objective'].upper()}" if record.get("pair_objective") else "")
         + "; the MLM head runs at the selected positions only.",
         *([NOTES[key]] if key in NOTES else []),
+        *([tuning_line(record)] if record.get("tuning") else []),
+        *([f"Stopped at the run's wall-clock deadline after {record['tokens']:,} of {cfg['tokens']:,} tokens."]
+          if record.get("stopped_at_deadline") else []),
         "",
         "**Scores.**",
         f"- Held-out whole-word top-1: **{held['word_top1']:.1%}** of {held['words']:,} words ({SCORE_NAME}; "
@@ -105,11 +109,29 @@ def card(key: str, record: dict, idea: str) -> str:
         "**Licence.** The weights are released under the project's terms; the corpus texts are public domain "
         "or permissively licensed (table above).",
         "",
-        f"**Limits.** A miniature: {record['tokens'] / 1e6:.1f} million training tokens on CPU, a tiny fraction "
+        f"**Limits.** A miniature: {record['tokens'] / 1e6:.1f} million training tokens on {where(record)}, a tiny fraction "
         "of any published run. It shows its family's idea at this scale; it is not the published model and "
         "knows little English beyond frequent words and patterns.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def where(record: dict) -> str:
+    """The machine a run trained on: the GPU's name, or the CPU."""
+    name = record.get("device_name")
+    return name if name and name != "CPU" else ("CPU" if record["device"] == "cpu" else record["device"])
+
+
+def tuning_line(record: dict) -> str:
+    """The tuning search this family got (the same search for every family) and its choice."""
+    t = record["tuning"]
+    trials = "; ".join(", ".join(f"{k} {v:g}" for k, v in tr.items() if k in ("lr", "dropout", "batch_size", "warmup"))
+                       + f": {tr['piece_loss']:.3f}" for tr in t["trials"])
+    chosen = ", ".join(f"{k} {v:g}" for k, v in t["chosen"].items())
+    return (f"Tuning: the same search for every family, each grid point ({t['grid']}) trained on "
+            f"{t['trial_tokens']:,} tokens and scored by the loss per masked piece on a tuning split "
+            f"({t['chosen_by']}): {trials}. Chosen: **{chosen}**."
+            + (f" Teacher: {record['teacher']}." if record.get("teacher") else ""))
 
 
 def write_cards(log=print) -> None:
@@ -139,4 +161,38 @@ def summary_table() -> str:
                     f"{e.tokens_per_s:,.0f} | {e.cpu_minutes:.1f} | {e.flops / e.tokens / 1e6:.2f} | "
                     f"{e.flops / 1e12:.1f} | {e.parameters:,} | {size:.1f} | "
                     f"{e.score:.1%}{scored} | {e.everyday_top5:.0%} | {pair} |")
+    return "\n".join(rows)
+
+
+def targets_table(folder: Path | None = None) -> str:
+    """Issue 24's targets per family, from the records in ``folder`` (default: the zoo's):
+    loss per piece against the word-frequency (unigram) baseline, whole-word top-1, everyday
+    top-5, tokens, tokens/s, the tuning chosen, ELECTRA's ROC AUC, NSP / SOP."""
+    from .zoo import ZOO_DIR
+
+    folder = Path(folder or ZOO_DIR)
+    rows = ["| model | piece loss | unigram | below unigram (target >= 1 nat) | whole-word top-1 (>= 15 %) "
+            "| everyday top-5 (>= 20 %) | tokens | tokens/s | where | tuning chosen | RTD AUC (>= 0.8) "
+            "| NSP (>= 70 %) / SOP (>= 65 %) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for key in ZOO_KEYS:
+        path = folder / key / "record.json"
+        if not path.is_file():
+            rows.append(f"| `{key}` | no record |" + " |" * 10)
+            continue
+        r = json.loads(path.read_text(encoding="utf-8"))
+        held, uni = r["heldout"], r.get("unigram")
+        gap = "" if uni is None else f"{uni['piece_loss'] - held['piece_loss']:+.2f}"
+        rate = r.get("tokens_per_s") or r["tokens"] / (60 * r["wall_minutes"])
+        chosen = r.get("tuning", {}).get("chosen")
+        rtd = r.get("rtd_heldout") or {}
+        pair = r.get("pair_heldout")
+        uni_loss = "" if uni is None else f"{uni['piece_loss']:.2f}"
+        tuning = "" if chosen is None else ", ".join(f"{k} {v:g}" for k, v in chosen.items())
+        auc = f"{rtd['roc_auc']:.3f}" if "roc_auc" in rtd else ""
+        pairs = ("" if pair is None else
+                 f"{pair['accuracy']:.1%} ({r['pair_objective'].upper()}, majority {pair['majority']:.1%})")
+        rows.append(f"| `{key}` | {held['piece_loss']:.2f} | {uni_loss} | {gap} | {held['word_top1']:.1%} "
+                    f"| {r['everyday']['hit_rate']:.0%} | {r['tokens']:,} | {rate:,.0f} "
+                    f"| {r.get('device_name', r.get('device', ''))} | {tuning} | {auc} | {pairs} |")
     return "\n".join(rows)

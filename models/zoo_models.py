@@ -135,6 +135,7 @@ def _build(T, family, tokenizer, shape, teacher, common, ids, drop, dropout) -> 
             pad_token_id=tokenizer.pad_token_id, cls_token_id=tokenizer.cls_token_id,
             sep_token_id=tokenizer.sep_token_id, bos_token_id=tokenizer.cls_token_id,
             eos_token_id=tokenizer.sep_token_id, mask_token_id=tokenizer.mask_token_id,
+            reference_compile=False,  # older transformers 5 releases torch.compile'd it on CUDA (recompiling per padded length)
             **({} if dropout is None else dict(attention_dropout=dropout, mlp_dropout=dropout,
                                                embedding_dropout=dropout)))
         return {"model": T.ModernBertForMaskedLM(cfg)}

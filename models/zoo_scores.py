@@ -34,16 +34,9 @@ def chosen_words(sentences: list[str], seed: int = 1234, rate: float = 0.15) -> 
     return out
 
 
-@torch.no_grad()
-def whole_word_accuracy(family: str, model, tokenizer, sentences: list[str], *, batch_size: int = 64,
-                        autocast: str = "", seed: int = 1234) -> dict:
-    """Whole-word masking accuracy: every piece of each chosen word -> mask; a word is right
-    when every one of its pieces is the model's top-1. Also the mean loss per masked piece."""
-    model.eval()
-    words = chosen_words(sentences, seed=seed)
-    device = next(model.parameters()).device
-    right = total = pieces = 0
-    loss_sum = 0.0
+def masked_word_batches(tokenizer, sentences: list[str], words, batch_size: int = 64):
+    """(ids, attention, selected, word of each token) per batch: every piece of each chosen word
+    selected (``words`` from ``chosen_words``), special tokens never."""
     for start in range(0, len(sentences), batch_size):
         batch = sentences[start : start + batch_size]
         enc = tokenizer(batch, truncation=True, max_length=128, padding=True,
@@ -56,8 +49,29 @@ def whole_word_accuracy(family: str, model, tokenizer, sentences: list[str], *, 
                 hit = (offsets[b, :, 0] < e) & (offsets[b, :, 1] > s) & ~special[b] & attention[b].bool()
                 word_of[b][hit & (word_of[b] < 0)] = w
         sel = word_of >= 0
-        if not sel.any():
-            continue
+        if sel.any():
+            yield ids, attention, sel, word_of
+
+
+def _words_right(ok: torch.Tensor, ids: torch.Tensor, sel: torch.Tensor, word_of: torch.Tensor) -> tuple[int, int]:
+    """(words with every piece right, words) of one batch."""
+    key = torch.stack([torch.arange(len(ids))[:, None].expand_as(ids)[sel], word_of[sel]], 1)
+    uniq, inverse = torch.unique(key, dim=0, return_inverse=True)
+    wrong = torch.zeros(len(uniq), dtype=torch.long).index_add_(0, inverse, (~ok).long())
+    return int((wrong == 0).sum()), len(uniq)
+
+
+@torch.no_grad()
+def whole_word_accuracy(family: str, model, tokenizer, sentences: list[str], *, batch_size: int = 64,
+                        autocast: str = "", seed: int = 1234) -> dict:
+    """Whole-word masking accuracy: every piece of each chosen word -> mask; a word is right
+    when every one of its pieces is the model's top-1. Also the mean loss per masked piece."""
+    model.eval()
+    device = next(model.parameters()).device
+    right = total = pieces = 0
+    loss_sum = 0.0
+    for ids, attention, sel, word_of in masked_word_batches(tokenizer, sentences, chosen_words(sentences, seed=seed),
+                                                            batch_size):
         inputs = ids.clone()
         inputs[sel] = tokenizer.mask_token_id
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast == "bf16"):
@@ -66,14 +80,37 @@ def whole_word_accuracy(family: str, model, tokenizer, sentences: list[str], *, 
         target = ids[sel].to(device)
         loss_sum += float(F.cross_entropy(logits, target, reduction="sum"))
         pieces += int(sel.sum())
-        ok = (logits.argmax(-1) == target).cpu()
-        key = torch.stack([torch.arange(len(ids))[:, None].expand_as(ids)[sel], word_of[sel]], 1)
-        uniq, inverse = torch.unique(key, dim=0, return_inverse=True)
-        wrong = torch.zeros(len(uniq), dtype=torch.long).index_add_(0, inverse, (~ok).long())
-        right += int((wrong == 0).sum())
-        total += len(uniq)
+        r, t = _words_right((logits.argmax(-1) == target).cpu(), ids, sel, word_of)
+        right, total = right + r, total + t
     return {"word_top1": right / max(total, 1), "words": total,
             "piece_loss": loss_sum / max(pieces, 1), "pieces": pieces}
+
+
+def unigram_baseline(tokenizer, counts: np.ndarray, sentences: list[str], *, seed: int = 1234) -> dict:
+    """The word-frequency predictor on the same masked words as ``whole_word_accuracy``: every
+    piece guessed from the training split's piece counts alone (add-one smoothed), whatever its
+    context. Its loss per piece is the cross-entropy a model has before it uses any context."""
+    probs = (counts.astype(np.float64) + 1.0) / (counts.sum() + len(counts))
+    logp = torch.from_numpy(np.log(probs))
+    best = int(np.argmax(counts))
+    right = total = pieces = 0
+    loss_sum = 0.0
+    for ids, _attention, sel, word_of in masked_word_batches(tokenizer, sentences, chosen_words(sentences, seed=seed)):
+        target = ids[sel]
+        loss_sum += float(-logp[target].sum())
+        pieces += int(sel.sum())
+        r, t = _words_right(target == best, ids, sel, word_of)
+        right, total = right + r, total + t
+    return {"word_top1": right / max(total, 1), "words": total, "piece_loss": loss_sum / max(pieces, 1),
+            "pieces": pieces, "top_guess": tokenizer.convert_ids_to_tokens(best)}
+
+
+def piece_counts(chunks, vocab_size: int) -> np.ndarray:
+    """How often each piece occurs in the training chunks (the unigram baseline's counts)."""
+    from .zoo_data import is_pair_eval_chunk
+
+    flat = [seq for i, chunk in enumerate(chunks) if not is_pair_eval_chunk(i) for seq in chunk]
+    return np.bincount(np.concatenate(flat), minlength=vocab_size) if flat else np.zeros(vocab_size, np.int64)
 
 
 @torch.no_grad()
@@ -140,7 +177,8 @@ def rtd_scores(objective: Objective, examples: Examples, seed: int = 1234) -> di
         replaced = (corrupted != ids) & real
         p_rep.append(prob[replaced]), p_orig.append(prob[real & ~replaced])
     rep, orig = torch.cat(p_rep), torch.cat(p_orig)
-    return {"replaced_mean_p": float(rep.mean()), "original_mean_p": float(orig.mean()),
+    return {"roc_auc": roc_auc(rep.numpy(), orig.numpy()),
+            "replaced_mean_p": float(rep.mean()), "original_mean_p": float(orig.mean()),
             "replaced_recall": float((rep > 0.5).float().mean()),
             "original_specificity": float((orig <= 0.5).float().mean()),
             "replaced": len(rep), "original": len(orig)}
@@ -162,3 +200,22 @@ def final_scores(family: str, objective: Objective, tokenizer, examples: Example
                          for name, m in (("model", objective.model), ("generator", objective.generator))
                          if m is not None}
     return out
+
+
+def roc_auc(positive: np.ndarray, negative: np.ndarray) -> float:
+    """ROC AUC: the chance that a random positive scores above a random negative (ties count
+    half), from the ranks of the pooled scores (Mann-Whitney U)."""
+    positive, negative = np.asarray(positive, np.float64), np.asarray(negative, np.float64)
+    if not len(positive) or not len(negative):
+        return float("nan")
+    scores = np.concatenate([positive, negative])
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores))
+    sorted_scores = scores[order]
+    # average ranks over ties
+    starts = np.r_[0, np.flatnonzero(np.diff(sorted_scores)) + 1]
+    ends = np.r_[starts[1:], len(scores)]
+    for a, b in zip(starts, ends):
+        ranks[order[a:b]] = (a + b + 1) / 2.0
+    u = ranks[: len(positive)].sum() - len(positive) * (len(positive) + 1) / 2.0
+    return float(u / (len(positive) * len(negative)))

@@ -136,6 +136,8 @@ def worker(args) -> int:
     log(json.dumps({"family": family, "tokenized_s": round(time.time() - t0, 1), "chunks": len(chunks),
                     "corpus_tokens": int(sum(len(x) for x in ids))}))
     tune, score = heldout_splits(args.heldout_limit)
+    counts = zs.piece_counts(chunks, len(tokenizer))
+    unigram_tune = zs.unigram_baseline(tokenizer, counts, tune)
     base = dict(batch_size=args.batch_size, autocast=args.autocast, seed=args.seed, shape=shape,
                 warmup=args.warmup, eval_sentences=len(tune))
 
@@ -171,7 +173,8 @@ def worker(args) -> int:
                               work / "mini-bert" / "trial-best")
         del done
     rate = sum(t["tokens"] for t in trials) / max(sum(t["wall_s"] for t in trials), 1e-9)
-    (me / "trials.json").write_text(json.dumps({"trials": trials, "chosen": best[1], "tokens_per_s": rate},
+    (me / "trials.json").write_text(json.dumps({"trials": trials, "chosen": best[1], "tokens_per_s": rate,
+                                                "unigram_tuning_split": unigram_tune},
                                                indent=1), encoding="utf-8")
 
     # ---- (2) the full run: the budget the parent sets from every family's trial throughput
@@ -200,6 +203,9 @@ def worker(args) -> int:
     record["tuning_split"] = zs.whole_word_accuracy(family, mlm, tokenizer, tune, autocast=args.autocast)
     record.update(zs.final_scores(family, objective, tokenizer, done["examples"], score, cloze, args.autocast))
     record["heldout"]["split"] = f"data/heldout.txt without its last {TUNING_SENTENCES} lines (the tuning split)"
+    record["unigram"] = zs.unigram_baseline(tokenizer, counts, score)
+    record["unigram_tuning_split"] = unigram_tune
+    record["tokens_per_s"] = record["tokens"] / max(record["wall_minutes"] * 60, 1e-9)
     record.update({
         "tokenizer_kind": zm.TOKENIZER_OF[family],
         "corpus": {"sentences": len(sentences), "file": "train_ordered.tsv"},
