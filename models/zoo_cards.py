@@ -92,8 +92,9 @@ def card(key: str, record: dict, idea: str) -> str:
                      f"{r['replaced_recall']:.1%}, specificity {r['original_specificity']:.1%}.")
     lines += [
         "",
-        "**Learning curve** (held-out whole-word top-1 on the first "
-        f"{cfg['eval_sentences']} held-out sentences):",
+        ("**Learning curve** (held-out whole-word top-1 on the tuning split's "
+         if record.get("tuning") else "**Learning curve** (held-out whole-word top-1 on the first ")
+        + f"{cfg['eval_sentences']} held-out sentences):",
         "",
         "| tokens | whole-word top-1 | train loss |",
         "|---|---|---|",

@@ -58,8 +58,13 @@ def build_models(family: str, tokenizer, shape: Shape, teacher=None, *, dropout:
     if position_init == "sinusoidal":
         for m in models.values():
             sinusoidal_positions_(m)
+    elif position_init == "zero":
+        for m in models.values():
+            for name, module in m.named_modules():
+                if name.endswith("embeddings") and isinstance(getattr(module, "position_embeddings", None), nn.Embedding):
+                    nn.init.zeros_(module.position_embeddings.weight)
     elif position_init != "random":
-        raise ValueError(f"Unknown position_init {position_init!r}; choose random or sinusoidal.")
+        raise ValueError(f"Unknown position_init {position_init!r}; choose random, sinusoidal or zero.")
     return models
 
 

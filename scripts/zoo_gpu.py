@@ -281,6 +281,20 @@ def run(args) -> int:
         procs[family] = subprocess.Popen(cmd, cwd=str(REPO), env=env, stdout=open(work / f"{family}.out", "w"),
                                          stderr=subprocess.STDOUT)
     print(f"started {len(procs)} workers ({threads} CPU threads each), deadline in {args.budget_s:.0f} s", flush=True)
+    try:
+        _coordinate(args, work, families, procs, t_start, deadline)
+    finally:  # whatever happened, stop the workers and pack what finished
+        for family, p in procs.items():
+            if p.poll() is None:
+                p.kill()
+                print(f"{family}: killed at the deadline", flush=True)
+            p.wait()
+        _pack_out(work, out, families, t_start)
+    return 0
+
+
+def _coordinate(args, work: Path, families: list[str], procs: dict, t_start: float, deadline: float) -> None:
+    """Wait for the workers; once every family's trials ended, write the common budget."""
     budget_written = False
     while time.time() < deadline - args.pack_s + 5 and any(p.poll() is None for p in procs.values()):
         if not budget_written:
@@ -303,13 +317,6 @@ def run(args) -> int:
                       f"(cap {args.tokens:,}; limited by {b['limited_by']}); rates "
                       + ", ".join(f"{f} {r:,.0f}/s" for f, r in rates.items()), flush=True)
         time.sleep(1.0)
-    for family, p in procs.items():
-        if p.poll() is None:
-            p.kill()
-            print(f"{family}: killed at the deadline", flush=True)
-        p.wait()
-    _pack_out(work, out, families, t_start)
-    return 0
 
 
 def _pack_out(work: Path, out: Path, families: list[str], t_start: float) -> None:
