@@ -90,11 +90,49 @@ class Examples:
 
 def pad_batch(rows: list[np.ndarray], types: list[np.ndarray], pad_id: int):
     T = max(len(r) for r in rows)
-    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
-    tt = torch.zeros((len(rows), T), dtype=torch.long)
-    attention = torch.zeros((len(rows), T), dtype=torch.long)
+    ids = np.full((len(rows), T), pad_id, dtype=np.int64)
+    tt = np.zeros((len(rows), T), dtype=np.int64)
+    attention = np.zeros((len(rows), T), dtype=np.int64)
     for k, (r, t) in enumerate(zip(rows, types)):
-        ids[k, : len(r)] = torch.from_numpy(r)
-        tt[k, : len(t)] = torch.from_numpy(t)
+        ids[k, : len(r)] = r
+        tt[k, : len(t)] = t
         attention[k, : len(r)] = 1
-    return ids, tt, attention
+    return torch.from_numpy(ids), torch.from_numpy(tt), torch.from_numpy(attention)
+
+
+_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a well-mixed 64-bit hash of each uint64 (counter-based randomness)."""
+    with np.errstate(over="ignore"):
+        x = (x + np.uint64(0x9E3779B97F4A7C15)) & _MASK64
+        x = ((x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)) & _MASK64
+        x = ((x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)) & _MASK64
+        return x ^ (x >> np.uint64(31))
+
+
+def static_masking(ids: torch.Tensor, special: torch.Tensor, policy, keys: np.ndarray, *, mask_token_id: int,
+                   vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's static masking for a batch at once: row k's masks depend on ``keys[k]`` (its
+    example and copy) and the positions alone, never on the rest of the batch.
+
+    The same rule as ``models.masking.apply_masking`` (select ``rate`` of the non-special
+    tokens; of those ``mask`` -> [MASK], then ``random / (random + keep)`` of the rest -> a
+    uniform random id, the others kept), drawn from a counter-based hash of (key, position,
+    draw) instead of one torch generator per example (30 ms a batch of 64 here, now <1 ms).
+    """
+    B, T = ids.shape
+    base = (np.asarray(keys, dtype=np.uint64)[:, None] * np.uint64(1_000_003)
+            + np.arange(T, dtype=np.uint64)[None, :]) * np.uint64(4)
+    u = [(_splitmix64(base + np.uint64(d)) >> np.uint64(11)).astype(np.float64) / float(1 << 53) for d in range(3)]
+    rand_id = (_splitmix64(base + np.uint64(3)) % np.uint64(vocab_size)).astype(np.int64)
+    selected = (u[0] < policy.rate) & ~special.numpy().astype(bool)
+    to_mask = selected & (u[1] < policy.mask)
+    rest = policy.random + policy.keep
+    to_random = selected & ~to_mask & (u[2] < (policy.random / rest if rest > 0 else 0.0))
+    inputs = ids.numpy().copy()
+    inputs[to_mask] = mask_token_id
+    inputs[to_random] = rand_id[to_random]
+    labels = np.where(selected, ids.numpy(), -100)
+    return torch.from_numpy(inputs), torch.from_numpy(labels)

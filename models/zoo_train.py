@@ -37,7 +37,7 @@ import torch
 import torch.nn as nn
 
 from .masking import apply_masking
-from .zoo_data import Examples, pad_batch
+from .zoo_data import Examples, pad_batch, static_masking
 from .zoo_models import Objective, Shape, build_models, masking_policy
 from .zoo_scores import whole_word_accuracy
 
@@ -182,12 +182,10 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
             rows.append(ids), types.append(tt)
         ids, tt, attention = pad_batch(rows, types, examples.pad)
         special = (attention == 0) | torch.isin(ids, special_ids)
-        if static:  # BERT's static masking: each example's draw depends on it alone
-            parts = [apply_masking(ids[k : k + 1], special[k : k + 1], policy,
-                                   mask_token_id=tokenizer.mask_token_id, vocab_size=len(tokenizer),
-                                   generator=torch.Generator().manual_seed(cfg.seed * 1_000_003 + int(i) + copy_seed))
-                     for k, i in enumerate(idx)]
-            inputs, labels = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+        if static:  # BERT's static masking: each example's draw depends on it (and its copy) alone
+            keys = np.array([cfg.seed * 1_000_003 + int(i) + copy_seed for i in idx], dtype=np.uint64)
+            inputs, labels = static_masking(ids, special, policy, keys, mask_token_id=tokenizer.mask_token_id,
+                                            vocab_size=len(tokenizer))
         else:
             inputs, labels, _ = apply_masking(ids, special, policy, mask_token_id=tokenizer.mask_token_id,
                                               vocab_size=len(tokenizer), generator=mask_gen)
