@@ -32,7 +32,7 @@ _ZOO: dict[str, tuple[str, str, str, dict]] = {
                     "layer shared by all 4, masked LM + sentence-order prediction, Unigram "
                     "(SentencePiece-style) vocabulary", {"has_sop_head": True}),
     "mini-electra": ("electra", "[MASK]", "ElectraForPreTraining discriminator trained jointly with "
-                     "a 32-wide ElectraForMaskedLM generator (shared embeddings): replaced-token "
+                     "a narrower ElectraForMaskedLM generator (shared embeddings): replaced-token "
                      "detection; fill-mask uses the generator, WordPiece",
                      {"has_rtd_head": True, "mlm_subfolder": "generator"}),
     "mini-deberta": ("deberta-v2", "[MASK]", "DebertaV2ForMaskedLM: disentangled attention with "

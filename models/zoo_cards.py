@@ -84,12 +84,19 @@ def card(key: str, record: dict, idea: str) -> str:
         p = record["pair_heldout"]
         lines.append(f"- {record['pair_objective'].upper()} on {p['pairs']:,} held-out pairs (2 % of the corpus's "
                      f"chunks, never trained on): **{p['accuracy']:.1%}** (majority class {p['majority']:.1%}).")
-    if record.get("rtd_heldout"):
+    if record.get("rtd_heldout", {}).get("replaced"):
         r = record["rtd_heldout"]
-        lines.append(f"- Replaced-token detection on held-out chunks corrupted by its generator: mean P(replaced) "
+        auc = f"ROC AUC of P(replaced) **{r['roc_auc']:.3f}**; " if "roc_auc" in r else ""
+        lines.append(f"- Replaced-token detection on held-out chunks corrupted by its generator: {auc}mean P(replaced) "
                      f"{r['replaced_mean_p']:.2f} at the {r['replaced']:,} replaced tokens and "
                      f"{r['original_mean_p']:.2f} at the {r['original']:,} original ones; recall at 0.5 "
                      f"{r['replaced_recall']:.1%}, specificity {r['original_specificity']:.1%}.")
+    if record.get("unigram"):
+        u = record["unigram"]
+        lines.append(f"- The word-frequency baseline on the same masked words (each piece guessed from its frequency "
+                     f"in the training split, whatever the context): {u['piece_loss']:.3f} nats per piece, whole-word "
+                     f"top-1 {u['word_top1']:.1%} (always \"{u['top_guess']}\"). This model: "
+                     f"{u['piece_loss'] - held['piece_loss']:+.3f} nats per piece below it.")
     lines += [
         "",
         ("**Learning curve** (held-out whole-word top-1 on the tuning split's "

@@ -201,7 +201,19 @@ def worker(args) -> int:
     cloze = json.loads((REPO / "data" / "everyday_cloze.json").read_text(encoding="utf-8"))["items"]
     mlm = objective.generator if family == "mini-electra" else objective.model
     record["tuning_split"] = zs.whole_word_accuracy(family, mlm, tokenizer, tune, autocast=args.autocast)
-    record.update(zs.final_scores(family, objective, tokenizer, done["examples"], score, cloze, args.autocast))
+    try:
+        record.update(zs.final_scores(family, objective, tokenizer, done["examples"], score, cloze, args.autocast))
+    except Exception as exc:  # never lose a trained model to a scoring error: export it, say so
+        import traceback
+
+        log(traceback.format_exc())
+        objective.cpu()
+        record["scoring_error"] = repr(exc)
+        record.setdefault("heldout", zs.whole_word_accuracy(family, mlm.cpu(), tokenizer, score))
+        record.setdefault("everyday", {"hit_rate": float("nan"), "items": []})
+        record.setdefault("parameters", {name: sum(p.numel() for p in m.parameters())
+                                         for name, m in (("model", objective.model), ("generator", objective.generator))
+                                         if m is not None})
     record["heldout"]["split"] = f"data/heldout.txt without its last {TUNING_SENTENCES} lines (the tuning split)"
     record["unigram"] = zs.unigram_baseline(tokenizer, counts, score)
     record["unigram_tuning_split"] = unigram_tune
