@@ -274,9 +274,29 @@ def zoo_frame(entries: tuple[ZooEntry, ...]) -> pd.DataFrame:
             "score of": e.scored_model,
             "everyday cloze top-5 %": round(100 * e.everyday_top5, 1),
             "NSP / SOP held-out %": "" if e.pair_accuracy is None else round(100 * e.pair_accuracy, 1),
+            "loss per masked piece": "" if e.piece_loss is None else round(e.piece_loss, 2),
+            "word-frequency baseline: top-1 % / loss per piece": _baseline_cell(e.baseline_score, e.baseline_piece_loss),
+            "tuning chosen": e.tuning,
+            "trained on": e.trained_on,
             "the family's idea here": e.idea,
         })
+    with_baseline = [e for e in entries if e.baseline_score is not None]
+    if with_baseline:  # the flat line of the chart, as a row: what no use of context scores
+        scores = [100 * e.baseline_score for e in with_baseline]
+        losses = [e.baseline_piece_loss for e in with_baseline]
+        rows.append({
+            "model": "word-frequency baseline",
+            "family": "(none: each piece guessed from its frequency, whatever the context)",
+            "held-out whole-word top-1 %": round(sum(scores) / len(scores), 1),
+            "score of": f"every family's tokenizer: {min(scores):.1f}-{max(scores):.1f} %",
+            "loss per masked piece": round(sum(losses) / len(losses), 2),
+            "the family's idea here": "the plateau: a model that has not learnt to use context scores this",
+        })
     return pd.DataFrame(rows)
+
+
+def _baseline_cell(score: float | None, loss: float | None) -> str:
+    return "" if score is None else f"{100 * score:.1f} % / {loss:.2f}"
 
 
 def zoo_curves_figure(entries: tuple[ZooEntry, ...]) -> go.Figure:
@@ -286,6 +306,7 @@ def zoo_curves_figure(entries: tuple[ZooEntry, ...]) -> go.Figure:
         "training loss: each family's own objective (the sum of its parts), not comparable across them",
     ))
     dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid"]
+    baseline_shown = False
     for k, e in enumerate(entries):
         x = [p[0] / 1e6 for p in e.curve]
         style = dict(mode="lines+markers", legendgroup=e.key,
@@ -298,6 +319,15 @@ def zoo_curves_figure(entries: tuple[ZooEntry, ...]) -> go.Figure:
             x=x, y=[p[2] for p in e.curve], name=escape(e.key), showlegend=False, **style,
             hovertemplate=f"{escape(e.key)}<br>%{{x:.2f}} M tokens<br>training loss %{{y:.3f}}<extra></extra>",
         ), row=2, col=1)
+        if e.baseline_score is not None and x:  # its word-frequency baseline: a flat dotted line
+            fig.add_trace(go.Scatter(
+                x=[0, x[-1]], y=[100 * e.baseline_score] * 2, mode="lines", legendgroup="baseline",
+                name="word-frequency baseline (dotted, one per tokenizer)", showlegend=not baseline_shown,
+                line=dict(dash="2px,5px", width=1.5, color=_ZOO_COLOURS[k % len(_ZOO_COLOURS)]),
+                hovertemplate=(f"{escape(e.key)}'s word-frequency baseline: %{{y:.1f}} % words right "
+                               "(each piece guessed from its frequency alone)<extra></extra>"),
+            ), row=1, col=1)
+            baseline_shown = True
     fig.update_layout(
         title="Same corpus, same token budget: learning curves while training",
         template="plotly_white", height=640, margin=dict(l=10, r=10, t=70, b=10),

@@ -118,6 +118,11 @@ class ZooEntry:
     pair_accuracy: float | None  # NSP (mini-bert) or SOP (mini-albert) on held-out pairs
     pair_majority: float | None  # the held-out pairs' majority class share (the baseline to beat)
     curve: tuple[tuple[int, float, float], ...]  # (tokens, whole-word accuracy, train loss)
+    piece_loss: float | None = None  # held-out mean loss per masked piece (nats)
+    baseline_score: float | None = None  # the word-frequency (unigram) predictor's whole-word top-1, same words
+    baseline_piece_loss: float | None = None  # its loss per masked piece (the plateau a model starts on)
+    tuning: str = ""  # the tuning search's choice ("lr 0.001, dropout 0"), empty when the run had none
+    trained_on: str = ""  # where: the GPU's name, or "CPU"
 
 
 SCORE_NAME = ("held-out whole-word accuracy: 15 % of the words of each held-out sentence (the same "
@@ -146,5 +151,10 @@ def zoo_comparison() -> tuple[ZooEntry, ...]:
             pair_majority=None if pair is None else float(pair["majority"]),
             curve=tuple((int(p["tokens"]), float(p["word_top1"]), float(p["train_loss"]))
                         for p in r["curve"]),
+            piece_loss=float(r["heldout"]["piece_loss"]),
+            baseline_score=None if "unigram" not in r else float(r["unigram"]["word_top1"]),
+            baseline_piece_loss=None if "unigram" not in r else float(r["unigram"]["piece_loss"]),
+            tuning=", ".join(f"{k} {v:g}" for k, v in r.get("tuning", {}).get("chosen", {}).items()),
+            trained_on=r.get("device_name") or ("CPU" if r.get("device", "cpu") == "cpu" else r["device"]),
         ))
     return tuple(out)

@@ -400,6 +400,35 @@ def import_zoo(args) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- baseline (here)
+def baseline(args) -> int:
+    """Add the word-frequency baseline to the records of a trained zoo that lack it (the CPU
+    zoo's): piece counts of the corpus's training chunks, scored on the record's own split."""
+    from transformers import AutoTokenizer
+
+    sources, sentences = zd.read_ordered(args.corpus / "train_ordered.tsv")
+    all_heldout = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines() if s]
+    counts_of = {}
+    for family in zm.FAMILIES:
+        path = args.zoo / family / "record.json"
+        if not path.is_file():
+            continue
+        record = json.loads(path.read_text(encoding="utf-8"))
+        kind = record["tokenizer_kind"]
+        tokenizer = AutoTokenizer.from_pretrained(str(args.zoo / family))
+        if kind not in counts_of:
+            ids = tokenizer(sentences, add_special_tokens=False)["input_ids"]
+            chunks = zd.make_chunks(sources, ids, record["config"]["shape"]["max_len"] - 3)
+            counts_of[kind] = zs.piece_counts(chunks, len(tokenizer))
+        split = heldout_splits()[1] if "tuning split" in record["heldout"].get("split", "") else all_heldout
+        record["unigram"] = zs.unigram_baseline(tokenizer, counts_of[kind], split)
+        path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        print(f"{family}: word-frequency baseline {record['unigram']['piece_loss']:.3f} nats per piece, "
+              f"whole-word top-1 {record['unigram']['word_top1']:.1%} (model {record['heldout']['piece_loss']:.3f}, "
+              f"{record['heldout']['word_top1']:.1%})")
+    return 0
+
+
 # ----------------------------------------------------------------------------- CLI
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -438,8 +467,11 @@ def main(argv=None) -> int:
     i.add_argument("source", type=Path)
     i.add_argument("--out", type=Path, default=REPO / "weights" / "zoo")
     i.add_argument("--staging", type=Path, default=REPO / ".gpu" / "import")
+    b = sub.add_parser("baseline", help="here: add the word-frequency baseline to a zoo's records that lack it")
+    b.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
+    b.add_argument("--zoo", type=Path, default=REPO / "weights" / "zoo")
     args = p.parse_args(argv)
-    return {"pack": pack, "run": run, "worker": worker, "import": import_zoo}[args.cmd](args)
+    return {"pack": pack, "run": run, "worker": worker, "import": import_zoo, "baseline": baseline}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -107,7 +107,13 @@ def test_zoo_curves_show_score_and_training_loss_against_tokens():
     entries = zoo_comparison()
     records = _records()
     figure = views.zoo_curves_figure(entries)
-    assert len(figure.data) == 2 * len(entries)
+    with_baseline = [e for e in entries if "unigram" in records[e.key]]
+    assert len(figure.data) == 2 * len(entries) + len(with_baseline)
+    for e in with_baseline:  # the word-frequency baseline: flat, over the whole curve, in the family's colour
+        (flat,) = [t for t in figure.data if t.legendgroup == "baseline" and t.hovertemplate.startswith(e.key)]
+        assert list(flat.y) == [100 * records[e.key]["unigram"]["word_top1"]] * 2
+        assert list(flat.x) == [0, records[e.key]["curve"][-1]["tokens"] / 1e6] and flat.yaxis == "y"
+    assert sum(bool(t.showlegend) for t in figure.data if t.legendgroup == "baseline") == min(1, len(with_baseline))
     for e in entries:
         score, loss = [t for t in figure.data if t.legendgroup == e.key]
         curve = records[e.key]["curve"]
@@ -129,3 +135,9 @@ def test_zoo_frame_has_tokens_per_second_and_whose_score():
         width = r["config"]["shape"]["electra_generator_hidden"]
         assert frame.loc[key, "score of"] == (f"its {width}-wide generator" if generator else "the model")
     assert frame.loc["mini-electra", "score of"].endswith("generator")
+    with_baseline = {k: r for k, r in _records().items() if "unigram" in r}
+    if with_baseline:  # the baseline's row: the mean of the families' word-frequency scores
+        scores = [100 * r["unigram"]["word_top1"] for r in with_baseline.values()]
+        assert frame.loc["word-frequency baseline", "held-out whole-word top-1 %"] == round(sum(scores) / len(scores), 1)
+        for key, r in with_baseline.items():
+            assert frame.loc[key, "loss per masked piece"] == round(r["heldout"]["piece_loss"], 2)
