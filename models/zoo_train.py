@@ -101,20 +101,26 @@ def train_step(wrapped, opt, trained, batch, sample_gen, autocast: str = "", cou
     """
     ids, attention, tt, inputs, labels, pair = batch
     counter = flop_counter() if count_flops else contextlib.nullcontext()
+    from torch.profiler import record_function  # labels for scripts/zoo_profile.py (no cost unprofiled)
+
     with counter:
-        with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=autocast == "bf16"):
+        with record_function("zoo.forward"), torch.autocast(ids.device.type, dtype=torch.bfloat16,
+                                                            enabled=autocast == "bf16"):
             loss, parts = wrapped(ids, attention, tt, inputs, labels, pair, sample_gen)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
-    torch.nn.utils.clip_grad_norm_(trained, 1.0)
-    opt.step()
+        with record_function("zoo.backward"):
+            loss.backward()
+    with record_function("zoo.optimizer"):
+        torch.nn.utils.clip_grad_norm_(trained, 1.0)
+        opt.step()
     return loss, parts, counter.get_total_flops() if count_flops else None
 
 
 def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooConfig, out: Path,
                  teacher=None, device: torch.device | None = None, log=print,
                  models: dict[str, nn.Module] | None = None, max_steps: int = 0,
-                 deadline: float = 0.0) -> dict:
+                 deadline: float = 0.0, step_hook=None, checkpoint: Path | None = None,
+                 checkpoint_every: int = 0) -> dict:
     """Train one family to ``cfg.tokens`` tokens; returns its record (curves, costs).
 
     ``models``: start from these instead of a random init (``build_models``' keys);
@@ -122,6 +128,12 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
     (``scripts/zoo_flops.py``) runs the shipped models for one step this way.
     ``deadline``: a ``time.time()`` after which the run stops where it is (0: none); the
     record then says ``stopped_at_deadline`` and has the tokens it reached.
+    ``step_hook``: called after every step (the profiler's ``step``).
+    ``checkpoint``: a file; when it exists the run resumes from it exactly where it stopped
+    (weights, optimizer, data position, every random generator, curve and log), and every
+    ``checkpoint_every`` steps (and at the end) the run's state is written there, so a long
+    run can be spread over several sittings: N steps straight and N/2 + resume + N/2 give
+    the same weights.
     """
     device = device or torch.device("cpu")
     dist = _dist()
@@ -156,16 +168,53 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
     tokens = step = 0
     flops_per_token = None
     cpu0, wall0 = time.process_time(), time.time()
-    epoch = 0
+    epoch = slot = 0  # the data position: epoch, and batch slots of it already taken
+    running = []
+    state_extra = {"wall_s": 0.0, "cpu_s": 0.0}
+    if checkpoint is not None and Path(checkpoint).is_file():
+        saved = torch.load(checkpoint, map_location=device, weights_only=False)
+        objective.load_state_dict(saved["objective"])
+        opt.load_state_dict(saved["optimizer"])
+        mask_gen.set_state(saved["mask_gen"])
+        sample_gen.set_state(saved["sample_gen"].to(sample_gen.device) if device.type != "cpu" else saved["sample_gen"])
+        rng.bit_generator.state = saved["numpy_rng"]
+        torch.set_rng_state(saved["torch_rng"])
+        if device.type == "cuda" and saved.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(saved["cuda_rng"], device)
+        tokens, step, epoch, slot = saved["tokens"], saved["step"], saved["epoch"], saved["slot"]
+        curve, log_rows, eval_at = saved["curve"], saved["log_rows"], saved["eval_at"]
+        flops_per_token = saved["flops_per_token"]
+        running = [{k: torch.tensor(v, dtype=torch.float32, device=device) for k, v in r.items()}
+                   for r in saved["running"]]
+        state_extra = saved["elapsed"]
+        log(json.dumps({"family": family, "resumed": {"step": step, "tokens": tokens}}))
+
+    def save_checkpoint():
+        tmp = Path(str(checkpoint) + ".tmp")
+        torch.save({
+            "objective": objective.state_dict(), "optimizer": opt.state_dict(),
+            "mask_gen": mask_gen.get_state(), "sample_gen": sample_gen.get_state(),
+            "numpy_rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+            "tokens": tokens, "step": step, "epoch": epoch, "slot": slot, "curve": curve,
+            "log_rows": log_rows, "eval_at": eval_at, "flops_per_token": flops_per_token,
+            "running": [{k: float(v) for k, v in r.items()} for r in running],
+            "elapsed": {"wall_s": state_extra["wall_s"] + time.time() - wall0,
+                        "cpu_s": state_extra["cpu_s"] + time.process_time() - cpu0},
+        }, tmp)
+        tmp.replace(checkpoint)
 
     def batches():
-        nonlocal epoch
+        nonlocal epoch, slot
         while True:
             order = np.random.default_rng([cfg.seed, epoch]).permutation(examples.train_idx)
-            for b in range(0, len(order) - cfg.batch_size + 1, cfg.batch_size):
-                if (b // cfg.batch_size) % world == rank:
+            n_slots = (len(order) - cfg.batch_size) // cfg.batch_size + 1 if len(order) >= cfg.batch_size else 0
+            while slot < n_slots:
+                b = slot * cfg.batch_size
+                slot += 1
+                if (slot - 1) % world == rank:
                     yield order[b : b + cfg.batch_size]
-            epoch += 1
+            epoch, slot = epoch + 1, 0
 
     def make(idx):
         # BERT's static masking: each example's masks and pair are drawn once per copy; the
@@ -192,10 +241,10 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         pair = torch.tensor(labels_pair) if pair_kind else None
         return ids, tt, attention, inputs, labels, pair
 
-    running = []
     stopped_at_deadline = False
     for idx in batches():
-        made = make(idx)
+        with torch.profiler.record_function("zoo.data"):
+            made = make(idx)
         n_real = int(made[2].sum())  # non-padding tokens, counted on the CPU (no device sync)
         ids, tt, attention, inputs, labels, pair = (x.to(device, non_blocking=True) if x is not None else None
                                                     for x in made)
@@ -222,8 +271,8 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         if step % 25 == 0 and rank == 0:
             mean = {k: float(torch.stack([r[k] for r in running]).float().mean()) for k in running[0]}
             row = {"step": step, "tokens": tokens, "lr": lr, **{k: round(v, 4) for k, v in mean.items()},
-                   "elapsed_s": round(time.time() - wall0, 1),
-                   "tokens_per_s": round(tokens / max(time.time() - wall0, 1e-9))}
+                   "elapsed_s": round(state_extra["wall_s"] + time.time() - wall0, 1),
+                   "tokens_per_s": round(tokens / max(state_extra["wall_s"] + time.time() - wall0, 1e-9))}
             log_rows.append(row)
             log(json.dumps({"family": family, **row}))
             running = []
@@ -238,12 +287,19 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
                          "train_loss": log_rows[-1]["loss"] if log_rows else float(loss.detach())}
                 curve.append(point)
                 log(json.dumps({"family": family, "eval": point}))
+        if step_hook is not None:
+            step_hook()
+        if checkpoint is not None and checkpoint_every and step % checkpoint_every == 0:
+            save_checkpoint()
         if tokens >= cfg.tokens or step == max_steps:
             break
         if deadline and time.time() > deadline:
             stopped_at_deadline = True
             break
-    wall, cpu = time.time() - wall0, time.process_time() - cpu0
+    if checkpoint is not None:
+        save_checkpoint()
+    wall = state_extra["wall_s"] + time.time() - wall0
+    cpu = state_extra["cpu_s"] + time.process_time() - cpu0
     record = {
         "family": family, "tokens": tokens, "steps": step, "world_size": world,
         "wall_minutes": wall / 60, "cpu_minutes_rank0": cpu / 60,

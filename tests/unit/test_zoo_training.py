@@ -92,3 +92,40 @@ def test_gpu_run_budget_is_one_figure_every_family_reaches_in_time():
     assert parse_grid("lr=1e-3,2e-3 dropout=0,0.1") == [
         {"lr": 1e-3, "dropout": 0.0}, {"lr": 1e-3, "dropout": 0.1},
         {"lr": 2e-3, "dropout": 0.0}, {"lr": 2e-3, "dropout": 0.1}]
+
+
+@pytest.mark.parametrize("family", ["mini-bert", "mini-electra", "mini-roberta"])
+def test_a_run_resumed_from_its_checkpoint_ends_with_the_same_weights(family, tmp_path):
+    """N steps straight == N/2 steps, stop, resume from the checkpoint in a new call, N/2 more:
+    the data position, masks, pairs, dropout, the generator's samples and AdamW all continue."""
+    from transformers import AutoTokenizer
+
+    from models import zoo_data as zd
+    from models import zoo_train as Z
+    from models.zoo import zoo_folder
+    from models.zoo_models import TOKENIZER_OF, Shape
+
+    tok = AutoTokenizer.from_pretrained(zoo_folder(family))
+    lines = [s for s in open("data/train_sample.txt", encoding="utf-8").read().splitlines() if s][:60]
+    chunks = zd.make_chunks(["s"] * len(lines), tok(lines, add_special_tokens=False)["input_ids"], 61)
+    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
+                  electra_generator_hidden=16)
+    cfg = Z.ZooConfig(tokens=10**9, batch_size=4, evals=0, dropout=0.1, shape=shape)
+    assert TOKENIZER_OF[family]
+    torch.set_num_threads(1)
+
+    def run(max_steps, checkpoint=None):
+        return Z.train_family(family, tok, chunks, [], cfg, tmp_path, log=lambda _: None, max_steps=max_steps,
+                              checkpoint=checkpoint)
+
+    per_epoch = len(zd.Examples(tok, chunks, 64, 0).train_idx) // 4
+    assert per_epoch < 7  # the second half starts a new epoch (a new order, BERT's next static copy)
+    straight = run(12)
+    ckpt = tmp_path / "run.ckpt"
+    first = run(5, ckpt)
+    assert first["record"]["steps"] == 5 and ckpt.is_file()
+    resumed = run(12, ckpt)
+    assert resumed["record"]["steps"] == 12
+    assert resumed["record"]["tokens"] == straight["record"]["tokens"]
+    assert Z.state_digest(resumed["objective"]) == Z.state_digest(straight["objective"])
+    assert Z.state_digest(first["objective"]) != Z.state_digest(straight["objective"])

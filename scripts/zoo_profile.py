@@ -1,0 +1,78 @@
+"""Where a mini-zoo training step's time goes on this machine's CPU (torch.profiler).
+
+    nice -n 19 .venv/bin/python -m scripts.zoo_profile --family mini-bert --steps 12 --corpus .cache/corpus
+
+Trains ``--steps`` steps of one family with the real trainer (``models.zoo_train``) under
+torch.profiler, skipping the first (FLOP count, warm-up), and prints the shares of a step:
+batch preparation, forward, backward, optimizer (clip + AdamW), the rest (Python between
+them); then the operators taking the most self CPU time. Shares, not timings: on a shared
+machine only the proportions mean anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402
+from torch.profiler import ProfilerActivity, profile, schedule  # noqa: E402
+
+from models import zoo_data as zd  # noqa: E402
+from models import zoo_models as zm  # noqa: E402
+from models import zoo_train as Z  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+PHASES = ("zoo.data", "zoo.forward", "zoo.backward", "zoo.optimizer")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--family", default="mini-bert", choices=zm.FAMILIES)
+    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--batch-size", type=int, default=Z.ZooConfig.batch_size)
+    p.add_argument("--dropout", type=float, default=None)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
+    p.add_argument("--sentences", type=int, default=20000, help="corpus lines to tokenize (enough for the steps)")
+    p.add_argument("--top", type=int, default=15)
+    args = p.parse_args(argv)
+    from transformers import AutoTokenizer
+
+    torch.set_num_threads(args.threads)
+    tokenizer = AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / args.family))
+    sources, sentences = zd.read_ordered(args.corpus / "train_ordered.tsv")
+    sources, sentences = sources[: args.sentences], sentences[: args.sentences]
+    chunks = zd.make_chunks(sources, tokenizer(sentences, add_special_tokens=False)["input_ids"], 125)
+    teacher = None
+    if args.family == "mini-distilbert":
+        from transformers import BertForPreTraining
+
+        teacher = BertForPreTraining.from_pretrained(str(REPO / "weights" / "zoo" / "mini-bert"), dtype=torch.float32)
+    cfg = Z.ZooConfig(tokens=10**12, batch_size=args.batch_size, evals=0, dropout=args.dropout)
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=args.steps - 1, repeat=1),
+                 record_shapes=False) as prof:
+        Z.train_family(args.family, tokenizer, chunks, [], cfg, Path("/tmp"), teacher=teacher, log=lambda _: None,
+                       max_steps=args.steps, step_hook=prof.step)
+    events = prof.key_averages()
+    total = {e.key: e.cpu_time_total for e in events}
+    step_total = sum(e.cpu_time_total for e in events if e.key.startswith("ProfilerStep"))
+    if not step_total:
+        raise SystemExit("no profiled step: " + ", ".join(sorted(total)[:20]))
+    print(f"{args.family}: {args.steps - 1} profiled steps of {args.batch_size} sequences, {args.threads} threads")
+    shares = {k: total.get(k, 0.0) / step_total for k in PHASES}
+    for k, v in shares.items():
+        print(f"  {k:15s} {v:6.1%}")
+    print(f"  {'other':15s} {1 - sum(shares.values()):6.1%}  (Python between the phases, logging)")
+    own = sorted((e for e in events if not e.key.startswith(("zoo.", "ProfilerStep"))),
+                 key=lambda e: e.self_cpu_time_total, reverse=True)[: args.top]
+    print(f"  operators by self CPU time (share of the profiled steps; calls per step):")
+    for e in own:
+        print(f"    {e.key[:60]:60s} {e.self_cpu_time_total / step_total:6.1%}  {e.count / (args.steps - 1):7.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
