@@ -94,6 +94,9 @@ def main(argv=None) -> int:
     p.add_argument("--eval-sentences", type=int, default=Z.ZooConfig.eval_sentences)
     p.add_argument("--autocast", default=Z.ZooConfig.autocast, choices=["bf16", ""])
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--dropout", type=float, default=None, help="every model's dropout (default: each config's)")
+    p.add_argument("--checkpoint-every", type=int, default=0,
+                   help="write WORK/<family>.ckpt every N steps; re-running the same command resumes from it")
     p.add_argument("--device", default="cpu")
     p.add_argument("--tiny", action="store_true", help="a 2-layer 64-wide shape (tests only)")
     p.add_argument("--max-sentences", type=int, default=0, help="use only the first N corpus lines (tests)")
@@ -119,7 +122,7 @@ def main(argv=None) -> int:
                     electra_generator_hidden=16) if args.tiny else zm.Shape()
     cfg = Z.ZooConfig(tokens=args.tokens, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                       autocast=args.autocast, evals=args.evals, eval_sentences=args.eval_sentences,
-                      threads=args.threads, shape=shape)
+                      threads=args.threads, shape=shape, dropout=args.dropout)
     work = args.work / ("tiny" if args.tiny else "")
     sources, sentences = zd.read_ordered(args.corpus / "train_ordered.tsv")
     if args.max_sentences:
@@ -157,7 +160,9 @@ def main(argv=None) -> int:
             teacher = BertForPreTraining.from_pretrained(str(args.out / "mini-bert"), dtype=torch.float32)
         done = Z.train_family(family, tokenizer, chunks_of[kind], heldout, cfg,
                               args.work, teacher=teacher if family == "mini-distilbert" else None,
-                              device=device, log=log)
+                              device=device, log=log,
+                              checkpoint=(work / f"{family}.rank{rank}.ckpt") if args.checkpoint_every else None,
+                              checkpoint_every=args.checkpoint_every)
         objective, record = done["objective"], done["record"]
         if args.digest is not None:
             args.digest.mkdir(parents=True, exist_ok=True)
@@ -166,6 +171,8 @@ def main(argv=None) -> int:
             continue
         t0 = time.time()
         record.update(zs.final_scores(family, objective, tokenizer, done["examples"], heldout, cloze))
+        record["unigram"] = zs.unigram_baseline(tokenizer, zs.piece_counts(chunks_of[kind], len(tokenizer)), heldout)
+        record["tokens_per_s"] = record["tokens"] / max(record["wall_minutes"] * 60, 1e-9)
         record["tokenizer_kind"] = kind
         record["corpus"] = {"sentences": len(sentences), "file": "train_ordered.tsv"}
         record["eval_minutes"] = (time.time() - t0) / 60
@@ -184,6 +191,10 @@ def main(argv=None) -> int:
         import torch.distributed as dist
 
         dist.destroy_process_group()
+    if rank == 0 and not args.no_export:
+        from models.zoo_cards import targets_table
+
+        print(targets_table(args.out), flush=True)
     return 0
 
 
