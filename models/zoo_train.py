@@ -154,7 +154,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=cfg.lr, betas=(0.9, 0.98), eps=1e-6,
-                            **({"fused": True} if device.type == "cuda" else {}))
+                            **({"fused": True} if device.type == "cuda" else {"foreach": True}))
     examples = Examples(tokenizer, chunks, cfg.shape.max_len, cfg.seed)
     policy = masking_policy(family)
     pair_kind = {"mini-bert": "nsp", "mini-albert": "sop"}.get(family)
