@@ -65,23 +65,5 @@ ZOO_HELP = (
     "miniatures show each idea's direction at this scale, not the published models' quality."
 )
 # What the shipped run (weights/zoo, trained 2026-11-23; figures from its record.json files) showed.
-ZOO_FINDINGS = (
-    "**What the shipped run showed** (3.0 M tokens each, about 1,700 steps of 16 sequences, "
-    "7.6–11.6 CPU minutes and 6.3–11.0 wall minutes per family on 2 cores; 6.4–8.0 MFLOPs "
-    "per token, DistilBERT's with its teacher's forward the lowest, DeBERTa's the highest). "
-    "Two families left the *unigram plateau*, where every guess is a frequent word: "
-    "**DeBERTa** (16.5 % of held-out words right) and **ModernBERT** (19.1 %). The five "
-    "others stayed on it: BERT 5.5 %, "
-    "ALBERT 5.9 %, DistilBERT 5.2 %, RoBERTa 4.4 %, ELECTRA's generator 3.9 % (their top "
-    "guesses for most blanks are *the*, *of* and commas). The two that "
-    "learnt are the two without learnt absolute position embeddings (DeBERTa: relative "
-    "positions; ModernBERT: rotary), and ModernBERT also masks 30 % instead of 15 %; this run "
-    "does not tell which of their differences mattered. The sentence-pair heads: BERT's NSP "
-    "learnt something (69.3 % on held-out pairs, 53.0 % by always guessing the majority); "
-    "ALBERT's harder sentence-order task did not (49.3 %, majority 50.7 %). ELECTRA's "
-    "discriminator gives replaced and original tokens the same probability (0.146 and 0.146): "
-    "a generator still on the plateau makes replacements it cannot yet tell apart. The "
-    "everyday cloze set is too hard for all of them at this budget (at most 3 of 36 in the top 5)."
-)
 ZOO_MISSING = "The mini zoo is not trained on this checkout yet: run `python scripts/train_zoo.py`."
 BENCH_WAITING = "Press “Time forward passes” to time the chosen models (a longer job: it stays behind its button)."

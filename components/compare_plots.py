@@ -338,3 +338,46 @@ def zoo_curves_figure(entries: tuple[ZooEntry, ...]) -> go.Figure:
     fig.update_yaxes(title_text="loss (log scale)", type="log", row=2, col=1)  # ELECTRA's 50 x RTD sits far above
     fig.update_xaxes(title_text="training tokens seen (millions)", row=2, col=1)
     return fig
+
+
+LEARNT_NATS = 1.0  # a family "left the plateau" when its loss per piece is this far below its baseline
+
+
+def zoo_findings_md(entries: tuple[ZooEntry, ...]) -> str:
+    """What the shipped zoo shows, written from its records (so it fits whichever run ships)."""
+    if not entries:
+        return ""
+    tokens = sorted({e.tokens for e in entries})
+    where = sorted({e.trained_on for e in entries if e.trained_on})
+    learnt = [e for e in entries if e.baseline_piece_loss is not None and e.piece_loss is not None
+              and e.baseline_piece_loss - e.piece_loss >= LEARNT_NATS]
+    stuck = [e for e in entries if e.baseline_piece_loss is not None and e not in learnt]
+
+    def named(group):
+        return ", ".join(f"**{escape(e.key)}** ({100 * e.score:.1f} %, {e.baseline_piece_loss - e.piece_loss:+.2f} nats)"
+                         for e in group)
+
+    low, high = f"{tokens[0] / 1e6:.1f}", f"{tokens[-1] / 1e6:.1f}"
+    parts = [f"**What the shipped run shows** ({low if low == high else low + '-' + high}"
+             + f" M training tokens per family, trained on {', '.join(escape(w) for w in where) or 'this machine'}). "]
+    if learnt or stuck:
+        parts.append(f"Left the word-frequency plateau (loss per masked piece at least {LEARNT_NATS:g} nat below the "
+                     f"word-frequency baseline on the same words; held-out whole-word top-1 and the gap in brackets): "
+                     f"{named(learnt) or 'none'}. ")
+        if stuck:
+            parts.append(f"Still on or near it: {named(stuck)}. ")
+    tuned = [e for e in entries if e.tuning]
+    if tuned:
+        parts.append("Each family got the same tuning search; chosen: "
+                     + "; ".join(f"{escape(e.key)} {escape(e.tuning)}" for e in tuned) + ". ")
+    pairs = [e for e in entries if e.pair_accuracy is not None]
+    if pairs:
+        parts.append("Sentence-pair heads on held-out pairs: "
+                     + "; ".join(f"{escape(e.key)} {100 * e.pair_accuracy:.1f} % (majority {100 * e.pair_majority:.1f} %)"
+                                 for e in pairs) + ". ")
+    for e in entries:
+        if e.rtd_auc is not None:
+            parts.append(f"ELECTRA's discriminator separates its generator's replacements from original tokens "
+                         f"with a ROC AUC of {e.rtd_auc:.2f} (0.5: no better than chance). ")
+    parts.append("These are miniatures trained here, not the published models.")
+    return "".join(parts)

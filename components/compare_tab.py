@@ -82,7 +82,7 @@ def show_zoo():
         entries = zoo_comparison()
         if not entries:
             return None, None, copy.ZOO_MISSING
-        return views.zoo_curves_figure(entries), views.zoo_frame(entries), copy.ZOO_FINDINGS
+        return views.zoo_curves_figure(entries), views.zoo_frame(entries), views.zoo_findings_md(entries)
 
 
 def build_compare_tab() -> LinkTarget:

@@ -123,6 +123,7 @@ class ZooEntry:
     baseline_piece_loss: float | None = None  # its loss per masked piece (the plateau a model starts on)
     tuning: str = ""  # the tuning search's choice ("lr 0.001, dropout 0"), empty when the run had none
     trained_on: str = ""  # where: the GPU's name, or "CPU"
+    rtd_auc: float | None = None  # ELECTRA: ROC AUC of P(replaced) on held-out generator-corrupted text
 
 
 SCORE_NAME = ("held-out whole-word accuracy: 15 % of the words of each held-out sentence (the same "
@@ -156,5 +157,6 @@ def zoo_comparison() -> tuple[ZooEntry, ...]:
             baseline_piece_loss=None if "unigram" not in r else float(r["unigram"]["piece_loss"]),
             tuning=", ".join(f"{k} {v:g}" for k, v in r.get("tuning", {}).get("chosen", {}).items()),
             trained_on=r.get("device_name") or ("CPU" if r.get("device", "cpu") == "cpu" else r["device"]),
+            rtd_auc=(r.get("rtd_heldout") or {}).get("roc_auc"),
         ))
     return tuple(out)

@@ -141,3 +141,23 @@ def test_zoo_frame_has_tokens_per_second_and_whose_score():
         assert frame.loc["word-frequency baseline", "held-out whole-word top-1 %"] == round(sum(scores) / len(scores), 1)
         for key, r in with_baseline.items():
             assert frame.loc[key, "loss per masked piece"] == round(r["heldout"]["piece_loss"], 2)
+
+
+def test_zoo_findings_say_which_families_left_the_word_frequency_plateau():
+    """The closing note is written from the records: a family counts as learnt when its loss
+    per masked piece is at least 1 nat below its word-frequency baseline on the same words."""
+    from models import zoo_comparison
+
+    entries = zoo_comparison()
+    note = views.zoo_findings_md(entries)
+    records = _records()
+    learnt_part, _, stuck_part = note.partition("Still on or near it")
+    for key, r in records.items():
+        if "unigram" not in r:
+            continue
+        gap = r["unigram"]["piece_loss"] - r["heldout"]["piece_loss"]
+        assert f"**{key}** ({100 * r['heldout']['word_top1']:.1f} %, {gap:+.2f} nats)" in (
+            learnt_part if gap >= 1.0 else stuck_part)
+    for key, r in records.items():
+        if r.get("pair_heldout"):
+            assert f"{key} {100 * r['pair_heldout']['accuracy']:.1f} %" in note
