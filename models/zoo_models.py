@@ -41,20 +41,24 @@ class Shape:
 
 
 def build_models(family: str, tokenizer, shape: Shape, teacher=None, *, dropout: float | None = None,
-                 position_init: str = "random") -> dict[str, nn.Module]:
+                 position_init: str = "random", init_std: float | None = None) -> dict[str, nn.Module]:
     """The family's transformers model(s), randomly initialised in the shared shape.
 
     ``dropout``: hidden and attention dropout of every model (None: each config's default,
     0.1 for all but ModernBERT's 0). ``position_init``: how a learnt absolute position table
     starts: "random" (transformers' N(0, 0.02)) or "sinusoidal" (Vaswani et al.'s table,
     scaled to the token embeddings' std; still learnt). Families without a table
-    (DeBERTa's relative positions, ModernBERT's RoPE) ignore it.
+    (DeBERTa's relative positions, ModernBERT's RoPE) ignore it. ``init_std``: the configs'
+    ``initializer_range`` (None: transformers' 0.02, chosen for 768-wide models; 1/sqrt(128)
+    = 0.088 is the usual scale for this width).
     """
     import transformers as T
 
     V, H, L, A, F_ = shape.vocab, shape.hidden, shape.layers, shape.heads, shape.ffn
     ids = dict(pad_token_id=tokenizer.pad_token_id)
     drop = {} if dropout is None else dict(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    if init_std is not None:
+        ids = {**ids, "initializer_range": init_std}
     common = dict(vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=A,
                   intermediate_size=F_, max_position_embeddings=shape.max_len, **ids, **drop)
     models = _build(T, family, tokenizer, shape, teacher, common, ids, drop, dropout)
@@ -140,6 +144,7 @@ def _build(T, family, tokenizer, shape, teacher, common, ids, drop, dropout) -> 
             vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=A,
             intermediate_size=F_ // 2, max_position_embeddings=shape.max_len,
             global_attn_every_n_layers=2, local_attention=shape.modernbert_window,
+            **{k: v for k, v in ids.items() if k == "initializer_range"},
             pad_token_id=tokenizer.pad_token_id, cls_token_id=tokenizer.cls_token_id,
             sep_token_id=tokenizer.sep_token_id, bos_token_id=tokenizer.cls_token_id,
             eos_token_id=tokenizer.sep_token_id, mask_token_id=tokenizer.mask_token_id,

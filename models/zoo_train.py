@@ -60,6 +60,7 @@ class ZooConfig:
     threads: int = 0
     dropout: float | None = None  # None: each family's config default (0.1; ModernBERT 0)
     position_init: str = "random"  # "sinusoidal": a learnt position table starts as sinusoids
+    init_std: float | None = None  # initializer_range (None: transformers' 0.02)
     shape: Shape = field(default_factory=Shape)
 
 
@@ -141,7 +142,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
     torch.manual_seed(cfg.seed)
     if models is None:
         models = build_models(family, tokenizer, cfg.shape, teacher, dropout=cfg.dropout,
-                              position_init=cfg.position_init)
+                              position_init=cfg.position_init, init_std=cfg.init_std)
     objective = Objective(family, models, teacher).to(device)
     trained = [p for p in objective.parameters() if p.requires_grad]
     wrapped = objective

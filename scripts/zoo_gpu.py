@@ -65,8 +65,8 @@ def parse_grid(text: str) -> list[dict]:
     axes = []
     for part in text.split():
         name, _, values = part.partition("=")
-        if name not in ("lr", "dropout", "batch_size", "warmup"):
-            raise SystemExit(f"--grid: unknown setting {name!r} (lr, dropout, batch_size, warmup)")
+        if name not in ("lr", "dropout", "batch_size", "warmup", "init_std"):
+            raise SystemExit(f"--grid: unknown setting {name!r} (lr, dropout, batch_size, warmup, init_std)")
         cast = int if name == "batch_size" else float
         axes.append([(name, cast(v)) for v in values.split(",")])
     points = [{}]
