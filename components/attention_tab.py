@@ -1,4 +1,4 @@
-"""The Attention tab: layout and event wiring; the work is done by ``models.attention``
+"""The Attention tab: layout and event wiring; the work is done by ``models.attention.weights``
 and the views are drawn by ``components.attention_plots``."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The "Why this guess" tab: layout and event wiring; the work is done by
-``models.attribution`` and the views are drawn by ``components.attribution_plots``."""
+``models.attribution.masked_guess`` and the views are drawn by ``components.attribution_plots``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The Compare tab: layout and event wiring; the work is done by ``models.compare`` and
-``models.benchmark``, the views by ``components.compare_plots``."""
+"""The Compare tab: layout and event wiring; the work is done by ``models.compare.side_by_side`` and
+``models.compare.benchmark``, the views by ``components.compare_plots``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Embeddings tab: layout and event wiring; the work is done by ``models.embeddings``."""
+"""The Embeddings tab: layout and event wiring; the work is done by ``models.embeddings.pooling``."""
 
 from __future__ import annotations
 

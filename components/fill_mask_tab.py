@@ -1,4 +1,4 @@
-"""The Fill-mask tab: layout and event wiring; the work is done by ``models.fill_mask``."""
+"""The Fill-mask tab: layout and event wiring; the work is done by ``models.mlm.fill_mask``."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from .view_cache import cached_view
 N_OUTPUTS = 4  # table, plot, filled sentence, status
 # Queued fill-mask requests running at once: the Predict button's, and the live ones under
 # ZeroGPU (elsewhere live requests skip the queue). All of them meet in the core's
-# micro-batcher (models/batching.py), which runs one forward for all that arrived while the
+# micro-batcher (models/runtime/batching.py), which runs one forward for all that arrived while the
 # model was busy: more at once means bigger batches, not more forwards competing for cores.
 FILL_MASK_CONCURRENCY = int(os.environ.get("ENCODER_LAB_FILL_MASK_CONCURRENCY", 16))
 

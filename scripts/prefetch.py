@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from models.registry import SPECS, get_spec  # noqa: E402
+from models.registry.catalogue import SPECS, get_spec  # noqa: E402
 
 PATTERNS = ["*.json", "*.txt", "*.model", "*.safetensors"]
 

@@ -25,9 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 
-from models import evaluation, pretrain  # noqa: E402
-from models.mlm_data import read_sentences  # noqa: E402
-from models.registry import get_spec, local_path  # noqa: E402
+from models.pretraining import evaluation  # noqa: E402
+from models.pretraining import trainer as pretrain  # noqa: E402
+from models.pretraining.mlm_data import read_sentences  # noqa: E402
+from models.registry.catalogue import get_spec, local_path  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 PROBES = [

@@ -33,11 +33,11 @@ import torch  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from models import zoo_data as zd  # noqa: E402
-from models import zoo_models as zm  # noqa: E402
-from models import zoo_scores as zs  # noqa: E402
-from models import zoo_train as Z  # noqa: E402
-from models.zoo_tokenizers import train_tokenizer  # noqa: E402
+from models.zoo import data as zd  # noqa: E402
+from models.zoo import families as zm  # noqa: E402
+from models.zoo import scores as zs  # noqa: E402
+from models.zoo import train as Z  # noqa: E402
+from models.zoo.tokenizers import train_tokenizer  # noqa: E402
 
 
 def load_or_train_tokenizer(kind: str, corpus: Path, work: Path, vocab: int):
@@ -54,8 +54,8 @@ def load_or_train_tokenizer(kind: str, corpus: Path, work: Path, vocab: int):
 
 def write_cards_in(folder: Path) -> None:
     """The model cards of the zoo in ``folder`` (the card module reads the zoo's location)."""
-    from models import zoo as zoo_module
-    from models.zoo_cards import write_cards
+    from models.registry import zoo_entries as zoo_module
+    from models.zoo.cards import write_cards
 
     before = zoo_module.ZOO_DIR
     zoo_module.ZOO_DIR = folder

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from models.zoo_cards import summary_table, write_cards  # noqa: E402
+from models.zoo.cards import summary_table, write_cards  # noqa: E402
 
 if __name__ == "__main__":
     if "--table" in sys.argv:

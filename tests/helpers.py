@@ -64,7 +64,7 @@ def parity_atol(float32: float = 1e-5, half: float = 2e-2) -> float:
     import torch
 
     from models import get_device
-    from models.loading import dtype_for
+    from models.runtime.loading import dtype_for
 
     return float32 if dtype_for(get_device()) == torch.float32 else half
 

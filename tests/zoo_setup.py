@@ -19,8 +19,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 FAMILIES = ("mini-bert", "mini-roberta", "mini-distilbert", "mini-albert", "mini-electra",
             "mini-deberta", "mini-modernbert")
-INPUTS = ("models/zoo_train.py", "models/zoo_data.py", "models/zoo_models.py", "models/zoo_scores.py",
-          "models/zoo_tokenizers.py", "models/masking.py", "scripts/train_zoo.py",
+INPUTS = ("models/zoo/train.py", "models/zoo/data.py", "models/zoo/families.py", "models/zoo/scores.py",
+          "models/zoo/tokenizers.py", "models/pretraining/masking.py", "scripts/train_zoo.py",
           "data/train_sample.txt")
 
 

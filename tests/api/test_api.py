@@ -166,7 +166,7 @@ def test_random_sentence_comes_from_the_heldout_file(client):
 
 def test_training_snapshot_endpoint(client):
     from models import load_history
-    from models.registry import REPO_ROOT
+    from models.registry.catalogue import REPO_ROOT
 
     run = REPO_ROOT / "weights" / "minilm-mlm"
     if not (run / "snapshots.json").is_file():

@@ -8,7 +8,7 @@ from components.arithmetic_plots import arithmetic_frame, arithmetic_text, nsp_l
 from components.causal_plots import generation_frame
 from components.input_embeddings_plots import input_embeddings_figure, input_embeddings_frame, input_embeddings_summary
 from models import GenerationResult, GenerationStep, InputEmbeddings, NSPLoss, Prediction, explain_loss
-from models.arithmetic import LogitRow, LossArithmetic
+from models.pretraining.arithmetic import LogitRow, LossArithmetic
 
 
 def test_textbook_table_and_text():

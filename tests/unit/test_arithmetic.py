@@ -25,7 +25,7 @@ from models import (
     next_sentence_loss,
     simulate_masking,
 )
-from models.arithmetic import binary_cross_entropy, nsp_arithmetic
+from models.pretraining.arithmetic import binary_cross_entropy, nsp_arithmetic
 
 
 def test_textbook_preset():

@@ -30,7 +30,8 @@ from models import (
     rollout_of,
     load_model,
 )
-from models import get_device, registry
+from models import get_device
+from models.registry import catalogue as registry
 
 # float32 on the CPU; the app runs float16 on a GPU (the direct reference call stays float32).
 ATOL = 1e-5 if get_device().type == "cpu" else 2e-3
@@ -249,7 +250,7 @@ _OTHER_FAMILIES = textwrap.dedent(
     import json, sys, torch
     from transformers import AutoModel, AutoTokenizer
     from models import extract_attention
-    from models.registry import get_spec
+    from models.registry.catalogue import get_spec
     out = {}
     for key in ("roberta-base", "modernbert-base"):
         r = extract_attention(key, "The river bank.", "Cash at the bank.")
@@ -340,8 +341,8 @@ def test_other_families_on_tiny_random_init_models(tmp_path):
 
 
 def test_clear_cache_forgets_attention_results(monkeypatch):
-    from models import loading
-    from models.attention import RESULT_CACHE
+    from models.runtime import loading
+    from models.attention.weights import RESULT_CACHE
 
     # The loaded models and tokenizers other tests share stay untouched: stand-ins are cleared.
     monkeypatch.setattr(loading, "MODEL_CACHE", loading.ModelCache(1))

@@ -24,7 +24,7 @@ from models import (
     fill_mask,
     load_model,
 )
-from models.faithfulness import heldout_cloze, measure_faithfulness
+from models.attribution.faithfulness import heldout_cloze, measure_faithfulness
 
 from helpers import MASKS, half_valid, masks_in, valid_text
 
@@ -155,7 +155,7 @@ def test_bad_input_says_what_to_do(kwargs, error):
 
 
 def test_long_texts_are_refused_before_any_attribution_work():
-    from models.attribution import MAX_ATTRIBUTION_TOKENS
+    from models.attribution.masked_guess import MAX_ATTRIBUTION_TOKENS
 
     with pytest.raises(InputError, match=f"up to {MAX_ATTRIBUTION_TOKENS} tokens"):
         attribute_fill_mask(TRAINED, "word " * MAX_ATTRIBUTION_TOKENS + "[MASK].", "leave_one_out")
@@ -288,8 +288,8 @@ _FAMILIES = {
 def test_every_family_through_inputs_embeds(family):
     import transformers
 
-    from models.attribution import gradient_x_input, integrated_gradients, leave_one_out, mask_target
-    from models.loading import LoadedModel
+    from models.attribution.masked_guess import gradient_x_input, integrated_gradients, leave_one_out, mask_target
+    from models.runtime.loading import LoadedModel
 
     config_name, model_name, extra = _FAMILIES[family]
     sizes = {"vocab_size": 30522, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,

@@ -9,7 +9,7 @@ import torch
 
 from helpers import wait_until
 from models import fill_mask
-from models.batching import MicroBatcher
+from models.runtime.batching import MicroBatcher
 
 TEXTS = [
     "The capital of France is [MASK].",
@@ -124,7 +124,7 @@ def reference_pipe(mlm_loaded):
 
 
 def test_batched_forward_equals_single_forwards(mlm_loaded):
-    from models.fill_mask import _forward_batch, encode_masks, mask_spans
+    from models.mlm.fill_mask import _forward_batch, encode_masks, mask_spans
 
     encoded = [encode_masks(mlm_loaded, t, mask_spans(t)) for t in TEXTS]
     batched = _forward_batch([(mlm_loaded, e) for e in encoded])
@@ -137,7 +137,7 @@ def test_batched_forward_equals_single_forwards(mlm_loaded):
 
 
 def test_concurrent_fill_mask_requests_batched_match_the_pipeline(mlm_key, mlm_loaded, reference_pipe):
-    from models.fill_mask import _BATCHER as batcher
+    from models.mlm.fill_mask import _BATCHER as batcher
 
     original = batcher._run_batch
     gate, sizes, queued = _held(batcher, len(TEXTS))

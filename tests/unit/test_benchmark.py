@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from models import InputError, ModelUnavailableError, UnknownModelError, benchmark_forward, get_spec, list_models
-from models.registry import availability
-from models.benchmark import PRETRAINED, RANDOM_INIT, LiveTensorBytes, _random_init, _running
+from models.registry.catalogue import availability
+from models.compare.benchmark import PRETRAINED, RANDOM_INIT, LiveTensorBytes, _random_init, _running
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_random_init_is_labelled():
 
 
 def test_a_failed_load_falls_back_with_its_reason(monkeypatch):
-    from models import benchmark
+    from models.compare import benchmark
 
     def refuse(*args, **kwargs):
         raise ModelUnavailableError("the weights file is corrupt")
@@ -115,7 +115,7 @@ def test_unknown_model():
 
 
 def test_gpu_clocks_stop_after_the_queued_work(monkeypatch):
-    from models.benchmark import _sync
+    from models.compare.benchmark import _sync
 
     calls = []
     monkeypatch.setattr(torch.mps, "synchronize", lambda: calls.append("mps"))

@@ -25,8 +25,8 @@ from models import (
     load_model,
     supports_causal,
 )
-from models.causal import causal_attention_mask, require_causal, with_causal_mask
-from models.registry import SPECS, get_spec
+from models.mlm.causal import causal_attention_mask, require_causal, with_causal_mask
+from models.registry.catalogue import SPECS, get_spec
 
 TEXT = "The cat sat on the mat because it was tired."
 

@@ -23,7 +23,7 @@ from models import (
     training_recipes,
 )
 from components.compare_tab import registry_models
-from models.architecture import (
+from models.compare.architecture import (
     CONFIGS,
     architecture_facts,
     config_file,
@@ -32,9 +32,9 @@ from models.architecture import (
     load_config,
     raw_config,
 )
-from models.registry import local_path
-from models.compare import normalise_piece
-from models.registry import SPECS, get_spec, local_path
+from models.registry.catalogue import local_path
+from models.compare.side_by_side import normalise_piece
+from models.registry.catalogue import SPECS, get_spec, local_path
 
 # AutoModel.from_config parameter counts published with the issue (independent of this code).
 PUBLISHED = {
@@ -325,7 +325,7 @@ def test_operator_added_models_are_refused_with_the_true_reason(monkeypatch):
 
 
 def test_too_many_models_are_refused(monkeypatch):
-    from models import compare
+    from models.compare import side_by_side as compare
 
     monkeypatch.setattr(compare, "MAX_COMPARE_MODELS", 2)
     with pytest.raises(InputError, match="At most 2 models per comparison; you chose 3"):
@@ -352,7 +352,7 @@ def _result(key: str, *masks: list[str]):
 
 
 def test_agreement_by_hand():
-    from models.compare import _agreement
+    from models.compare.side_by_side import _agreement
 
     a = _result("a", ["paris", "lyon", "rome"], ["cat", "dog", "mat"])
     b = _result("b", ["Ġparis", "Ġrome", "Ġnice"], ["Ġdog", "Ġcat", "Ġbird"])
@@ -371,7 +371,7 @@ def test_agreement_by_hand():
 
 
 def test_continues_word_by_hand():
-    from models.compare import continues_word
+    from models.compare.side_by_side import continues_word
 
     wordpiece, bpe, unigram = "WordPiece", "BPE (byte-level)", "SentencePiece (Unigram)"
     assert {wordpiece, bpe, unigram} == {f.tokenizer_kind for f in architecture_table()}  # the kinds in use

@@ -13,8 +13,8 @@ from models import (
     TrainingRecipe,
     training_recipes,
 )
-from models.architecture import architecture_facts
-from models.benchmark import PRETRAINED, RANDOM_INIT
+from models.compare.architecture import architecture_facts
+from models.compare.benchmark import PRETRAINED, RANDOM_INIT
 from components import compare_plots as views
 
 EVIL = "<img src=x onerror=alert(1)>"
@@ -95,7 +95,7 @@ def test_recipes_frame_marks_figures_not_transcribed():
 def _records() -> dict:
     import json
 
-    from models.zoo import ZOO_KEYS, zoo_folder
+    from models.registry.zoo_entries import ZOO_KEYS, zoo_folder
 
     return {k: json.loads((zoo_folder(k) / "record.json").read_text()) for k in ZOO_KEYS}
 

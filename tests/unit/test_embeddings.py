@@ -21,10 +21,11 @@ from models import (
 )
 from components.embeddings_copy import SIMILARITY_DEFAULT_SET
 from helpers import parity_atol
-from models import SeparationScore, registry
-from models.embeddings import MAX_SENTENCES, plan_batches
-from models.sentence_sets import bank_demo, groups_text, parse_groups, sentence_groups
-from models.separation import best_pooling, roc_auc
+from models import SeparationScore
+from models.registry import catalogue as registry
+from models.embeddings.pooling import MAX_SENTENCES, plan_batches
+from models.embeddings.sentence_sets import bank_demo, groups_text, parse_groups, sentence_groups
+from models.embeddings.separation import best_pooling, roc_auc
 
 KEY = "minilm-l6"
 ATOL = parity_atol()  # 1e-5 in float32 (CPU); wider where models run in float16 (GPU)

@@ -164,7 +164,7 @@ def test_max_masks_accepted(mlm_key):
 def test_offline_hub_model_is_refused_at_once(monkeypatch):
     import socket
 
-    from models import registry
+    from models.registry import catalogue as registry
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(registry, "hub_cached", lambda repo_id: False)  # whatever this machine holds
@@ -225,7 +225,7 @@ def _guess(token: str, raw: str) -> "Prediction":
     ],
 )
 def test_filled_text_by_hand(text, guesses, expected):
-    from models.fill_mask import MASK_PATTERN, _fill_in
+    from models.mlm.fill_mask import MASK_PATTERN, _fill_in
 
     spans = [m.span() for m in MASK_PATTERN.finditer(text)]
     assert _fill_in(text, spans, [_guess(t, r) for t, r in guesses]) == expected
@@ -261,15 +261,15 @@ def test_byte_level_bpe_predictions_match_the_pipeline(monkeypatch, tiny_roberta
 
     from transformers import pipeline
 
-    from models import registry
-    from models.loading import LoadedModel
+    from models.registry import catalogue as registry
+    from models.runtime.loading import LoadedModel
 
     model, tokenizer = tiny_roberta
     reference = pipeline("fill-mask", model=copy.deepcopy(model), tokenizer=tokenizer, device="cpu")
     key = "test/tiny-roberta"  # an operator-allowed id, served by this in-memory model
     monkeypatch.setenv(registry.EXTRA_MODELS_ENV, key)
     loaded = LoadedModel(registry.get_spec(key), model, tokenizer, torch.device("cpu"), torch.float32, 0)
-    monkeypatch.setattr(importlib.import_module("models.fill_mask"), "load_model", lambda *a, **k: loaded)
+    monkeypatch.setattr(importlib.import_module("models.mlm.fill_mask"), "load_model", lambda *a, **k: loaded)
     text = "I sat by the [MASK] and watched <mask>."
     ours = fill_mask(key, text, top_k=15)
     expected = reference(ours.text, top_k=15)  # the text with RoBERTa's own mask token
@@ -286,7 +286,7 @@ def test_few_rows_projection_equals_the_linear_layer(mlm_key, mlm_loaded):
     """The vocabulary projection of 1-8 gathered positions (W @ x.T; one row padded to two)
     gives nn.Linear's logits,
     and outside a gather (e.g. a pipeline sharing the model) the layer is nn.Linear itself."""
-    from models.fill_mask import FEW_ROWS, _ensure_hook, gather_positions
+    from models.mlm.fill_mask import FEW_ROWS, _ensure_hook, gather_positions
 
     model = mlm_loaded.model
     _ensure_hook(model)

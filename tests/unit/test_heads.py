@@ -23,8 +23,8 @@ from models import (
     probe_layers,
     train_classifier,
 )
-from models import finetuning
-from models.tasks import casing_labels, load_task
+from models.tasks import finetuning
+from models.tasks.task_data import casing_labels, load_task
 
 TASK = "fiction-speech"  # the smallest sequence task: 400 + 200 sentences, two classes
 
@@ -177,7 +177,7 @@ def test_casing_labels_skip_the_first_word():
 
 
 def test_clear_cache_forgets_trained_heads(monkeypatch):
-    from models import loading
+    from models.runtime import loading
 
     # the loaded models and tokenizers other tests share stay untouched: stand-ins are cleared
     monkeypatch.setattr(loading, "MODEL_CACHE", loading.ModelCache(1))
@@ -193,7 +193,8 @@ def test_lesson_probe_is_trained_again_only_when_its_head_is_gone(monkeypatch):
     """The Lessons step keeps its probe per process: a bad sentence is the user's error (no
     second training); a head pushed out of the core's store is trained again."""
     from components import lesson_views
-    from models import EncoderLabError, heads
+    from models import EncoderLabError
+    from models.tasks import classifier as heads
 
     calls = []
 

@@ -17,8 +17,8 @@ from models import (
     load_tokenizer,
     registry,
 )
-from models.loading import ModelCache, dtype_for, is_loaded
-from models.results import ModelSpec
+from models.runtime.loading import ModelCache, dtype_for, is_loaded
+from models.registry.spec import ModelSpec
 
 
 def test_model_is_cached_and_in_eval_mode(mlm_loaded):
@@ -64,7 +64,7 @@ def test_concurrent_requests_load_a_model_once():
 
 def test_real_model_loaded_once_under_concurrency():
     registry_key = ("splade-tiny", "base", None, str(get_device()))
-    from models.loading import MODEL_CACHE
+    from models.runtime.loading import MODEL_CACHE
 
     before = MODEL_CACHE.loads
     already = registry_key in MODEL_CACHE.keys()
@@ -177,7 +177,8 @@ def test_cache_keeps_no_lock_per_key_after_loading():
 
 def test_set_device_overrides_the_environment(monkeypatch):
     """set_device (the app's --device) wins over ENCODER_LAB_DEVICE and drops loaded models."""
-    from models import loading, set_device
+    from models import set_device
+    from models.runtime import loading
 
     monkeypatch.setattr(loading, "_device_override", loading._device_override)  # restored after
     cleared = []

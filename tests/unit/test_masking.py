@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from models import InputError, load_tokenizer
-from models.masking import (
+from models.pretraining.masking import (
     KEPT,
     MASKED,
     NOT_SELECTED,

@@ -54,7 +54,7 @@ def test_whole_word_selects_words_together(mlm_key):
 
 
 def test_statistics_match_the_configuration(encoder_key):
-    from models.evaluation import heldout_sentences
+    from models.pretraining.evaluation import heldout_sentences
 
     stats = masking_statistics(encoder_key, heldout_sentences()[:300], draws=60, seed=0)
     assert stats.special_selected == 0
@@ -141,7 +141,7 @@ def test_pair_answer_shows_the_heldout_majority_baseline():
 
     from components.masking_heads_plots import pair_markdown
     from models import zoo_comparison
-    from models.zoo import zoo_folder
+    from models.registry.zoo_entries import zoo_folder
 
     entries = {e.key: e for e in zoo_comparison()}
     for key, kind in (("mini-bert", "nsp"), ("mini-albert", "sop")):

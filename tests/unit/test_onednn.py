@@ -1,4 +1,4 @@
-"""The oneDNN path for the body's linear layers (models/onednn.py).
+"""The oneDNN path for the body's linear layers (models/runtime/onednn.py).
 
 References: ``nn.Linear`` itself (the same model run outside the block, on MKL) and
 torch.autograd (gradients taken inside the block). Parity of whole results with
@@ -15,9 +15,9 @@ import threading
 import pytest
 import torch
 
-import models.onednn as onednn
+import models.runtime.onednn as onednn
 from models import load_model, onednn_enabled, use_onednn
-from models.onednn import onednn_linears
+from models.runtime.onednn import onednn_linears
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 import torch
 
 from helpers import ENCODER_KEY, MLM_KEY, REPO, fake_hub_cache
-from models import registry
+from models.registry import catalogue as registry
 
 
 def test_operator_allowed_hub_models(tmp_path):

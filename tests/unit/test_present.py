@@ -142,7 +142,7 @@ def test_word_labels_are_written_not_only_coloured():
     import numpy as np
 
     from components.finetune_plots import classification_html
-    from models.heads import Classification
+    from models.tasks.classifier import Classification
 
     result = Classification(
         head_id="h", text="Alice <b>met</b> Bob", kind="token", labels=("Lower", "Upper"),

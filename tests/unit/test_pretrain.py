@@ -22,9 +22,9 @@ from models import (
     registry,
     train_tiny,
 )
-from models import pretrain
-from models.evaluation import unigram_baseline
-from models.mlm_data import read_sentences
+from models.pretraining import trainer as pretrain
+from models.pretraining.evaluation import unigram_baseline
+from models.pretraining.mlm_data import read_sentences
 
 SHIPPED = REPO / "weights" / "minilm-mlm"
 
@@ -130,7 +130,7 @@ def test_shipped_model_scores_as_its_card_says():
     from transformers import pipeline
 
     from models import load_model
-    from models.evaluation import everyday_items
+    from models.pretraining.evaluation import everyday_items
 
     final = json.loads((SHIPPED / "final.json").read_text())
     everyday = evaluate_fill_mask("minilm-mlm", "everyday")
@@ -190,7 +190,7 @@ class _FakeClock:
 
 def test_time_budget_ends_the_run_with_the_learning_rate_decayed(minilm_dir, tok, monkeypatch):
     """--minutes: the run stops when the budget is spent, its schedule at zero, its snapshots taken."""
-    import models.schedule
+    import models.pretraining.schedule
 
     monkeypatch.setattr(models.schedule, "time", _FakeClock(tick=0.25))  # the training schedule's clock only
     cfg = _tiny_cfg(steps=10**6, minutes=0.1, warmup=0.1, snapshot_fractions=(0.0, 0.5, 1.0))

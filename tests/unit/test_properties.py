@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 import models
 from models import EncoderLabError
-from models.capabilities import first_capable
-from models.benchmark import MIN_LENGTH  # the shortest sequence length a benchmark takes
+from models.registry.capabilities import first_capable
+from models.compare.benchmark import MIN_LENGTH  # the shortest sequence length a benchmark takes
 
 from helpers import MAX_CHARS, half_valid, masks_in, valid_text
 

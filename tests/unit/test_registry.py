@@ -13,7 +13,7 @@ import pytest
 
 from helpers import MLM_KEY, REPO, fake_hub_cache
 from models import SPECS, UnknownModelError, default_model_key, get_spec, list_models
-from models import registry
+from models.registry import catalogue as registry
 
 ZOO = {
     "bert-base-uncased",

@@ -8,7 +8,7 @@ import pytest
 
 from helpers import ENCODER_KEY, REPO
 from models import InputError, embed, search, sentence_groups
-from models import retrieval
+from models.embeddings import retrieval
 
 SLICE = 300
 

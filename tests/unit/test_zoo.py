@@ -29,7 +29,7 @@ from models import (
     tokenize,
     zoo_comparison,
 )
-from models.zoo import zoo_folder
+from models.registry.zoo_entries import zoo_folder
 
 REPO = Path(__file__).resolve().parents[2]
 CLASSES = {
@@ -196,7 +196,7 @@ def test_whole_word_score_counts_a_word_only_when_every_piece_is_right():
     """The trainer's tokenizer-independent score, against a per-word loop written here."""
     from transformers import AutoTokenizer, BertForPreTraining
 
-    from models.zoo_scores import chosen_words, whole_word_accuracy
+    from models.zoo.scores import chosen_words, whole_word_accuracy
 
     sentences = [s for s in (REPO / "data" / "heldout.txt").read_text().splitlines() if s][:24]
     tok = AutoTokenizer.from_pretrained(zoo_folder("mini-bert"))
@@ -274,8 +274,8 @@ def _tiny_step_setup(family: str):
     """A tiny objective of ``family`` (and its optimiser), with one masked batch of the zoo's tokenizer."""
     from transformers import AutoTokenizer
 
-    from models.masking import apply_masking
-    from models.zoo_models import Objective, Shape, build_models, masking_policy
+    from models.pretraining.masking import apply_masking
+    from models.zoo.families import Objective, Shape, build_models, masking_policy
 
     tok = AutoTokenizer.from_pretrained(zoo_folder(family))
     shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
@@ -299,8 +299,8 @@ def _tiny_step_setup(family: str):
 @pytest.mark.parametrize("family", SEVEN)
 def test_a_steps_flops_are_its_forward_plus_its_backward(family):
     """The trainer's count of a step (one counter over it all) against the two halves counted apart."""
-    from models.zoo_models import encode, mlm_logits
-    from models.zoo_train import flop_counter, train_step
+    from models.zoo.families import encode, mlm_logits
+    from models.zoo.train import flop_counter, train_step
 
     objective, opt, trained, batch = _tiny_step_setup(family)
     _, _, step = train_step(objective, opt, trained, batch, torch.Generator().manual_seed(1), count_flops=True)
@@ -331,7 +331,7 @@ def test_flop_counter_counts_the_cpus_fused_attention():
     """ModernBERT's SDPA on a CPU runs a kernel torch has no formula for: counted as eager's matmuls."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from models.zoo_train import flop_counter
+    from models.zoo.train import flop_counter
 
     objective, _, _, batch = _tiny_step_setup("mini-modernbert")
     ids, attention = batch[0], batch[1]
