@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from gradio_client import Client
 
-from components import lessons_copy as copy
-from components.links import DEFAULT_TAB, TABS, parse_link
+from components.lessons import copy
+from components.shell.links import DEFAULT_TAB, TABS, parse_link
 from models import (
     extract_attention,
     first_capable,

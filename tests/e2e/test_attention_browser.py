@@ -115,8 +115,8 @@ def test_typed_markup_stays_text(page):
 def test_a_script_ending_token_cannot_break_out_of_bertviz(page):
     """WordPiece splits '</script>' apart, so a hand-made result carries the whole token
     into bertviz's JSON; the page built by the app's own builders is put in the live app."""
-    from components import attention_plots as plots
-    from components.vendor import library_urls
+    from components.attention import plots
+    from components.shell.vendor import library_urls
 
     tokens = ("[CLS]", HOSTILE, "</script>", "&lt;b&gt;", "[SEP]")
     t = len(tokens)

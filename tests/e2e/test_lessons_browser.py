@@ -9,7 +9,7 @@ import re
 
 from playwright.sync_api import expect
 
-from components import lessons_copy as copy
+from components.lessons import copy
 from helpers import screenshot
 from view_checks import computed, wait_computed
 

@@ -27,7 +27,7 @@ import pytest
 from PIL import Image
 from playwright.sync_api import expect
 
-from components import lessons_copy
+from components.lessons import copy as lessons_copy
 from helpers import ARTIFACTS, screenshot, settle, wait_until
 
 TIMEOUT = 60_000

@@ -157,7 +157,7 @@ def test_a_space_start_serves_bertviz_and_its_scripts(space_server):
 
     from gradio_client import Client
 
-    from components import vendor
+    from components.shell import vendor
 
     root, url = space_server
     assert not (root / ".cache" / "static").exists()  # nothing was installed from npm

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from components.arithmetic_plots import arithmetic_frame, arithmetic_text, nsp_loss_text
-from components.causal_plots import generation_frame
-from components.input_embeddings_plots import input_embeddings_figure, input_embeddings_frame, input_embeddings_summary
+from components.views.arithmetic_plots import arithmetic_frame, arithmetic_text, nsp_loss_text
+from components.views.causal_plots import generation_frame
+from components.views.input_embeddings_plots import input_embeddings_figure, input_embeddings_frame, input_embeddings_summary
 from models import GenerationResult, GenerationStep, InputEmbeddings, NSPLoss, Prediction, explain_loss
 from models.pretraining.arithmetic import LogitRow, LossArithmetic
 

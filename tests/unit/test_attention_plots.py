@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from components import attention_plots as plots
+from components.attention import plots
 from models import AttentionResult
 
 HOSTILE = "</script><img src=x onerror=alert(1)>"
@@ -132,7 +132,11 @@ def test_stats_frame_columns_and_filter():
 def test_missing_libraries_are_said_in_the_ui(monkeypatch, tmp_path):
     import shutil
 
-    from components import attention_copy, attention_tab, vendor
+    from components.attention import copy as attention_copy
+
+    from components.attention import tab as attention_tab
+
+    from components.shell import vendor
 
     shutil.copy(vendor.VENDOR_DIR / "package-lock.json", tmp_path)  # the lock, no tarballs
     monkeypatch.setattr(vendor, "VENDOR_DIR", tmp_path)

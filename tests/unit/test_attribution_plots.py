@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from components import attribution_plots as plots
+from components.attribution import plots
 from models import AttributionResult, DeletionCurve
 
 TOKENS = ("[CLS]", "<script>", "opened", "[MASK]", "door", "[SEP]")

@@ -6,7 +6,7 @@ import gradio as gr
 import pytest
 import torch
 
-from components.common import readable_errors
+from components.shell.common import readable_errors
 from models import InputError
 
 
@@ -34,7 +34,7 @@ def test_unexpected_error_is_one_readable_line():
 
 
 def test_on_gpu_is_a_no_op_without_the_spaces_package():
-    from components.server import on_gpu
+    from components.shell.server import on_gpu
 
     def handler(x):
         return x + 1
@@ -55,7 +55,7 @@ def test_on_gpu_uses_zerogpu_when_spaces_is_installed(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     import importlib
 
-    from components import server
+    from components.shell import server
 
     importlib.invalidate_caches()
 
@@ -75,7 +75,7 @@ def test_on_gpu_uses_zerogpu_when_spaces_is_installed(tmp_path, monkeypatch):
 def test_model_choices_mark_why_a_model_cannot_run():
     from types import SimpleNamespace as M
 
-    from components.common import model_choices
+    from components.shell.common import model_choices
 
     models = [
         M(key="online", display_name="Online", available=False, embedded=False, has_mlm_head=True),
@@ -91,7 +91,7 @@ def test_model_choices_mark_why_a_model_cannot_run():
 
 
 def _live_event_queued() -> bool:
-    from components.fill_mask_tab import build_fill_mask_tab
+    from components.fill_mask.tab import build_fill_mask_tab
 
     with gr.Blocks() as demo:
         with gr.Tabs():

@@ -22,7 +22,7 @@ from models import (
     tokenize,
     training_recipes,
 )
-from components.compare_tab import registry_models
+from components.compare.tab import registry_models
 from models.compare.architecture import (
     CONFIGS,
     architecture_facts,

@@ -15,7 +15,7 @@ from models import (
 )
 from models.compare.architecture import architecture_facts
 from models.compare.benchmark import PRETRAINED, RANDOM_INIT
-from components import compare_plots as views
+from components.compare import plots as views
 
 EVIL = "<img src=x onerror=alert(1)>"
 

@@ -19,7 +19,7 @@ from models import (
     similarity,
     word_in_context,
 )
-from components.embeddings_copy import SIMILARITY_DEFAULT_SET
+from components.embeddings.copy import SIMILARITY_DEFAULT_SET
 from helpers import parity_atol
 from models import SeparationScore
 from models.registry import catalogue as registry

@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from components import embeddings_plots as plots
-from components.embeddings_tab import _csv_file
+from components.embeddings import plots
+from components.embeddings.tab import _csv_file
 from models import SeparationScore, SimilarityResult, WordInContextResult
 
 SENTENCES = ("<b>bold</b> claim", "=HYPERLINK(\"x\")", "plain %{y}")

@@ -192,7 +192,7 @@ def test_clear_cache_forgets_trained_heads(monkeypatch):
 def test_lesson_probe_is_trained_again_only_when_its_head_is_gone(monkeypatch):
     """The Lessons step keeps its probe per process: a bad sentence is the user's error (no
     second training); a head pushed out of the core's store is trained again."""
-    from components import lesson_views
+    from components.lessons import views as lesson_views
     from models import EncoderLabError
     from models.tasks import classifier as heads
 

@@ -30,10 +30,14 @@ def test_models_imports_neither_gradio_nor_plotly():
     assert _imported_ui_libraries(core) == []
 
 
+def _module(path) -> str:
+    return ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+
+
 def test_plot_builders_and_copy_import_no_gradio():
-    pure = [f"components.{p.stem}" for p in sorted(COMPONENTS.glob("*.py"))
-            if p.stem.endswith(("_plots", "_copy")) or p.stem in ("common", "vendor")]
-    assert len(pure) >= 15
+    pure = [_module(p) for p in sorted(COMPONENTS.rglob("*.py"))
+            if p.stem.endswith(("plots", "copy")) or p.name in ("common.py", "vendor.py")]
+    assert len(pure) >= 25
     assert "gradio" not in _imported_ui_libraries(pure)
 
 
@@ -41,7 +45,7 @@ def test_the_ui_uses_only_what_models_exports():
     import models
 
     exported = set(models.__all__)
-    for path in [REPO / "app.py", *sorted(COMPONENTS.glob("*.py"))]:
+    for path in [REPO / "app.py", *sorted(COMPONENTS.rglob("*.py"))]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("models."):
                 raise AssertionError(f"{path.name}: imports {node.module}; export what it needs from models")
@@ -52,17 +56,19 @@ def test_the_ui_uses_only_what_models_exports():
                 assert not missing, f"{path.name}: {missing} not in models.__all__"
 
 
-def test_every_tab_has_its_plots_and_copy_modules():
-    tabs = sorted(p.stem.removesuffix("_tab") for p in COMPONENTS.glob("*_tab.py"))
-    assert len(tabs) >= 7
+def test_every_tab_has_its_folder_with_tab_plots_and_copy():
+    from components.shell.links import TABS
+
+    tabs = sorted(p.parent.name for p in COMPONENTS.glob("*/tab.py"))
+    assert len(tabs) == len(TABS) == 10
     for tab in tabs:
-        for part in ("plots", "copy"):
-            assert (COMPONENTS / f"{tab}_{part}.py").is_file(), f"components/{tab}_{part}.py is missing"
-    # one escape helper, in common.py; no catch-all modules beside the per-tab ones
-    names = [node.name for p in COMPONENTS.glob("*.py") for node in ast.walk(ast.parse(p.read_text()))
+        for part in ("__init__", "tab", "plots", "copy"):
+            assert (COMPONENTS / tab / f"{part}.py").is_file(), f"components/{tab}/{part}.py is missing"
+    # only the package marker beside the folders; one escape helper, in shell/common.py
+    assert [p.name for p in COMPONENTS.glob("*.py")] == ["__init__.py"]
+    names = [node.name for p in COMPONENTS.rglob("*.py") for node in ast.walk(ast.parse(p.read_text()))
              if isinstance(node, ast.FunctionDef)]
     assert names.count("escape") == 1 and "plot_text" not in names
-    assert not (COMPONENTS / "plots.py").exists() and not (COMPONENTS / "copy.py").exists()
 
 
 def test_no_test_or_benchmark_edits_sys_path():

@@ -1,4 +1,4 @@
-"""Deep links (components/links.py): every tab's parameters read and written, and every
+"""Deep links (components/shell/links.py): every tab's parameters read and written, and every
 unknown or hostile value replaced by the default with a note that carries no markup."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from urllib.parse import parse_qsl
 
 import pytest
 
-from components.lessons_copy import STEPS
-from components.links import (
+from components.lessons.copy import STEPS
+from components.shell.links import (
     DEFAULT_TAB,
     LINK_MAX_TEXT,
     TAB_PARAMS,
@@ -21,7 +21,7 @@ from components.links import (
     notes_markdown,
     parse_link,
 )
-from components.view_cache import cached_view
+from components.shell.view_cache import cached_view
 from helpers import ENCODER_KEY, MLM_KEY, skip_if_available
 from models import list_models
 

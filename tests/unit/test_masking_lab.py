@@ -139,7 +139,7 @@ def test_pair_answer_shows_the_heldout_majority_baseline():
     """The NSP / SOP note compares the head with always guessing the held-out majority, from the record."""
     import json
 
-    from components.masking_heads_plots import pair_markdown
+    from components.masking.objectives_plots import pair_markdown
     from models import zoo_comparison
     from models.registry.zoo_entries import zoo_folder
 

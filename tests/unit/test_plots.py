@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from components import fill_mask_plots, models_plots
-from components.common import error_figure, show_token
+from components.fill_mask import plots as fill_mask_plots
+
+from components.models import plots as models_plots
+from components.shell.common import error_figure, show_token
 from models import FillMaskResult, MaskPrediction, Prediction, list_models
 
 
@@ -43,7 +45,7 @@ def _reference_figure(result):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from components.common import escape
+    from components.shell.common import escape
 
     n = len(result.masks)
     fig = make_subplots(rows=n, cols=1, vertical_spacing=min(0.12, 0.3 / n), subplot_titles=[

@@ -1,4 +1,4 @@
-"""components/present.py: the theme's contrast, the inline script's safety, plotly.js served
+"""components/shell/present.py: the theme's contrast, the inline script's safety, plotly.js served
 for the offline chart files, the dark template."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from components import present
+from components.shell import present
 
 
 def relative_luminance(hex_colour: str) -> float:
@@ -141,7 +141,7 @@ def test_word_labels_are_written_not_only_coloured():
     """'Classify my sentence' on a per-word task: each word's label is text under it."""
     import numpy as np
 
-    from components.finetune_plots import classification_html
+    from components.finetune.plots import classification_html
     from models.tasks.classifier import Classification
 
     result = Classification(
@@ -156,7 +156,7 @@ def test_word_labels_are_written_not_only_coloured():
 
 
 def test_over_white_is_alpha_compositing():
-    from components.common import over_white
+    from components.shell.common import over_white
 
     assert over_white((0, 0, 0), 0.5) == (128, 128, 128)
     assert over_white((33, 102, 172), 1.0) == (33, 102, 172)
@@ -167,8 +167,8 @@ def test_over_white_is_alpha_compositing():
 def test_attribution_shades_keep_their_text_readable(alpha):
     """Every shade the 'Why this guess' rows use, with the text colour chosen for it,
     passes WCAG AA (checked with this file's own contrast formula)."""
-    from components.attribution_plots import NEGATIVE, POSITIVE
-    from components.common import over_white, text_colour_on
+    from components.attribution.plots import NEGATIVE, POSITIVE
+    from components.shell.common import over_white, text_colour_on
 
     for colour in (POSITIVE, NEGATIVE):
         shade = over_white(colour, alpha)

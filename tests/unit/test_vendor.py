@@ -11,7 +11,7 @@ import tarfile
 
 import pytest
 
-from components import vendor
+from components.shell import vendor
 from helpers import REPO
 
 LOCK = json.loads((REPO / "assets" / "vendor" / "package-lock.json").read_text())["packages"]
