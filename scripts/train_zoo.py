@@ -1,7 +1,7 @@
 """Train the mini zoo: tokenizers, then seven families under one token budget; ship them.
 
-    python scripts/build_corpus.py                  # the corpus (.cache/corpus), once
-    nice -n 19 python scripts/train_zoo.py --threads 2   # the shipped run: 3 M tokens each, batch 16, float32
+    python -m scripts.build_corpus                  # the corpus (.cache/corpus), once
+    nice -n 19 python -m scripts.train_zoo --threads 2   # the shipped run: 3 M tokens each, batch 16, float32
 
 Writes the tokenizers and runs under ``--work`` (.cache/zoo) and the shipped folders under
 ``--out`` (weights/zoo/<key>/: config, fp16 safetensors, tokenizer, record.json,
@@ -10,7 +10,7 @@ MODEL_CARD.md). Re-running with the same arguments on the same corpus reproduces
 
 Under torchrun it trains with DistributedDataParallel (gloo on CPU, NCCL on CUDA):
 
-    torchrun --nproc_per_node 2 scripts/train_zoo.py --families mini-roberta ...
+    torchrun --nproc_per_node 2 -m scripts.train_zoo --families mini-roberta ...
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 from models.zoo import data as zd  # noqa: E402
 from models.zoo import families as zm  # noqa: E402

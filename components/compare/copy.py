@@ -83,5 +83,5 @@ ZOO_FINDINGS = (
     "a generator still on the plateau makes replacements it cannot yet tell apart. The "
     "everyday cloze set is too hard for all of them at this budget (at most 3 of 36 in the top 5)."
 )
-ZOO_MISSING = "The mini zoo is not trained on this checkout yet: run `python scripts/train_zoo.py`."
+ZOO_MISSING = "The mini zoo is not trained on this checkout yet: run `python -m scripts.train_zoo`."
 BENCH_WAITING = "Press “Time forward passes” to time the chosen models (a longer job: it stays behind its button)."

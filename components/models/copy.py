@@ -4,5 +4,5 @@ MODELS_HELP = (
     "Every model the app knows. **Embedded** models are installed by the project's setup "
     "and work with no internet. The others are the real checkpoints from the Hugging Face "
     "Hub: available when this machine can reach the Hub or has them in its Hugging Face "
-    "cache (`python scripts/prefetch.py KEY` on a connected machine puts them there)."
+    "cache (`python -m scripts.prefetch KEY` on a connected machine puts them there)."
 )

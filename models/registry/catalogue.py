@@ -30,7 +30,7 @@ from .zoo_entries import zoo_specs
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # The prefetch command a connected machine runs to put a Hub model in its HF cache.
-PREFETCH_HINT = "python scripts/prefetch.py {key}"
+PREFETCH_HINT = "python -m scripts.prefetch {key}"
 
 def _trained_mlm_provenance(run: Path) -> str:
     """What this project trained in ``minilm-mlm``, read from the shipped run's record."""
@@ -359,8 +359,8 @@ def availability(spec: ModelSpec) -> tuple[bool, str]:
         if spec.miniature:
             return False, (
                 f"the mini zoo is not trained in this checkout yet ({folder} is missing): build "
-                "the corpus with `python scripts/build_corpus.py`, then train it with "
-                "`python scripts/train_zoo.py` (hours of CPU), or point ENCODER_LAB_ZOO_DIR at "
+                "the corpus with `python -m scripts.build_corpus`, then train it with "
+                "`python -m scripts.train_zoo` (hours of CPU), or point ENCODER_LAB_ZOO_DIR at "
                 "a trained zoo."
             )
         return False, (

@@ -65,7 +65,7 @@ def _provenance(key: str, idea: str) -> str:
     record = _record(key)
     if record is None:
         return (f"Miniature trained by this project, not the published checkpoint: {idea}; not "
-                "trained on this checkout yet (run scripts/train_zoo.py).")
+                "trained on this checkout yet (run python -m scripts.train_zoo).")
     shape = record["config"]["shape"]
     amount = (f"{record['tokens']:,} training tokens, {record['steps']:,} steps, "
               f"{record['wall_minutes']:.0f} minutes on {record['device'].upper()}")

@@ -49,7 +49,7 @@ def card(key: str, record: dict, idea: str) -> str:
         f"**Tokenizer.** `{record['tokenizer_kind']}`, trained on the corpus's training split with the "
         "`tokenizers` library (`models/zoo/tokenizers.py`), saved with the family's transformers class.",
         "",
-        "**How it was trained** (`python scripts/train_zoo.py`, `models/zoo/train.py`). The same corpus,",
+        "**How it was trained** (`python -m scripts.train_zoo`, `models/zoo/train.py`). The same corpus,",
         "seed, shape and number of training tokens as every other miniature:",
         f"{record['tokens']:,} training tokens (padding excluded), {record['steps']:,} steps of "
         f"{cfg['batch_size']} sequences; AdamW (lr {cfg['lr']}, betas 0.9/0.98, weight decay "
@@ -96,7 +96,7 @@ def card(key: str, record: dict, idea: str) -> str:
         *[f"| {p['tokens']:,} | {p['word_top1']:.1%} | {p['train_loss']:.3f} |" for p in record["curve"]],
         "",
         f"**Corpus.** {record['corpus']['sentences']:,} training sentences of public-domain and permissively "
-        "licensed English (`python scripts/build_corpus.py`; `data/corpus_sources.json`):",
+        "licensed English (`python -m scripts.build_corpus`; `data/corpus_sources.json`):",
         "",
         "| source | package | licence |",
         "|---|---|---|",

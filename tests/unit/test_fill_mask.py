@@ -178,7 +178,7 @@ def test_offline_hub_model_is_refused_at_once(monkeypatch):
     with pytest.raises(ModelUnavailableError) as info:
         fill_mask("roberta-base", "The <mask> sat.")
     message = str(info.value)
-    assert "roberta-base" in message and "scripts/prefetch.py roberta-base" in message
+    assert "roberta-base" in message and "python -m scripts.prefetch roberta-base" in message
 
 
 def test_text_segments_rebuild_text_and_mark_masks():

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
-import sys
 
 import pytest
 import torch
@@ -30,11 +29,7 @@ SHIPPED = REPO / "weights" / "minilm-mlm"
 
 
 def _script(name):
-    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"scripts.{name}")
 
 
 @pytest.fixture(scope="module")

@@ -252,13 +252,13 @@ def test_ddp_replicas_hold_the_same_weights(tmp_path, families):
     (corpus / "train_ordered.tsv").write_text("".join(f"sample\t{s}\n" for s in sample), encoding="utf-8")
     digests = tmp_path / "digests"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
-           "--nproc_per_node", "2", str(REPO / "scripts" / "train_zoo.py"), "--tiny",
+           "--nproc_per_node", "2", "-m", "scripts.train_zoo", "--tiny",
            "--corpus", str(corpus), "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out"),
            "--tokens", "6000", "--batch-size", "8", "--evals", "1", "--eval-sentences", "8",
            "--autocast", "", "--threads", "1", "--no-export", "--digest", str(digests),
            "--families", *families]
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     for family in families:
         ranks = [(digests / f"{family}.rank{r}.sha256").read_text() for r in (0, 1)]
