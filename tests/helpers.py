@@ -249,3 +249,8 @@ def _bound_url(log_path, proc: subprocess.Popen, timeout_s: float = 180.0) -> st
             raise RuntimeError(f"app.py exited with code {proc.returncode}; see {log_path}")
         time.sleep(0.2)
     raise TimeoutError(f"app.py printed no local URL within {timeout_s:.0f}s; see {log_path}")
+
+# Browser tests' deadlines (milliseconds), in one place: a view answered from warm caches,
+# and one whose first request loads a model or computes a default view.
+TIMEOUT = 60_000
+SLOW_TIMEOUT = 120_000

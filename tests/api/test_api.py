@@ -9,11 +9,6 @@ from gradio_client.exceptions import AppError
 from helpers import MLM_KEY, REPO, skip_if_available, wait_until
 
 
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
-
-
 def test_api_lists_named_endpoints(client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
     assert {"/fill_mask", "/fill_mask_live", "/list_models", "/model_card"} <= names

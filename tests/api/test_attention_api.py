@@ -8,18 +8,12 @@ import re
 import urllib.request
 
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from models import attention_head_stats, extract_attention, filter_heads
 
 KEY = "minilm-l6"
 A, B = "I sat by the river bank.", "I deposited cash at the bank."
-
-
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
 
 
 def test_named_endpoints(client):

@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from models import architecture_table, compare_fill_mask, list_models
-
-
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
 
 
 ENDPOINTS = {"/architecture_table", "/compare_fill_mask", "/compare_tokens", "/benchmark_forward"}

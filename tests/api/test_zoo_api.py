@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from models import detect_replaced, next_sentence, sentence_order, zoo_comparison
-
-
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
 
 
 def test_endpoints_listed(client):

@@ -7,10 +7,9 @@ from __future__ import annotations
 import numpy as np
 from playwright.sync_api import expect
 
-from helpers import SCREENSHOTS, screenshot, settle
+from helpers import SCREENSHOTS, TIMEOUT, screenshot, settle
 from models import AttentionResult, attention_head_stats, extract_attention, filter_heads, first_capable
 
-TIMEOUT = 60_000
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 
 

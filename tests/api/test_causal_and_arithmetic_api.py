@@ -6,18 +6,12 @@ import json
 
 import numpy as np
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from helpers import MLM_KEY, plotly_array
 from models import explain_masked_position, fill_mask, generate_left_to_right, input_embeddings, simulate_masking
 
 TEXT = "The cat sat on the [MASK] because it was tired."
-
-
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
 
 
 def test_named_endpoints(client):
