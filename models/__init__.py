@@ -23,12 +23,10 @@ from .attention.weights import (
     STAT_NAMES,
     AttentionResult,
     HeadStatistics,
-    attention_head_stats,
+    head_statistics,
     attention_rollout,
-    rollout_of,
     extract_attention,
     filter_heads,
-    head_statistics,
 )
 from .errors import (
     CapabilityError,
@@ -128,7 +126,7 @@ from .registry.catalogue import (
 )
 from .embeddings.retrieval import RetrievalReport, SearchHit, SearchResult, build_index, retrieval_report, search
 from .embeddings.projection import project_2d
-from .registry.spec import ModelInfo, ModelSpec
+from .registry.spec import ModelSpec
 from .mlm.results import FillMaskResult, MaskPrediction, Prediction
 from .runtime.tokenization import TokenizationResult, tokenize
 from .tasks.task_data import TaskInfo, list_tasks
@@ -199,12 +197,10 @@ __all__ = [
     "AttentionResult",
     "HEAD_FILTERS",
     "HeadStatistics",
-    "attention_head_stats",
+    "head_statistics",
     "attention_rollout",
-    "rollout_of",
     "extract_attention",
     "filter_heads",
-    "head_statistics",
     "POOLINGS",
     "SeparationScore",
     "SimilarityResult",
@@ -243,7 +239,6 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "MAX_TOP_K",
     "MaskPrediction",
-    "ModelInfo",
     "ModelSpec",
     "ModelUnavailableError",
     "Prediction",

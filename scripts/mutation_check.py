@@ -167,7 +167,7 @@ MUTANTS = (
            ("tests/unit/embeddings/test_retrieval.py",),
            "paraphrase recall counts a query finding itself"),
     Mutant("replaced-seed-unchecked",
-           'seed = check_whole_number("seed", seed, 0, 2**31 - 1)  # torch',
+           'seed = check_int(seed, "seed", 0, 2**31 - 1)  # torch',
            "seed = seed  # torch",
            ("tests/unit/test_properties.py",),
            "detect_replaced passes any seed to torch's generator (2**64 crashes it)"),

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from models import STAT_NAMES, AttentionResult, HeadStatistics, rollout_of
+from models import STAT_NAMES, AttentionResult, HeadStatistics, attention_rollout
 
 from ..shell.common import escape, show_token
 
@@ -74,7 +74,7 @@ def heatmap_matrix(result: AttentionResult, layer: int, head: int | None, mode: 
     if mode == "mean":
         return result.weights[layer].mean(0)
     if mode == "rollout":
-        return rollout_of(result)[layer]
+        return attention_rollout(result)[layer]
     raise ValueError(f"Unknown heatmap mode {mode!r}; choose one of {', '.join(HEATMAP_MODES)}.")
 
 

@@ -8,7 +8,7 @@ import gradio as gr
 from models import (
     HEAD_FILTERS,
     MAX_TEXT_CHARS,
-    attention_head_stats,
+    head_statistics,
     extract_attention,
     filter_heads,
     first_capable,
@@ -140,7 +140,7 @@ def filter_stats(shown, which):
 def head_stats(text, text_pair, model_key, which, causal=False):
     """The per-head statistics table, optionally filtered (the ``head_stats`` API)."""
     with readable_errors("Head statistics"):
-        stats = attention_head_stats(_result(text, text_pair, model_key, causal))
+        stats = head_statistics(_result(text, text_pair, model_key, causal))
         heads = None if which in (None, "", ALL_HEADS) else filter_heads(stats, which)
         return plots.stats_frame(stats, heads)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from models import ModelInfo
+from models import ModelSpec
 
 
-def models_frame(models: tuple[ModelInfo, ...]) -> pd.DataFrame:
+def models_frame(models: tuple[ModelSpec, ...]) -> pd.DataFrame:
     """The registry as a table: what each model is, where it comes from, can it run here."""
     return pd.DataFrame(
         [

@@ -246,10 +246,20 @@ def _forward(loaded: LoadedModel, encoded: _Encoded, causal: bool = False) -> np
 # --- statistics -------------------------------------------------------------------------
 
 
-def head_statistics(
-    weights: np.ndarray, cls_positions=(0,), sep_positions=()
-) -> HeadStatistics:
-    """Per-head statistics of a (layers, heads, T, T) array whose rows sum to 1."""
+def head_statistics(attention, cls_positions=(0,), sep_positions=()) -> HeadStatistics:
+    """Per-head statistics of an ``extract_attention`` result, or of a (layers, heads, T, T)
+    array whose rows sum to 1 (with the [CLS] / [SEP] positions given).
+
+    Of a result, computed once ([CLS]/[SEP] from its tokens) and kept on the result itself:
+    results are cached and immutable, and the tab asks again on every filter click.
+    """
+    if isinstance(attention, AttentionResult):
+        return _derived(attention, "_head_stats", lambda: _head_statistics(
+            attention.weights, attention.cls_positions, attention.sep_positions))
+    return _head_statistics(attention, cls_positions, sep_positions)
+
+
+def _head_statistics(weights: np.ndarray, cls_positions, sep_positions) -> HeadStatistics:
     w = np.asarray(weights, dtype=np.float32)  # float64 would double a 500 MB array
     if w.ndim != 4 or w.shape[2] != w.shape[3]:
         raise InputError(f"Expected weights of shape (layers, heads, T, T); got {w.shape}.")
@@ -280,21 +290,6 @@ def _share(w: np.ndarray, positions) -> np.ndarray:
     return w[..., positions].sum(-1).mean(-1)
 
 
-def attention_head_stats(result: AttentionResult) -> HeadStatistics:
-    """``head_statistics`` of an ``extract_attention`` result ([CLS]/[SEP] from its tokens).
-
-    Computed once per result (results are cached and immutable; the tab asks again on every
-    filter click), and kept on the result itself.
-    """
-    return _derived(result, "_head_stats",
-                    lambda: head_statistics(result.weights, result.cls_positions, result.sep_positions))
-
-
-def rollout_of(result: AttentionResult) -> np.ndarray:
-    """``attention_rollout`` of a result, computed once per result (as the statistics)."""
-    return _derived(result, "_rollout", lambda: attention_rollout(result.weights))
-
-
 def _derived(result: AttentionResult, name: str, compute):
     """A value derived from an immutable result, kept on it after the first request."""
     value = result.__dict__.get(name)
@@ -316,14 +311,22 @@ def filter_heads(stats: HeadStatistics, name: str) -> list[tuple[int, int]]:
 # --- rollout ----------------------------------------------------------------------------
 
 
-def attention_rollout(weights: np.ndarray) -> np.ndarray:
-    """Attention rollout (Abnar & Zuidema 2020), layer by layer: (layers, T, T).
+def attention_rollout(attention) -> np.ndarray:
+    """Attention rollout (Abnar & Zuidema 2020), layer by layer: (layers, T, T), of an
+    ``extract_attention`` result (computed once, kept on it, as the statistics) or of a
+    (layers, heads, T, T) array.
 
     Each layer's weights are averaged over its heads, the residual connection is
     accounted for by adding the identity, rows are renormalised, and the layers are
     multiplied in order: rollout[l] = Â_l · … · Â_0. Row i of rollout[l] says how much
     each input token contributes to token i's representation after layer l.
     """
+    if isinstance(attention, AttentionResult):
+        return _derived(attention, "_rollout", lambda: _rollout(attention.weights))
+    return _rollout(attention)
+
+
+def _rollout(weights: np.ndarray) -> np.ndarray:
     w = np.asarray(weights, dtype=np.float32)  # float64 would double a 500 MB array
     if w.ndim != 4 or w.shape[2] != w.shape[3]:
         raise InputError(f"Expected weights of shape (layers, heads, T, T); got {w.shape}.")

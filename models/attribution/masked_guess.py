@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from ..registry import catalogue
-from ..attention.weights import extract_attention, rollout_of
+from ..attention.weights import extract_attention, attention_rollout
 from ..errors import InputError
 from ..mlm.fill_mask import MAX_MASKS, encode_masks, gather_positions, mask_spans
 from ..runtime.loading import RESULT_CACHES, LoadedModel, ModelCache, get_device, load_model, require_head
@@ -311,7 +311,7 @@ def _rollout_row(case: _MaskCase) -> np.ndarray:
             f"{case.loaded.spec.key} tokenises this text differently for attention and for "
             "fill-mask, so rollout cannot be lined up with it; try another text."
         )
-    return rollout_of(attention)[-1, case.position].astype(np.float64)
+    return attention_rollout(attention)[-1, case.position].astype(np.float64)
 
 
 def deletion_curve(

@@ -1,9 +1,9 @@
 """Sentence vectors and words in context: [CLS] vs mean vs max pooling, cosine similarity.
 
-Three steps, as elsewhere in the core: ``_encode`` (tokenise every sentence once, no
-padding, check lengths), ``_forward`` (the only step that touches the device: batches of
+Three steps, as elsewhere in the core: ``encode_unpadded`` (tokenise every sentence once, no
+padding, check lengths), ``forward_layers`` (the only step that touches the device: batches of
 sentences sorted by length, so a batch holds sentences of (nearly) the same length and
-little compute goes to padding), pooling (``_pool``: the attention mask keeps padding out).
+little compute goes to padding), pooling (``pool_hidden``: the attention mask keeps padding out).
 
 A sentence's vector does not depend on the batch it was computed in: mean and max pooling
 read only real tokens, and the attention mask keeps padded keys out of every real token's
@@ -137,15 +137,10 @@ def layer_index(n_layers: int, layer, model_key: str = "the model") -> int:
     return int(layer) % (n_layers + 1)
 
 
-def resolve_layer(loaded: LoadedModel, layer) -> int:
-    """The layer as 0..L for this model, or an InputError that gives the range."""
-    return layer_index(int(loaded.model.config.num_hidden_layers), layer, loaded.spec.key)
-
-
 # --- encode, forward, pool --------------------------------------------------------------
 
 
-def _encode(loaded: LoadedModel, sentences: Sequence[str], offsets: bool = False):
+def encode_unpadded(loaded: LoadedModel, sentences: Sequence[str], offsets: bool = False):
     """Token ids of each sentence, unpadded (and offsets if asked); too long → InputError."""
     enc = loaded.tokenizer(
         list(sentences),
@@ -187,7 +182,7 @@ def plan_batches(lengths: Sequence[int], hidden_size: int, overhead_tokens: int,
     return batches[::-1]
 
 
-def _forward(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -> Iterator[tuple]:
+def forward_layers(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -> Iterator[tuple]:
     """For each batch: (sentence indexes, [hidden states (B, T, d) per asked layer], mask (B, T)).
 
     The only step that touches the device. Runs under ``inference_mode``; the states stay
@@ -221,7 +216,7 @@ def _forward(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -
     yield from map(run, plan_batches(lengths, int(model.config.hidden_size), overhead))
 
 
-def _pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
+def pool_hidden(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
     """(B, T, d) states and (B, T) mask → (B, d) float32; padding never leaks in."""
     hidden = hidden.float()  # no copy on the CPU (already float32)
     if pooling == "cls":
@@ -237,13 +232,13 @@ def _pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tenso
 def _pooled(loaded: LoadedModel, sentences: Sequence[str], poolings: Sequence[str], layer: int,
             normalize: bool) -> dict[str, np.ndarray]:
     """{pooling: (N, d) float32} from one forward pass over the sentences."""
-    ids = _encode(loaded, sentences)["input_ids"]
+    ids = encode_unpadded(loaded, sentences)["input_ids"]
     d = int(loaded.model.config.hidden_size)
     out = {p: torch.empty(len(ids), d, dtype=torch.float32) for p in poolings}  # (N, d) each
-    for batch, (hidden,), mask in _forward(loaded, ids, [layer]):
+    for batch, (hidden,), mask in forward_layers(loaded, ids, [layer]):
         index = torch.from_numpy(batch)
         for p in poolings:
-            vectors = _pool(hidden, mask, p)
+            vectors = pool_hidden(hidden, mask, p)
             if normalize:
                 vectors = F.normalize(vectors, p=2, dim=1)
             out[p][index] = vectors.cpu()
@@ -252,7 +247,11 @@ def _pooled(loaded: LoadedModel, sentences: Sequence[str], poolings: Sequence[st
 
 def check_layer(model_key: str, layer) -> int:
     """The layer as 0..L for this model (loaded, cached), or an InputError that gives the range."""
-    return resolve_layer(load_model(model_key, head="base"), layer)
+    return _layer_of(load_model(model_key, head="base"), layer)
+
+
+def _layer_of(loaded: LoadedModel, layer) -> int:
+    return layer_index(int(loaded.model.config.num_hidden_layers), layer, loaded.spec.key)
 
 
 # --- public API --------------------------------------------------------------------------
@@ -274,7 +273,7 @@ def embed(model_key: str, sentences, pooling: str = "mean", layer: int = -1,
     check_pooling(pooling)
     sentences = check_sentences(sentences, low=1, high=MAX_EMBED_SENTENCES)
     loaded = load_model(model_key, head="base")
-    layer = resolve_layer(loaded, layer)
+    layer = _layer_of(loaded, layer)
     return _pooled(loaded, sentences, [pooling], layer, bool(normalize))[pooling]
 
 
@@ -293,7 +292,7 @@ def compare_poolings(model_key: str, sentences, layer: int = -1,
     poolings = tuple(check_pooling(p) for p in poolings)
     sentences = check_sentences(sentences)
     loaded = load_model(model_key, head="base")
-    layer = resolve_layer(loaded, layer)
+    layer = _layer_of(loaded, layer)
     vectors = _pooled(loaded, sentences, poolings, layer, normalize=False)  # cosine_matrix normalises
     return tuple(
         SimilarityResult(model_key, sentences, p, layer, _frozen(cosine_matrix(vectors[p])))
@@ -333,7 +332,7 @@ def word_in_context(model_key: str, sentences, word: str) -> WordInContextResult
     word = check_text(word, what="word").strip()
     spans = _word_spans(sentences, word)
     loaded = load_model(model_key, head="base")
-    enc = _encode(loaded, sentences, offsets=True)
+    enc = encode_unpadded(loaded, sentences, offsets=True)
     ids = enc["input_ids"]
     positions = []
     for k, ((start, end), offsets) in enumerate(zip(spans, enc["offset_mapping"]), start=1):
@@ -344,7 +343,7 @@ def word_in_context(model_key: str, sentences, word: str) -> WordInContextResult
     n_layers = int(loaded.model.config.num_hidden_layers)
     layers = list(range(n_layers + 1))
     vectors = np.empty((len(ids), n_layers + 1, int(loaded.model.config.hidden_size)), dtype=np.float32)
-    for batch, states, _mask in _forward(loaded, ids, layers):
+    for batch, states, _mask in forward_layers(loaded, ids, layers):
         counts = np.array([len(positions[i]) for i in batch])  # (B,) pieces per sentence
         rows = torch.from_numpy(np.repeat(np.arange(len(batch)), counts)).to(loaded.device)  # (P,)
         cols = torch.tensor([t for i in batch for t in positions[i]], device=loaded.device)  # (P,)

@@ -29,7 +29,7 @@ from ..registry import catalogue
 from .pooling import check_pooling, embed
 from .sentence_sets import sentence_groups
 from ..errors import CapabilityError, InputError
-from ..validation import check_text, check_whole_number
+from ..validation import check_int, check_text
 
 CORPUS_FILE = catalogue.REPO_ROOT / "data" / "heldout.txt"
 SOURCES_FILE = catalogue.REPO_ROOT / "data" / "tasks" / "heldout_sources.txt"  # line by line
@@ -164,7 +164,7 @@ def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
 
 
 def _check_k(k) -> int:
-    return check_whole_number("k", k, 1, MAX_K)
+    return check_int(k, "k", 1, MAX_K)
 
 
 def _check_index(index) -> str:
@@ -231,7 +231,7 @@ def retrieval_report(model_key: str, k: int = 10, pooling: str = "mean", queries
     product on unnormalised vectors; [CLS] vs mean pooling as paraphrase-search quality."""
     catalogue.get_spec(model_key)
     k, pooling = _check_k(k), check_pooling(pooling)
-    queries = check_whole_number("queries", queries, 10, 2000)
+    queries = check_int(queries, "queries", 10, 2000)
     vectors, exact, ann = _indexes(model_key, pooling, progress)
     query_texts = QUERIES_FILE.read_text(encoding="utf-8").splitlines()[:queries]
     q = embed(model_key, query_texts, pooling=pooling, normalize=True)

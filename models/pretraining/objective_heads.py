@@ -11,7 +11,7 @@ import torch
 
 from ..registry import catalogue
 from ..runtime.loading import check_token_count, load_model, require_head
-from ..validation import check_text, check_whole_number
+from ..validation import check_int, check_text
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def detect_replaced(model_key: str, text: str, swap: int = 0, seed: int = 0) -> 
         from ..errors import InputError
 
         raise InputError("swap must be a whole number of words between 0 and 10.")
-    seed = check_whole_number("seed", seed, 0, 2**31 - 1)  # torch's generator takes 64 bits at most
+    seed = check_int(seed, "seed", 0, 2**31 - 1)  # torch's generator takes 64 bits at most
     disc = load_model(model_key, head="rtd")
     tok = disc.tokenizer
     enc = tok(text, return_tensors="pt", return_special_tokens_mask=True)

@@ -33,7 +33,3 @@ class ModelSpec:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-# Kept for notebooks written against the earlier API: the same class, not a copy of it.
-ModelInfo = ModelSpec

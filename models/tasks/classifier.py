@@ -32,11 +32,11 @@ from ..registry import catalogue
 from ..embeddings.pooling import layer_index
 from ..errors import CapabilityError, InputError
 from .classifier_model import ClassifierModel
-from .finetuning import FINETUNE_BATCH, _finetune
-from .features import _features, _word_positions
+from .finetuning import FINETUNE_BATCH, finetune
+from .features import task_features, word_positions
 from ..runtime.loading import RESULT_CACHES, check_token_count, load_model
 from .task_data import casing_labels, load_task
-from ..validation import check_text, check_whole_number
+from ..validation import check_int, check_text
 
 HEAD_POOLINGS = ("cls", "mean")
 MAX_PROBE_EPOCHS = 300
@@ -203,7 +203,7 @@ def _subset(train_size, n_sentences: int, seed: int) -> np.ndarray | None:
     """Which training sentences to use: all (None), or a seeded sample of train_size."""
     if train_size is None:
         return None
-    size = check_whole_number("train_size", train_size, 2, n_sentences)
+    size = check_int(train_size, "train_size", 2, n_sentences)
     return np.sort(np.random.default_rng(seed).permutation(n_sentences)[:size])
 
 
@@ -272,9 +272,9 @@ def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int
     data = load_task(task)
     pooling = _check_pooling(pooling)
     freeze = bool(freeze)
-    seed = check_whole_number("seed", seed, 0, 2**31 - 1)
+    seed = check_int(seed, "seed", 0, 2**31 - 1)
     high = MAX_PROBE_EPOCHS if freeze else MAX_FINETUNE_EPOCHS
-    epochs = check_whole_number("epochs", (30 if freeze else 2) if epochs is None else epochs, 1, high)
+    epochs = check_int((30 if freeze else 2) if epochs is None else epochs, "epochs", 1, high)
     lr = float(learning_rate) if learning_rate is not None else (1e-2 if freeze else 5e-5)
     if not 0 < lr < 1:
         raise InputError(f"learning_rate must be between 0 and 1; got {learning_rate!r}.")
@@ -286,7 +286,7 @@ def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int
     n_classes = len(data.info.labels)
     started = time.perf_counter()
     if freeze:
-        feats = _features(loaded, data, pooling)
+        feats = task_features(loaded, data, pooling)
         train_rows = np.arange(len(feats.labels["train"]))
         if subset is not None:
             train_rows = np.flatnonzero(np.isin(feats.sentence["train"], subset))
@@ -302,7 +302,7 @@ def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int
                 f"the head trained on its layer-{layer} features with AdamW (lr {lr:g}) "
                 f"for {epochs} epoch(s), seed {seed}, in this process.")
     else:
-        model, curves = _finetune(loaded, data, pooling, layer, epochs, seed, subset, lr)
+        model, curves = finetune(loaded, data, pooling, layer, epochs, seed, subset, lr)
         head = model.head
         y_train, y_val = _units(data, "train", subset), _units(data, "validation")
         note = (f"Fine-tuned: a copy of the {model_key} encoder (the shared model is not changed) and the "
@@ -346,11 +346,11 @@ def probe_layers(model_key: str, task: str, pooling: str = "mean", epochs: int =
     catalogue.get_spec(model_key)
     data = load_task(task)
     pooling = _check_pooling(pooling)
-    epochs = check_whole_number("epochs", epochs, 1, MAX_PROBE_EPOCHS)
-    seed = check_whole_number("seed", seed, 0, 2**31 - 1)
+    epochs = check_int(epochs, "epochs", 1, MAX_PROBE_EPOCHS)
+    seed = check_int(seed, "seed", 0, 2**31 - 1)
     loaded = load_model(model_key, head="base")
     _check_task_fits(loaded, data)
-    feats = _features(loaded, data, pooling)
+    feats = task_features(loaded, data, pooling)
     n_classes = len(data.info.labels)
     train_acc, val_acc = [], []
     layers = tuple(range(feats.states["train"].shape[0]))
@@ -385,7 +385,7 @@ def classify(head_id: str, text: str) -> Classification:
         return Classification(head_id, text, model.kind, model.labels, probabilities,
                               (model.labels[int(probabilities.argmax())],))
     spans, _ = casing_labels(text)
-    positions = _word_positions(enc["offset_mapping"], spans)
+    positions = word_positions(enc["offset_mapping"], spans)
     kept = [(s, p) for s, p in zip(spans, positions) if p >= 0]
     words = probabilities[[p for _, p in kept]] if kept else np.zeros((0, len(model.labels)), np.float32)
     return Classification(head_id, text, model.kind, model.labels, words,

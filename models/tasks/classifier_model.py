@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from ..embeddings.pooling import _pool
+from ..embeddings.pooling import pool_hidden
 
 
 class ClassifierModel(torch.nn.Module):
@@ -35,4 +35,4 @@ class ClassifierModel(torch.nn.Module):
         hidden = hidden.to(self.head.weight.dtype)  # (B, T, d)
         if self.kind == "token":
             return self.head(hidden)  # (B, T, C)
-        return self.head(_pool(hidden, attention_mask, self.pooling))  # (B, C)
+        return self.head(pool_hidden(hidden, attention_mask, self.pooling))  # (B, C)

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..embeddings.pooling import _encode, _forward, _pool
+from ..embeddings.pooling import encode_unpadded, forward_layers, pool_hidden
 from ..runtime.loading import RESULT_CACHES, ModelCache
 
 
 @dataclass(frozen=True)
-class _Features:
+class TaskFeatures:
     """Per split: (L + 1, U, d) float32 states of U units, their labels and sentence numbers."""
 
     states: dict
@@ -25,7 +25,7 @@ FEATURE_CACHE = ModelCache(512 * 2**20)
 RESULT_CACHES.append(FEATURE_CACHE)
 
 
-def _word_positions(offsets, spans) -> list[int]:
+def word_positions(offsets, spans) -> list[int]:
     """The first token of each word span (-1 where the tokenizer kept none of it)."""
     out = []
     for start, end in spans:
@@ -38,14 +38,14 @@ def _split_features(loaded, task, split: str, pooling: str):
     texts = getattr(task, f"{split}_texts")
     labels = getattr(task, f"{split}_labels")
     token = task.info.kind == "token"
-    enc = _encode(loaded, texts, offsets=token)
+    enc = encode_unpadded(loaded, texts, offsets=token)
     ids = enc["input_ids"]
     n_layers = int(loaded.model.config.num_hidden_layers)
     layers = list(range(n_layers + 1))
     d = int(loaded.model.config.hidden_size)
     if token:
         spans = getattr(task, f"{split}_spans")
-        positions = [_word_positions(o, s) for o, s in zip(enc["offset_mapping"], spans)]
+        positions = [word_positions(o, s) for o, s in zip(enc["offset_mapping"], spans)]
         keep = [[(p, y) for p, y in zip(pos, ys) if p >= 0] for pos, ys in zip(positions, labels)]
         unit_labels = np.array([y for k in keep for _, y in k], dtype=np.int64)
         sentence = np.array([i for i, k in enumerate(keep) for _ in k], dtype=np.int64)
@@ -54,24 +54,26 @@ def _split_features(loaded, task, split: str, pooling: str):
         unit_labels = np.asarray(labels, dtype=np.int64)
         sentence = np.arange(len(texts), dtype=np.int64)
     states = np.empty((n_layers + 1, len(unit_labels), d), dtype=np.float32)
-    for batch, hidden, mask in _forward(loaded, ids, layers):
+    for batch, hidden, mask in forward_layers(loaded, ids, layers):
         for layer, h in zip(layers, hidden):
             if token:
                 for row, i in enumerate(batch):
                     cols = [p for p, _ in keep[i]]
                     states[layer, first[i]:first[i + 1]] = h[row, cols].float().cpu().numpy()
             else:
-                states[layer, batch] = _pool(h, mask, pooling).cpu().numpy()
+                states[layer, batch] = pool_hidden(h, mask, pooling).cpu().numpy()
     return states, unit_labels, sentence
 
 
-def _features(loaded, task, pooling: str) -> _Features:
+def task_features(loaded, task, pooling: str) -> TaskFeatures:
+    """Every layer's pooled (or per-word) states of a task's sentences, cached per model,
+    task, pooling and device: what a probe is trained on."""
     pooling = "token" if task.info.kind == "token" else pooling
     key = (loaded.spec.key, task.info.name, pooling, str(loaded.device))
 
-    def compute() -> _Features:
+    def compute() -> TaskFeatures:
         parts = {s: _split_features(loaded, task, s, pooling) for s in ("train", "validation")}
-        return _Features(
+        return TaskFeatures(
             states={s: p[0] for s, p in parts.items()},
             labels={s: p[1] for s, p in parts.items()},
             sentence={s: p[2] for s, p in parts.items()},

@@ -8,10 +8,10 @@ import copy
 import torch
 import torch.nn.functional as F
 
-from ..embeddings.pooling import _encode
+from ..embeddings.pooling import encode_unpadded
 from ..errors import CapabilityError
 from .classifier_model import ClassifierModel
-from .features import _word_positions
+from .features import word_positions
 
 MAX_FINETUNE_PARAMETERS = 40_000_000  # all-MiniLM-L6-v2 is 22.7 M; BERT-base (110 M) is refused
 FINETUNE_BATCH = 16
@@ -45,13 +45,13 @@ def _finetune_units(loaded, task, split: str):
     """(ids per sentence, target per sentence): a class, or [(position, class)] per word."""
     texts, labels = getattr(task, f"{split}_texts"), getattr(task, f"{split}_labels")
     token = task.info.kind == "token"
-    enc = _encode(loaded, texts, offsets=token)
+    enc = encode_unpadded(loaded, texts, offsets=token)
     if not token:
         return enc["input_ids"], list(labels)
     spans = getattr(task, f"{split}_spans")
     targets = []
     for offsets, s, ys in zip(enc["offset_mapping"], spans, labels):
-        targets.append([(p, y) for p, y in zip(_word_positions(offsets, s), ys) if p >= 0])
+        targets.append([(p, y) for p, y in zip(word_positions(offsets, s), ys) if p >= 0])
     return enc["input_ids"], targets
 
 
@@ -80,7 +80,9 @@ def _run_epoch(model, ids, targets, order, optimiser, pad_id, device, token: boo
     return total_loss / max(1, units), correct / max(1, units)
 
 
-def _finetune(loaded, task, pooling, layer, epochs, seed, subset, lr):
+def finetune(loaded, task, pooling, layer, epochs, seed, subset, lr):
+    """Fine-tune a copy of the encoder with a new linear head on a task: a ``ClassifierModel``
+    and its per-epoch curves (train loss, train accuracy, val loss, val accuracy); models too big for an interactive run raise a CapabilityError."""
     body_params = sum(p.numel() for p in loaded.model.parameters())
     if body_params > MAX_FINETUNE_PARAMETERS:
         raise CapabilityError(

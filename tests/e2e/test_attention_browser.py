@@ -8,7 +8,7 @@ import numpy as np
 from playwright.sync_api import expect
 
 from helpers import SCREENSHOTS, TIMEOUT, screenshot, settle
-from models import AttentionResult, attention_head_stats, extract_attention, filter_heads, first_capable
+from models import AttentionResult, head_statistics, extract_attention, filter_heads, first_capable
 
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 
@@ -47,7 +47,7 @@ def test_heatmap_grid_and_statistics(page):
     # the tab opens on the model chosen by capability (the default MLM here)
     result = extract_attention(first_capable(None, "attention"), "I sat by the river bank.",
                                "I deposited cash at the bank.")
-    expected = filter_heads(attention_head_stats(result), "attend to the previous token")
+    expected = filter_heads(head_statistics(result), "attend to the previous token")
     assert 0 < len(expected) < 12
     page.get_by_label("attend to the previous token").check()
     expect(grid_role).to_have_attribute("aria-rowcount", str(1 + len(expected)), timeout=TIMEOUT)

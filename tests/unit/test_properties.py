@@ -196,7 +196,7 @@ def test_extract_attention(encoder_key, text, pair):
     if result is not None:
         layers, heads, t, t2 = result.weights.shape
         assert t == t2 == len(result.tokens)
-        stats = models.attention_head_stats(result)
+        stats = models.head_statistics(result)
         assert stats is not None
 
 

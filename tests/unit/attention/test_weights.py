@@ -21,13 +21,11 @@ from models import (
     InputError,
     ModelUnavailableError,
     UnknownModelError,
-    attention_head_stats,
+    head_statistics,
     attention_rollout,
     extract_attention,
     filter_heads,
     get_spec,
-    head_statistics,
-    rollout_of,
     load_model,
 )
 from models import get_device
@@ -91,10 +89,10 @@ def test_default_path_gives_no_weights_so_eager_is_used():
 
 
 def test_statistics_are_computed_once_per_result(bank_pair):
-    first = attention_head_stats(bank_pair)
-    assert attention_head_stats(bank_pair) is first
-    rollout = rollout_of(bank_pair)
-    assert rollout_of(bank_pair) is rollout
+    first = head_statistics(bank_pair)
+    assert head_statistics(bank_pair) is first
+    rollout = attention_rollout(bank_pair)
+    assert attention_rollout(bank_pair) is rollout
     np.testing.assert_array_equal(rollout, attention_rollout(bank_pair.weights))
     np.testing.assert_allclose(first.entropy, head_statistics(bank_pair.weights, bank_pair.cls_positions,
                                                               bank_pair.sep_positions).entropy)
@@ -201,7 +199,7 @@ def test_filters_on_the_hand_made_matrix():
 
 
 def test_statistics_of_a_real_result(bank_pair):
-    s = attention_head_stats(bank_pair)
+    s = head_statistics(bank_pair)
     assert s.to_cls.shape == (6, 12)
     # the [CLS] share is the mean over rows of column 0, the [SEP] share columns 8 and 16
     w = bank_pair.weights.astype(np.float64)
