@@ -23,7 +23,7 @@ from models import (
 )
 
 
-from ..shell.common import escape, show_token
+from ..shell.common import count, escape, show_token
 
 ARCHITECTURE_COLUMNS = {
     "model_key": "model",
@@ -52,8 +52,10 @@ ARCHITECTURE_COLUMNS = {
 
 
 def architecture_frame(facts: tuple[ArchitectureFacts, ...]) -> pd.DataFrame:
-    """One row per model, the columns of ``ARCHITECTURE_COLUMNS`` (counts as plain integers)."""
-    rows = [{label: getattr(f, name) for name, label in ARCHITECTURE_COLUMNS.items()} for f in facts]
+    """One row per model, the columns of ``ARCHITECTURE_COLUMNS`` (parameter counts with
+    thousands separators)."""
+    rows = [{label: count(getattr(f, name)) if name.startswith("params_") else getattr(f, name)
+             for name, label in ARCHITECTURE_COLUMNS.items()} for f in facts]
     frame = pd.DataFrame(rows, columns=list(ARCHITECTURE_COLUMNS.values()))
     frame["MLM head released"] = frame["MLM head released"].map({True: "yes", False: "no"})
     return frame
@@ -189,7 +191,7 @@ def benchmark_frame(results: list[BenchmarkResult]) -> pd.DataFrame:
             "median ms": round(p.median_ms, 2),
             "best ms": round(p.min_ms, 2),
             "runs": p.runs,
-            "tokens/s": round(p.tokens_per_s),
+            "tokens/s": count(round(p.tokens_per_s)),
             "peak MiB": p.peak_memory_mb,
         }
         for r in results
@@ -263,13 +265,13 @@ def zoo_frame(entries: tuple[ZooEntry, ...]) -> pd.DataFrame:
             "model": e.key,
             "family": e.family,
             "tokenizer": e.tokenizer_kind,
-            "training tokens": e.tokens,
-            "steps": e.steps,
+            "training tokens": count(e.tokens),
+            "steps": count(e.steps),
             "wall minutes": round(e.wall_minutes, 1),
-            "tokens/s": round(e.tokens_per_s),
+            "tokens/s": count(round(e.tokens_per_s)),
             "CPU minutes": round(e.cpu_minutes, 1),
             "training TFLOPs": round(e.flops / 1e12, 1),
-            "parameters": e.parameters,
+            "parameters": count(e.parameters),
             "held-out whole-word top-1 %": round(100 * e.score, 1),
             "score of": e.scored_model,
             "everyday cloze top-5 %": round(100 * e.everyday_top5, 1),

@@ -30,6 +30,11 @@ def escape(text: str) -> str:
     return html.escape(text, quote=False)
 
 
+def count(n) -> str:
+    """A count as tables show it: thousands separated (149,014,272); "" for a missing one."""
+    return "" if n is None else f"{int(n):,}"
+
+
 def show_token(token: str) -> str:
     """A token as a reader should see it: leading/trailing spaces made visible."""
     if token == "":

@@ -17,8 +17,8 @@ def test_architecture_table(client):
     headers = table["headers"]
     rows = {row[0]: dict(zip(headers, row)) for row in table["data"]}
     for facts in architecture_table():
-        assert rows[facts.model_key]["params (encoder)"] == facts.params_total
-    assert rows["modernbert-base"]["params (encoder)"] == 149_014_272
+        assert rows[facts.model_key]["params (encoder)"] == f"{facts.params_total:,}"
+    assert rows["modernbert-base"]["params (encoder)"] == "149,014,272"
     assert rows["modernbert-base"]["max context"] == 8192
 
 

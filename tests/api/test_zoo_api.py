@@ -40,8 +40,8 @@ def test_zoo_comparison(client):
     figure, table, notes = client.predict(api_name="/zoo_comparison")
     rows = {row[0]: dict(zip(table["headers"], row)) for row in table["data"]}
     for entry in zoo_comparison():
-        assert rows[entry.key]["training tokens"] == entry.tokens
+        assert rows[entry.key]["training tokens"] == f"{entry.tokens:,}"
         assert rows[entry.key]["held-out whole-word top-1 %"] == round(100 * entry.score, 1)
-        assert rows[entry.key]["tokens/s"] == round(entry.tokens / (60 * entry.wall_minutes))
+        assert rows[entry.key]["tokens/s"] == f"{round(entry.tokens / (60 * entry.wall_minutes)):,}"
         assert rows[entry.key]["score of"] == entry.scored_model
     assert len(rows) == 7

@@ -75,6 +75,7 @@ def test_architecture_frame_columns_and_yes_no():
     assert list(frame["model"]) == ["splade-tiny", "headless"]
     assert list(frame["MLM head released"]) == ["yes", "no"]  # not True/False
     assert frame["layers"].tolist() == [2, 2]  # splade-tiny is a 2-layer BERT
+    assert frame["params (encoder)"].tolist() == [f"{splade.params_total:,}"] * 2 and "," in frame["params (encoder)"][0]
 
 
 def test_recipes_frame_marks_figures_not_transcribed():
@@ -123,7 +124,8 @@ def test_zoo_frame_has_tokens_per_second_and_whose_score():
 
     frame = views.zoo_frame(zoo_comparison()).set_index("model")
     for key, r in _records().items():
-        assert frame.loc[key, "tokens/s"] == round(r["tokens"] / (60 * r["wall_minutes"]))
+        assert frame.loc[key, "tokens/s"] == f"{round(r['tokens'] / (60 * r['wall_minutes'])):,}"
+        assert frame.loc[key, "training tokens"] == f"{r['tokens']:,}"  # thousands separated
         assert frame.loc[key, "training TFLOPs"] == round(r["flops"] / 1e12, 1)
         generator = r["parameters"].get("generator")
         width = r["config"]["shape"]["electra_generator_hidden"]
