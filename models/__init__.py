@@ -44,7 +44,6 @@ from .pretraining.arithmetic import (
     explain_masked_position,
     next_sentence_loss,
 )
-from .mlm.causal import supports_causal
 from .pretraining.causal_eval import CausalEval, evaluate_causal
 from .mlm.generation import GenerationResult, GenerationStep, generate_left_to_right
 from .attention.input_embeddings import InputEmbeddings, input_embeddings
@@ -115,7 +114,7 @@ from .pretraining.trainer import (
     train_mlm,
     train_tiny,
 )
-from .registry.capabilities import CAPABILITIES, can, default_selection, first_capable
+from .registry.capabilities import default_selection, first_capable
 from .registry.catalogue import (
     SPECS,
     allow_hub_models,
@@ -126,7 +125,7 @@ from .registry.catalogue import (
 )
 from .embeddings.retrieval import RetrievalReport, SearchHit, SearchResult, build_index, retrieval_report, search
 from .embeddings.projection import project_2d
-from .registry.spec import ModelSpec
+from .registry.spec import CAPABILITIES, ModelSpec
 from .mlm.results import FillMaskResult, MaskPrediction, Prediction
 from .runtime.tokenization import TokenizationResult, tokenize
 from .tasks.task_data import TaskInfo, list_tasks
@@ -158,7 +157,6 @@ __all__ = [
     "next_sentence_loss",
     "CausalEval",
     "evaluate_causal",
-    "supports_causal",
     "GenerationResult",
     "GenerationStep",
     "generate_left_to_right",
@@ -263,7 +261,6 @@ __all__ = [
     "sentence_order",
     "ZOO_KEYS",
     "CAPABILITIES",
-    "can",
     "default_selection",
     "first_capable",
     "ZooEntry",

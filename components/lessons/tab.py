@@ -37,8 +37,8 @@ class StepView:
 
 def step_models(models) -> dict[str, str | None]:
     """The model each step runs, chosen by what the step needs."""
-    pair = next((m.key for m in models if m.available and m.has_nsp_head), None) or next(
-        (m.key for m in models if m.available and m.has_sop_head), None)
+    pair = next((m.key for m in sorted(models, key=lambda m: m.pair_head != "nsp")  # NSP first, then SOP
+                 if m.available and m.can("pair")), None)
     return {
         "mlm": first_capable(models, "mlm"),
         "any": first_capable(models, "any"),

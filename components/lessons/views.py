@@ -30,7 +30,6 @@ from models import (
     sentence_order,
     separation_score,
     simulate_masking,
-    supports_causal,
     train_classifier,
     zoo_comparison,
 )
@@ -58,7 +57,7 @@ from ..shell.view_cache import cached_view
 def encoder_decoder(model_key: str, text: str):
     """The same blank filled reading both sides, then the left only."""
     both = fill_mask(model_key, text, 5)
-    if supports_causal(get_spec(model_key)):
+    if get_spec(model_key).can("causal"):
         left = fill_mask_plots.fill_mask_figure(fill_mask(model_key, text, 5, True))
     else:
         left = error_figure(f"{model_key} cannot run with a causal mask.")
@@ -101,7 +100,7 @@ def mlm_loss(model_key: str, text: str, seed: float):
 
 def _pair_kind(model_key: str) -> str:
     spec = get_spec(model_key)
-    return "sop" if spec.has_sop_head and not spec.has_nsp_head else "nsp"
+    return spec.pair_head
 
 
 @cached_view()

@@ -1,6 +1,6 @@
 """The Masking lab's sections for the other pre-training heads: NSP / SOP and ELECTRA's RTD.
 
-Models are chosen by capability (``has_nsp_head``, ``has_sop_head``, ``has_rtd_head``);
+Models are chosen by capability (``spec.can("pair")``, ``spec.pair_head``, ``spec.can("rtd")``);
 the views open computed on their default example.
 """
 
@@ -37,7 +37,7 @@ def pair_answer(model_key: str, a: str, b: str):
     """The chosen model's own pair head: SOP for ALBERT-style models, else NSP."""
     with readable_errors("Sentence-pair prediction"):
         spec = get_spec(model_key)
-        kind = "sop" if spec.has_sop_head and not spec.has_nsp_head else "nsp"
+        kind = spec.pair_head
         p = (sentence_order if kind == "sop" else next_sentence)(model_key, a, b)
         return views.pair_markdown(kind, p, *_heldout_pair(model_key))
 
@@ -80,8 +80,8 @@ run_detect_replaced = on_gpu(replaced_view)
 
 def build_pair_section(models, random_b) -> None:
     """NSP and SOP: one pair of sentences, one model with either head."""
-    pair_models = [m for m in models if m.available and (m.has_nsp_head or m.has_sop_head)]
-    listed = pair_models or [m for m in models if m.has_nsp_head or m.has_sop_head]
+    pair_models = [m for m in models if m.available and m.can("pair")]
+    listed = pair_models or [m for m in models if m.can("pair")]
     gr.Markdown(copy.PAIR_HELP)
     with gr.Row():
         model = gr.Dropdown([(m.display_name, m.key) for m in listed],
@@ -121,7 +121,7 @@ def next_sentence_answer(model_key: str, a: str, b: str) -> str:
 
 def build_rtd_section(models) -> None:
     """ELECTRA's discriminator on a sentence, optionally after the generator's swaps."""
-    rtd = [m for m in models if m.has_rtd_head]
+    rtd = [m for m in models if m.can("rtd")]
     usable = [m for m in rtd if m.available]
     gr.Markdown(copy.RTD_HELP)
     with gr.Row():

@@ -15,7 +15,7 @@ def models_frame(models: tuple[ModelSpec, ...]) -> pd.DataFrame:
                 "key": m.key,
                 "model": m.display_name,
                 "family": m.family,
-                "fill-mask": "yes" if m.has_mlm_head else "no (no MLM head)",
+                "fill-mask": "yes" if m.can("mlm") else "no (no MLM head)",
                 "available here": ("yes" if m.available else "no") + (" (default)" if m.default else ""),
                 "why": m.availability,
                 "provenance": m.provenance,

@@ -128,12 +128,12 @@ def model_choices(models, need_mlm: bool = False, by_key: bool = False,
 
     def label(m) -> str:
         name = m.key if by_key else m.display_name
-        if need_mlm and not m.has_mlm_head:
+        if need_mlm and not m.can("mlm"):
             return f"{name} (no MLM head)"
         return name + ("" if m.available else " (not available here)")
 
     if usable_first:
-        models = sorted(models, key=lambda m: (need_mlm and not m.has_mlm_head, not m.available, not m.embedded))
+        models = sorted(models, key=lambda m: (need_mlm and not m.can("mlm"), not m.available, not m.embedded))
     return [(label(m), m.key) for m in models]
 
 

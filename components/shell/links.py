@@ -20,8 +20,6 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlencode
 
-from models import can
-
 from ..lessons.copy import STEPS
 
 LINK_MAX_TEXT = 2000  # characters of a text in a link (a longer one gets the default)
@@ -150,7 +148,7 @@ def _model(param: Param, raw: str, models) -> tuple[str | None, str | None]:
         return None, f"The link's model {shown(raw)}is not one this app knows; the default model is used."
     if not spec.available:
         return None, f"The model {shown(spec.key)}is not available here; the default model is used."
-    if not can(spec, param.capability):
+    if not spec.can(param.capability):
         need = CAPABILITY_WORDS.get(param.capability, param.capability)
         return None, f"The model {shown(spec.key)}lacks {need}, which this view needs; the default model is used."
     return spec.key, None

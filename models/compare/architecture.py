@@ -283,7 +283,7 @@ def _architecture_facts(model_key: str) -> ArchitectureFacts:
         params_pooler=pooler,
         params_mlm_head=head,
         params_mlm_total=inner + head,
-        mlm_head_released=spec.has_mlm_head,
+        mlm_head_released=spec.can("mlm"),
         layers=layers,
         weight_sets=int(getattr(config, "num_hidden_groups", layers)),
         hidden=int(config.hidden_size),

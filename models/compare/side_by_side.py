@@ -105,7 +105,7 @@ def _runnable(keys: list[str], need_mlm: bool) -> tuple[list[str], list[SkippedM
     ok, skipped = [], []
     for key in keys:
         spec = catalogue.get_spec(key)
-        if need_mlm and not spec.has_mlm_head:
+        if need_mlm and not spec.can("mlm"):
             skipped.append(SkippedModel(key, f"{spec.display_name} has no trained masked-LM head"))
             continue
         available, why = catalogue.availability(spec)

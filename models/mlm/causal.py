@@ -37,21 +37,13 @@ from ..registry.spec import ModelSpec
 FOUR_D_MASK_TYPES = frozenset(
     {"bert", "roberta", "xlm-roberta", "camembert", "electra", "distilbert", "albert"}
 )
-# Registry families (``ModelSpec.family``) that take a causal mask: the types above and
-# ModernBERT (one mask per attention type).
-CAUSAL_FAMILIES = frozenset({"bert", "roberta", "electra", "distilbert", "albert", "modernbert"})
-
-
-def supports_causal(spec: ModelSpec) -> bool:
-    """Can this registry model run with a causal mask (by family, before loading it)?"""
-    return spec.family in CAUSAL_FAMILIES
 
 
 def require_causal(model_key: str) -> ModelSpec:
     """The spec, or a ``CapabilityError`` saying which models can run causally."""
     spec = catalogue.get_spec(model_key)
-    if not supports_causal(spec):
-        able = [s.key for s in catalogue.SPECS if supports_causal(s)]
+    if not spec.can("causal"):
+        able = [s.key for s in catalogue.SPECS if s.can("causal")]
         raise CapabilityError(
             f"{spec.display_name} ({spec.key}, family {spec.family}) cannot take a causal mask "
             "here: its attention builds its own mask from the padding mask (DeBERTa's "

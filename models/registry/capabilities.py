@@ -1,24 +1,9 @@
-"""Choosing models by what they can do: tabs never pick their defaults by key."""
+"""Choosing models by what they can do (``ModelSpec.can``): tabs never pick their defaults by key."""
 
 from __future__ import annotations
 
 from .catalogue import list_models
 from .spec import ModelSpec
-
-CAPABILITIES = ("any", "mlm", "nsp", "sop", "rtd", "attention", "embeddings")
-
-
-def can(spec: ModelSpec, capability: str) -> bool:
-    """Does this spec have the capability ("mlm", "nsp", "sop", "rtd", "attention",
-    "embeddings": trained to give sentence vectors, "any")?"""
-    if capability not in CAPABILITIES:
-        raise ValueError(f"Unknown capability {capability!r}; choose one of {', '.join(CAPABILITIES)}.")
-    return {
-        "any": True, "mlm": spec.has_mlm_head, "nsp": spec.has_nsp_head, "sop": spec.has_sop_head,
-        "rtd": spec.has_rtd_head, "attention": spec.returns_attention,
-        "embeddings": spec.sentence_embeddings,
-    }[capability]
-
 
 def default_selection(models: tuple[ModelSpec, ...] | None = None, capability: str = "mlm",
                       published_limit: int | None = None) -> list[str]:
@@ -26,7 +11,7 @@ def default_selection(models: tuple[ModelSpec, ...] | None = None, capability: s
     (online; the first ``published_limit`` of them), else the mini zoo (offline), else
     whatever can run; all with ``capability``."""
     models = list_models() if models is None else models
-    usable = [m for m in models if m.available and can(m, capability)]
+    usable = [m for m in models if m.available and m.can(capability)]
     published = [m.key for m in usable if not m.embedded]
     if published:
         return published[:published_limit]
@@ -37,7 +22,7 @@ def first_capable(models: tuple[ModelSpec, ...] | None = None, capability: str =
     """The model a one-model view opens with: the default MLM if it qualifies, else the
     first available model with ``capability`` (published first, then embedded)."""
     models = list_models() if models is None else models
-    usable = [m for m in models if m.available and can(m, capability)]
+    usable = [m for m in models if m.available and m.can(capability)]
     default = [m.key for m in usable if m.default and capability != "embeddings"]
     if default:
         return default[0]

@@ -4,6 +4,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+# What a model can do, one word each: the loader's heads ("mlm", "nsp", "sop", "rtd") and
+# every tab's choice of models use these words and ``ModelSpec.can``, nothing else.
+#   any: every model; mlm: a trained masked-LM head; nsp / sop: BERT's next-sentence or
+#   ALBERT's sentence-order head; pair: either (which one: ``ModelSpec.pair_head``); rtd:
+#   ELECTRA's replaced-token detector; attention: returns attention weights; embeddings:
+#   trained to give sentence vectors; causal: takes a causal mask (``models.mlm.causal``).
+CAPABILITIES = ("any", "mlm", "nsp", "sop", "pair", "rtd", "attention", "embeddings", "causal")
+# Families whose attention takes a ready 4-D mask, so a causal one can be imposed (DeBERTa's
+# disentangled attention builds its own from the padding mask: not among them).
+CAUSAL_FAMILIES = frozenset({"bert", "roberta", "electra", "distilbert", "albert", "modernbert"})
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -30,6 +41,23 @@ class ModelSpec:
     available: bool | None = None  # can be loaded now
     availability: str = ""  # why (not) available, in one line
     default: bool = False  # the app's default fill-mask model
+
+    @property
+    def pair_head(self) -> str:
+        """The sentence-pair head it ships: "nsp" (BERT), "sop" (ALBERT), or "" for none.
+        Decided here once: a checkpoint with both is read through its NSP head."""
+        return "nsp" if self.has_nsp_head else "sop" if self.has_sop_head else ""
+
+    def can(self, capability: str) -> bool:
+        """Does this model have ``capability``, one of ``CAPABILITIES``?"""
+        flags = {
+            "any": True, "mlm": self.has_mlm_head, "nsp": self.has_nsp_head, "sop": self.has_sop_head,
+            "pair": bool(self.pair_head), "rtd": self.has_rtd_head, "attention": self.returns_attention,
+            "embeddings": self.sentence_embeddings, "causal": self.family in CAUSAL_FAMILIES,
+        }
+        if capability not in flags:
+            raise ValueError(f"Unknown capability {capability!r}; choose one of {', '.join(CAPABILITIES)}.")
+        return flags[capability]
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -33,8 +33,6 @@ from ..registry import catalogue
 from ..errors import CapabilityError, InputError, ModelUnavailableError
 from ..registry.spec import ModelSpec
 
-HEADS = ("base", "mlm", "nsp", "sop", "rtd")
-
 # Building a model touches process-wide state in transformers (e.g. ``no_init_weights``
 # swaps torch's init functions and skips weight tying for every thread while it is active).
 # Every place that builds a model (loading, the meta-device architecture table, random-init
@@ -199,7 +197,13 @@ def clear_cache() -> None:
 
 def load_tokenizer(model_key: str):
     """The model's fast tokenizer, loaded once (one slow load never blocks other models)."""
-    spec = catalogue.get_spec(model_key)
+    return _tokenizer_for(catalogue.get_spec(model_key))
+
+
+def _tokenizer_for(spec: ModelSpec, pretrained: tuple[str, dict] | None = None):
+    """``load_tokenizer`` for a resolved spec; ``pretrained``: its ``_pretrained_args`` when the
+    caller has them already (a model load checks availability once, not twice)."""
+    model_key = spec.key
     with _tokenizer_lock:
         if model_key in _tokenizers:
             return _tokenizers[model_key]
@@ -208,7 +212,7 @@ def load_tokenizer(model_key: str):
         with _tokenizer_lock:
             if model_key in _tokenizers:
                 return _tokenizers[model_key]
-        name, kwargs = _pretrained_args(spec)
+        name, kwargs = pretrained or _pretrained_args(spec)
         try:
             tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=False, **kwargs)
         except Exception as exc:  # a corrupt or incomplete folder: say which model and why
@@ -259,29 +263,28 @@ def check_token_count(loaded: LoadedModel, n_tokens: int, what: str = "Your text
         )
 
 
-# What each head is, for the message when a checkpoint lacks it (NSP has its own story).
-_HEAD_NAMES = {
-    "mlm": ("has_mlm_head", "no trained masked-LM head, so it cannot fill masks", "Models that can"),
-    "sop": ("has_sop_head", "no sentence-order-prediction head (ALBERT's replacement for NSP)",
-            "Models that have one"),
-    "rtd": ("has_rtd_head", "no replaced-token-detection discriminator (ELECTRA's objective)",
-            "Models that have one"),
-    "nsp": ("has_nsp_head", "no next-sentence-prediction head. Original BERT was pre-trained with "
-            "NSP; RoBERTa showed that dropping it (and training on longer contiguous text) works as "
-            "well or better, and most later encoders dropped it too", "Models that have one"),
+# The heads a model loads with, named by their capability word (``ModelSpec.can``), and
+# what a checkpoint without one lacks, for the message (NSP has its own story).
+_HEAD_MISSING = {
+    "mlm": ("no trained masked-LM head, so it cannot fill masks", "Models that can"),
+    "nsp": ("no next-sentence-prediction head. Original BERT was pre-trained with NSP; RoBERTa showed "
+            "that dropping it (and training on longer contiguous text) works as well or better, and most "
+            "later encoders dropped it too", "Models that have one"),
+    "sop": ("no sentence-order-prediction head (ALBERT's replacement for NSP)", "Models that have one"),
+    "rtd": ("no replaced-token-detection discriminator (ELECTRA's objective)", "Models that have one"),
 }
+HEADS = ("base", *_HEAD_MISSING)
 
 
 def require_head(spec: ModelSpec, head: str) -> None:
     """A ``CapabilityError`` that says why, when the checkpoint lacks the asked-for head."""
     if head not in HEADS:
         raise ValueError(f"Unknown head {head!r}; choose one of {', '.join(HEADS)}.")
-    if head == "base":
+    if head == "base" or spec.can(head):
         return
-    flag, lacks, which = _HEAD_NAMES[head]
-    if not getattr(spec, flag):
-        having = [s.key for s in catalogue.SPECS if getattr(s, flag)]
-        raise CapabilityError(f"{spec.display_name} ({spec.key}) has {lacks}. {which}: {', '.join(having)}.")
+    lacks, which = _HEAD_MISSING[head]
+    having = [s.key for s in catalogue.SPECS if s.can(head)]
+    raise CapabilityError(f"{spec.display_name} ({spec.key}) has {lacks}. {which}: {', '.join(having)}.")
 
 
 def load_model(model_key: str, head: str = "base", attn_implementation: str | None = None):
@@ -302,8 +305,8 @@ def load_model(model_key: str, head: str = "base", attn_implementation: str | No
 
 
 def _load(spec: ModelSpec, head: str, attn_implementation: str | None, device) -> LoadedModel:
-    tokenizer = load_tokenizer(spec.key)
-    name, kwargs = _pretrained_args(spec)
+    name, kwargs = _pretrained_args(spec)  # availability, once per load
+    tokenizer = _tokenizer_for(spec, (name, dict(kwargs)))
     dtype = dtype_for(device)
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation

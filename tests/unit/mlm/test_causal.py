@@ -23,7 +23,6 @@ from models import (
     fill_mask,
     generate_left_to_right,
     load_model,
-    supports_causal,
 )
 from models.mlm.causal import causal_attention_mask, require_causal, with_causal_mask
 from models.registry.catalogue import SPECS, get_spec
@@ -166,12 +165,12 @@ def test_families_without_a_mask_input_are_refused():
     with pytest.raises(CapabilityError, match="causal mask"):
         causal_attention_mask(model, torch.ones(1, 5, dtype=torch.long))
     deberta = get_spec("deberta-v3-base")
-    assert not supports_causal(deberta)
+    assert not deberta.can("causal")
     with pytest.raises(CapabilityError, match="Models that can"):
         require_causal("deberta-v3-base")
     with pytest.raises(CapabilityError):
         extract_attention("deberta-v3-base", "Hello there.", causal=True)
-    assert all(supports_causal(s) for s in SPECS if s.family in ("bert", "roberta", "distilbert"))
+    assert all(s.can("causal") for s in SPECS if s.family in ("bert", "roberta", "distilbert"))
 
 
 def test_held_out_measurement_shares_its_positions_with_evaluate_fill_mask():

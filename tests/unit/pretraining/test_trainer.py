@@ -18,9 +18,9 @@ from models import (
     list_models,
     load_history,
     load_tokenizer,
-    registry,
     train_tiny,
 )
+from models.registry import catalogue as registry
 from models.pretraining import trainer as pretrain
 from models.pretraining.evaluation import unigram_baseline
 from models.pretraining.mlm_data import read_sentences

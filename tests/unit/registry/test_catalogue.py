@@ -83,7 +83,7 @@ def test_unreachable_hub_is_detected_fast(monkeypatch):
     assert registry.hub_reachable() is False and len(attempts) == 1
     monkeypatch.setattr(registry, "hub_cached", lambda repo_id: False)
     available, why = registry.availability(get_spec("bert-base"))
-    assert not available and "cannot be reached" in why and "prefetch.py bert-base" in why
+    assert not available and "cannot be reached" in why and "python -m scripts.prefetch bert-base" in why
     registry._probe_cache.clear()
 
 

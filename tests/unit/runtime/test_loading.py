@@ -15,8 +15,8 @@ from models import (
     get_device,
     load_model,
     load_tokenizer,
-    registry,
 )
+from models.registry import catalogue as registry
 from models.runtime.loading import ModelCache, dtype_for, is_loaded
 from models.registry.spec import ModelSpec
 
