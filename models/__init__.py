@@ -44,10 +44,10 @@ from .pretraining.arithmetic import (
     explain_masked_position,
     next_sentence_loss,
 )
-from .pretraining.causal_eval import CausalEval, evaluate_causal
-from .mlm.generation import GenerationResult, GenerationStep, generate_left_to_right
 from .attention.input_embeddings import InputEmbeddings, input_embeddings
 from .compare.architecture import ArchitectureFacts, TrainingRecipe, architecture_table, training_recipes
+from .mlm.generation import GenerationResult, GenerationStep, generate_left_to_right
+from .pretraining.causal_eval import CausalEval, evaluate_causal
 from .compare.benchmark import (
     DEFAULT_LENGTHS,
     BenchmarkPoint,
@@ -89,9 +89,9 @@ from .tasks.classifier import (
 )
 from .mlm.fill_mask import MASK_PATTERN, MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
 from .pretraining.evaluation import FillMaskEval, evaluate_fill_mask, heldout_sentences
+from .pretraining.masking import MaskingPolicy, apply_masking
 from .runtime.loading import get_device, is_loaded, load_model, load_tokenizer, set_device
 from .runtime.onednn import onednn_enabled, use_onednn
-from .pretraining.masking import MaskingPolicy, apply_masking
 from .pretraining.masking_lab import (
     MAX_EPOCHS,
     POLICY_PRESETS,
@@ -123,17 +123,17 @@ from .registry.catalogue import (
     get_spec,
     list_models,
 )
-from .embeddings.retrieval import RetrievalReport, SearchHit, SearchResult, build_index, retrieval_report, search
 from .embeddings.projection import project_2d
-from .registry.spec import CAPABILITIES, ModelSpec
-from .mlm.results import FillMaskResult, MaskPrediction, Prediction
-from .runtime.tokenization import TokenizationResult, tokenize
-from .tasks.task_data import TaskInfo, list_tasks
-from .pretraining.schedule import TrainingSchedule
+from .embeddings.retrieval import RetrievalReport, SearchHit, SearchResult, build_index, retrieval_report, search
 from .embeddings.sentence_sets import bank_demo, groups_text, parse_groups, sentence_groups
 from .embeddings.separation import SeparationScore, best_pooling, separation_score
+from .mlm.results import FillMaskResult, MaskPrediction, Prediction
 from .pretraining.objective_heads import ReplacedTokens, detect_replaced, sentence_order
+from .pretraining.schedule import TrainingSchedule
+from .registry.spec import CAPABILITIES, ModelSpec
 from .registry.zoo_entries import ZOO_KEYS, ZooEntry, zoo_comparison
+from .runtime.tokenization import TokenizationResult, tokenize
+from .tasks.task_data import TaskInfo, list_tasks
 from .validation import MAX_TEXT_CHARS
 
 __all__ = [

@@ -16,15 +16,15 @@ from models import (
     list_models,
 )
 
-from . import copy
-from . import plots
-from ..views import causal_copy
-from ..views import input_embeddings_plots
 from ..shell.common import model_choices, readable_errors
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu
-from ..shell.view_cache import cached_view
 from ..shell.vendor import library_urls
+from ..shell.view_cache import cached_view
+from ..views import causal_copy
+from ..views import input_embeddings_plots
+from . import copy
+from . import plots
 
 ALL_HEADS = "all heads"
 MODES = [("one head", "head"), ("average over heads", "mean"), ("rollout", "rollout")]

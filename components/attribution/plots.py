@@ -13,8 +13,8 @@ import plotly.graph_objects as go
 
 from models import AttributionResult, DeletionCurve
 
-from .copy import METHOD_LABELS
 from ..shell.common import escape, over_white, show_token, text_colour_on
+from .copy import METHOD_LABELS
 
 POSITIVE, NEGATIVE = (33, 102, 172), (230, 97, 1)  # blue: pushes p(target) up; orange: down
 RANDOM_COLOUR = "#888888"

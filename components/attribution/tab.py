@@ -17,12 +17,12 @@ from models import (
     list_models,
 )
 
-from . import copy
-from . import plots
 from ..shell.common import HEAVY, model_choices, readable_errors
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
+from . import copy
+from . import plots
 
 
 def _mask_index(mask_number) -> int:

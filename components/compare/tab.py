@@ -21,12 +21,12 @@ from models import (
     zoo_comparison,
 )
 
-from . import copy
-from . import plots as views
 from ..shell.common import HEAVY, error_figure, model_choices, readable_errors
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
+from . import copy
+from . import plots as views
 
 
 def registry_models(models) -> list:

@@ -28,12 +28,12 @@ from models import (
     word_in_context,
 )
 
-from . import copy
-from . import plots
 from ..shell.common import model_choices, quoted, readable_errors
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
+from . import copy
+from . import plots
 
 LAYER_LABEL = "Layer (0 = input embeddings, -1 = last)"
 CSV_FOLDER = Path(tempfile.gettempdir()) / "encoder-lab-csv"  # Gradio serves the temp folder

@@ -20,13 +20,13 @@ from models import (
     text_segments,
 )
 
-from ..views import causal_copy, causal_plots
-from . import copy
-from . import plots
 from ..shell.common import escape, model_choices, quoted, readable_errors
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu, queue_live_events
 from ..shell.view_cache import cached_view
+from ..views import causal_copy, causal_plots
+from . import copy
+from . import plots
 
 N_OUTPUTS = 4  # table, plot, filled sentence, status
 # Queued fill-mask requests running at once: the Predict button's, and the live ones under

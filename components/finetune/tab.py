@@ -18,12 +18,12 @@ from models import (
     train_classifier,
 )
 
-from . import copy
-from . import plots
 from ..shell.common import HEAVY, error_figure, model_choices, readable_errors
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
+from . import copy
+from . import plots
 
 DEFAULT_QUERY = "The whale dived under the ship and the sailors cried out."
 DEFAULT_SENTENCE = "The President asked Congress to pass the budget before the end of the year."

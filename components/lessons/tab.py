@@ -14,11 +14,11 @@ import gradio as gr
 
 from models import MAX_TEXT_CHARS, first_capable, list_models
 
-from . import views
-from . import copy
 from ..shell.common import api_parameters, escape, readable_errors
 from ..shell.deep_links import LinkTarget, model_shape
 from ..shell.server import on_gpu
+from . import views
+from . import copy
 
 SLUGS = [s.slug for s in copy.STEPS]
 

@@ -42,15 +42,15 @@ from ..compare import plots as compare_plots
 
 from ..embeddings import plots as embeddings_plots
 
+from ..compare.copy import ZOO_MISSING
 from ..fill_mask import plots as fill_mask_plots
 from ..finetune import plots as finetune_plots
-from ..views import input_embeddings_plots
-from ..masking import objectives_plots as masking_heads_plots, plots as masking_plots
-from . import plots
-from ..shell.common import error_figure
-from ..compare.copy import ZOO_MISSING
 from ..finetune.copy import TOKEN_COLOURS
+from ..masking import objectives_plots as masking_heads_plots, plots as masking_plots
+from ..shell.common import error_figure
 from ..shell.view_cache import cached_view
+from ..views import input_embeddings_plots
+from . import plots
 
 
 @cached_view()

@@ -20,10 +20,10 @@ from models import (
 
 from ..views import arithmetic_copy, arithmetic_plots
 
-from . import objectives_copy as copy
-from . import objectives_plots as views
 from ..shell.common import readable_errors
 from ..shell.server import on_gpu
+from . import objectives_copy as copy
+from . import objectives_plots as views
 
 RTD_COLUMNS = ["position", "token", "P(replaced)", "verdict", "generator replaced"]
 

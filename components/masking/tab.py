@@ -22,14 +22,14 @@ from models import (
     simulate_masking,
 )
 
+from ..shell.common import HEAVY, error_figure, quoted, readable_errors
+from ..shell.deep_links import LinkTarget
+from ..shell.server import on_gpu
+from ..shell.view_cache import cached_view
 from ..views import arithmetic_copy, arithmetic_plots
 from . import copy
 from . import plots
-from ..shell.common import HEAVY, error_figure, quoted, readable_errors
-from ..shell.deep_links import LinkTarget
 from .objectives import build_pair_section, build_rtd_section
-from ..shell.server import on_gpu
-from ..shell.view_cache import cached_view
 
 STATS_SENTENCES = 1000
 

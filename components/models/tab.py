@@ -6,9 +6,9 @@ import gradio as gr
 
 from models import list_models
 
+from ..shell.deep_links import LinkTarget
 from . import copy
 from . import plots
-from ..shell.deep_links import LinkTarget
 
 
 def models_table():

@@ -10,11 +10,11 @@ import pandas as pd
 
 from models import SHIPPED_RUN, TINY_MAX_STEPS, load_history, train_tiny
 
-from . import copy
-from . import plots
 from ..shell.common import error_figure, readable_errors
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu
+from . import copy
+from . import plots
 
 _training_lock = threading.Lock()  # one live training run per server: the CPU is shared
 _stop_requested = threading.Event()  # set by Stop (browser or API); the running loop checks it

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..registry import catalogue
 from ..errors import CapabilityError
+from ..registry import catalogue
 from ..runtime.loading import check_token_count, load_model
 from ..validation import check_text
 

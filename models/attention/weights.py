@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..registry import catalogue
-from ..mlm.causal import require_causal, with_causal_mask
 from ..errors import InputError
+from ..mlm.causal import require_causal, with_causal_mask
+from ..registry import catalogue
 from ..runtime.loading import RESULT_CACHES, LoadedModel, ModelCache, check_token_count, get_device, load_model
 from ..validation import check_text
 

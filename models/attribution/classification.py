@@ -25,9 +25,9 @@ from .masked_guess import (
     random_deletion,
 )
 from ..errors import CapabilityError, InputError
-from ..tasks.classifier import classifier_forward, head_model_key
-from ..runtime.loading import LoadedModel
 from ..registry.catalogue import get_spec
+from ..runtime.loading import LoadedModel
+from ..tasks.classifier import classifier_forward, head_model_key
 from ..validation import check_int, check_text
 
 CLASS_ATTRIBUTION_METHODS = ("gradient_x_input", "integrated_gradients", "leave_one_out")

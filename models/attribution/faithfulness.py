@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .masked_guess import ATTRIBUTION_METHODS, DEFAULT_IG_STEPS, deletion_curve
 from ..errors import InputError
 from ..pretraining.evaluation import heldout_sentences
 from ..validation import check_int
+from .masked_guess import ATTRIBUTION_METHODS, DEFAULT_IG_STEPS, deletion_curve
 
 _WORD = re.compile(r"[A-Za-z]{3,}")
 MAX_FAITHFULNESS_TEXTS = 200

@@ -38,10 +38,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..registry import catalogue
 from ..attention.weights import extract_attention, attention_rollout
 from ..errors import InputError
 from ..mlm.fill_mask import MAX_MASKS, encode_masks, gather_positions, mask_spans
+from ..registry import catalogue
 from ..runtime.loading import RESULT_CACHES, LoadedModel, ModelCache, get_device, load_model, require_head
 from .methods import (
     RANDOM_ORDERS,

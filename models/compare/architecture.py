@@ -25,8 +25,8 @@ from transformers.models.auto.tokenization_auto import (
     tokenizer_class_from_name,
 )
 
-from ..registry import catalogue
 from ..errors import CapabilityError, ModelUnavailableError
+from ..registry import catalogue
 from ..runtime.loading import BUILD_LOCK
 
 DATA = catalogue.REPO_ROOT / "data"

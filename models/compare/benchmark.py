@@ -31,12 +31,12 @@ from torch.utils._pytree import tree_flatten
 from transformers import AutoModel
 from transformers.initialization import no_init_weights
 
-from ..registry import catalogue
-from .architecture import architecture_facts, load_config
-from .side_by_side import SkippedModel, check_model_keys
 from ..errors import EncoderLabError, InputError, ModelUnavailableError
+from ..registry import catalogue
 from ..runtime.loading import BUILD_LOCK, dtype_for, get_device, load_model
 from ..validation import check_int
+from .architecture import architecture_facts, load_config
+from .side_by_side import SkippedModel, check_model_keys
 
 DEFAULT_LENGTHS = (64, 128, 256, 512)
 MAX_LENGTHS = 8  # how many lengths one call may ask for

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..registry import catalogue
-from .architecture import architecture_facts
 from ..errors import CapabilityError, InputError, ModelUnavailableError
 from ..mlm.fill_mask import MASK_PATTERN, MAX_MASKS, MAX_TOP_K, fill_mask
 from ..mlm.results import FillMaskResult
+from ..registry import catalogue
 from ..runtime.tokenization import TokenizationResult
 from ..runtime.tokenization import tokenize
 from ..validation import check_int, check_text
+from .architecture import architecture_facts
 
 PIECE_MARKERS = ("##", "Ġ", "▁")  # word markers: WordPiece continuation, BPE and SentencePiece word start
 

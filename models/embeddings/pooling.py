@@ -26,8 +26,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..registry import catalogue
 from ..errors import CapabilityError, InputError
+from ..registry import catalogue
 from ..runtime.loading import LoadedModel, check_token_count, load_model
 from ..runtime.onednn import onednn_linears
 from ..validation import check_text

@@ -25,11 +25,11 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import CapabilityError, InputError
 from ..registry import catalogue
+from ..validation import check_int, check_text
 from .pooling import check_pooling, embed
 from .sentence_sets import sentence_groups
-from ..errors import CapabilityError, InputError
-from ..validation import check_int, check_text
 
 CORPUS_FILE = catalogue.REPO_ROOT / "data" / "heldout.txt"
 SOURCES_FILE = catalogue.REPO_ROOT / "data" / "tasks" / "heldout_sources.txt"  # line by line

@@ -29,8 +29,8 @@ from transformers.masking_utils import (
     sliding_window_bidirectional_overlay,
 )
 
-from ..registry import catalogue
 from ..errors import CapabilityError
+from ..registry import catalogue
 from ..registry.spec import ModelSpec
 
 # transformers model types whose forward passes a 4-D mask to every layer as it is.

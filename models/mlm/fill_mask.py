@@ -22,14 +22,14 @@ from dataclasses import dataclass
 
 import torch
 
+from ..errors import CapabilityError, InputError
 from ..registry import catalogue
 from ..runtime.batching import MicroBatcher
-from .causal import require_causal, with_causal_mask
-from ..errors import CapabilityError, InputError
 from ..runtime.loading import LoadedModel, check_token_count, load_model, require_head
 from ..runtime.onednn import onednn_linears
-from .results import FillMaskResult, MaskPrediction, Prediction
 from ..validation import check_int, check_text
+from .causal import require_causal, with_causal_mask
+from .results import FillMaskResult, MaskPrediction, Prediction
 
 # Users may write either spelling, whatever the model's own mask token is.
 MASK_PATTERN = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)

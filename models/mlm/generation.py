@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 import torch
 
-from ..registry import catalogue
 from ..errors import CapabilityError, InputError
-from .fill_mask import masked_logits
+from ..registry import catalogue
 from ..runtime.loading import check_token_count, load_model, require_head
-from .results import Prediction
 from ..validation import check_int, check_text
+from .fill_mask import masked_logits
+from .results import Prediction
 
 MAX_STEPS = 30
 MAX_CANDIDATES = 50

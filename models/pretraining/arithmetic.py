@@ -19,12 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..registry import catalogue
 from ..errors import InputError
 from ..mlm.fill_mask import masked_logits
+from ..registry import catalogue
 from ..runtime.loading import load_model, require_head
-from .masking_lab import MaskingSimulation
 from ..validation import check_int, check_text
+from .masking_lab import MaskingSimulation
 
 # The textbook example: four words' logits, the target "cat".
 TEXTBOOK_LOGITS = {"cat": 3.0, "dog": 1.5, "mat": 0.2, "the": 0.1}

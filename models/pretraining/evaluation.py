@@ -15,8 +15,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..registry import catalogue
 from ..errors import InputError
+from ..registry import catalogue
 from ..runtime.loading import load_model
 from .masking import MaskingPolicy, apply_masking
 from .mlm_data import collate, encode_sentences, read_sentences

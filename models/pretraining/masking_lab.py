@@ -11,12 +11,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..registry import catalogue
 from ..errors import CapabilityError, InputError
 from ..mlm.fill_mask import masked_logits
+from ..registry import catalogue
 from ..runtime.loading import load_model, load_tokenizer
-from .masking import FATES, KEPT, MASKED, NOT_SELECTED, RANDOM, MaskingPolicy, apply_masking, word_ids_from_offsets
 from ..validation import check_int, check_text
+from .masking import FATES, KEPT, MASKED, NOT_SELECTED, RANDOM, MaskingPolicy, apply_masking, word_ids_from_offsets
 
 MAX_EPOCHS = 20
 MAX_LAB_TOKENS = 256

@@ -29,10 +29,10 @@ import torch.nn.functional as F
 # Imported eagerly: transformers' lazy imports are not safe from concurrent worker threads.
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
+from ..registry.catalogue import REPO_ROOT
 from .evaluation import EvalResult, evaluate_masked, probe_predictions
 from .masking import MaskingPolicy, apply_masking
 from .mlm_data import collate, encode_sentences, length_batches, read_sentences
-from ..registry.catalogue import REPO_ROOT
 from .schedule import TrainingSchedule
 
 SHIPPED_RUN = REPO_ROOT / "weights" / "minilm-mlm"  # the record of the shipped model's training

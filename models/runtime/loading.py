@@ -29,8 +29,8 @@ from transformers import (
     AutoTokenizer,
 )
 
-from ..registry import catalogue
 from ..errors import CapabilityError, InputError, ModelUnavailableError
+from ..registry import catalogue
 from ..registry.spec import ModelSpec
 
 # Building a model touches process-wide state in transformers (e.g. ``no_init_weights``

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..registry import catalogue
-from .loading import load_tokenizer
 from ..validation import check_text
+from .loading import load_tokenizer
 
 
 @dataclass(frozen=True)

@@ -28,15 +28,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..registry import catalogue
 from ..embeddings.pooling import layer_index
 from ..errors import CapabilityError, InputError
-from .classifier_model import ClassifierModel
-from .finetuning import FINETUNE_BATCH, finetune
-from .features import task_features, word_positions
+from ..registry import catalogue
 from ..runtime.loading import RESULT_CACHES, check_token_count, load_model
-from .task_data import casing_labels, load_task
 from ..validation import check_int, check_text
+from .classifier_model import ClassifierModel
+from .features import task_features, word_positions
+from .finetuning import FINETUNE_BATCH, finetune
+from .task_data import casing_labels, load_task
 
 HEAD_POOLINGS = ("cls", "mean")
 MAX_PROBE_EPOCHS = 300

@@ -20,8 +20,8 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..registry import catalogue
 from ..errors import InputError
+from ..registry import catalogue
 
 TASKS_DIR = catalogue.REPO_ROOT / "data" / "tasks"
 KINDS = ("sequence", "token")
