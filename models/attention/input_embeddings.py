@@ -78,7 +78,7 @@ def input_embeddings(model_key: str, text: str, text_pair: str | None = None) ->
         text_pair = None
     if text_pair is not None:
         text_pair = check_text(text_pair, what="second text")
-    loaded = None if spec.family in NO_POSITION_TABLE else load_model(model_key, head="base")
+    loaded = None if spec.family in NO_POSITION_TABLE else load_model(spec, head="base")
     tables = None if loaded is None else _tables(loaded.model)
     if tables is None:
         raise CapabilityError(

@@ -24,6 +24,7 @@ import torch
 from ..errors import InputError
 from ..mlm.causal import require_causal, with_causal_mask
 from ..registry import catalogue
+from ..registry.spec import ModelSpec
 from ..runtime.loading import RESULT_CACHES, LoadedModel, ModelCache, check_token_count, get_device, load_model
 from ..validation import check_text
 
@@ -133,21 +134,22 @@ def extract_attention(model_key: str, text: str, text_pair: str | None = None,
     every matrix is 0). Raises ``EncoderLabError`` subclasses on bad input (unknown or
     unavailable model, empty or too long text, a family that cannot take a causal mask).
     """
-    catalogue.get_spec(model_key)
+    spec = catalogue.get_spec(model_key)  # the request's one look-up: the spec travels down
     causal = bool(causal)
     if causal:
-        require_causal(model_key)
+        require_causal(spec)
     text = check_text(text)
     if isinstance(text_pair, str) and not text_pair.strip():
         text_pair = None  # an empty second box means "no pair"
     if text_pair is not None:
         text_pair = check_text(text_pair, what="second text")
     key = (model_key, text, text_pair, str(get_device()), causal)
-    return RESULT_CACHE.get(key, lambda: _extract(model_key, text, text_pair, causal))
+    return RESULT_CACHE.get(key, lambda: _extract(spec, text, text_pair, causal))
 
 
-def _extract(model_key: str, text: str, text_pair: str | None, causal: bool = False) -> AttentionResult:
-    loaded = attention_model(model_key)
+def _extract(spec: ModelSpec, text: str, text_pair: str | None, causal: bool = False) -> AttentionResult:
+    loaded = attention_model(spec)
+    model_key = spec.key
     encoded = _encode(loaded, text, text_pair)
     weights = _forward(loaded, encoded, causal)
     tokenizer = loaded.tokenizer
@@ -168,14 +170,14 @@ def _extract(model_key: str, text: str, text_pair: str | None, causal: bool = Fa
     )
 
 
-def attention_model(model_key: str) -> LoadedModel:
+def attention_model(model: str | ModelSpec) -> LoadedModel:
     """The model loaded with eager attention, the implementation that returns weights.
 
     transformers' default (SDPA, or Flash on a GPU) computes attention without ever
     building the weight matrix, so ``output_attentions`` gives nothing there. The eager copy
     is loaded straight away: loading the default first just to look would keep two copies.
     """
-    return load_model(model_key, attn_implementation="eager")
+    return load_model(model, attn_implementation="eager")
 
 
 def _encode(loaded: LoadedModel, text: str, text_pair: str | None) -> _Encoded:

@@ -181,7 +181,8 @@ class _MaskCase:
 
 def _mask_case(model_key: str, text: str, mask_index, target: str | None) -> _MaskCase:
     """Check, encode (fill-mask's own encoding) and build the scalar p(target) at a mask."""
-    require_head(catalogue.get_spec(model_key), "mlm")
+    spec = catalogue.get_spec(model_key)
+    require_head(spec, "mlm")
     text = check_text(text)
     spans = mask_spans(text)
     mask_index = check_int(mask_index, "mask_index", 0, MAX_MASKS)
@@ -190,7 +191,7 @@ def _mask_case(model_key: str, text: str, mask_index, target: str | None) -> _Ma
             f"The text has {len(spans)} mask(s), so there is no mask number {mask_index + 1} "
             f"(mask_index {mask_index}; 0 is the first mask)."
         )
-    loaded = load_model(model_key, head="mlm")
+    loaded = load_model(spec, head="mlm")
     encoded = encode_masks(loaded, text, spans)
     tokenizer = loaded.tokenizer
     ids = encoded.inputs["input_ids"][0]

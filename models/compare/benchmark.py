@@ -244,7 +244,7 @@ def _model_for(model_key: str, device: torch.device) -> tuple[torch.nn.Module, s
     available, why = catalogue.availability(spec)
     if available:
         try:
-            return load_model(model_key, head="base").model, PRETRAINED, ""
+            return load_model(spec, head="base").model, PRETRAINED, ""
         except ModelUnavailableError as exc:  # cannot be loaded after all: time the architecture
             why = str(exc)
     return _random_init(model_key, device, dtype_for(device)), RANDOM_INIT, why

@@ -269,10 +269,10 @@ def embed(model_key: str, sentences, pooling: str = "mean", layer: int = -1,
     (its ``max_seq_length``). Longer sentences (up to the model's 512) are read whole here,
     so their vectors differ from sentence-transformers', which reads the first 256 tokens.
     """
-    catalogue.get_spec(model_key)
+    spec = catalogue.get_spec(model_key)
     check_pooling(pooling)
     sentences = check_sentences(sentences, low=1, high=MAX_EMBED_SENTENCES)
-    loaded = load_model(model_key, head="base")
+    loaded = load_model(spec, head="base")
     layer = _layer_of(loaded, layer)
     return _pooled(loaded, sentences, [pooling], layer, bool(normalize))[pooling]
 
@@ -288,10 +288,10 @@ def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
 def compare_poolings(model_key: str, sentences, layer: int = -1,
                      poolings: Sequence[str] = ("cls", "mean")) -> tuple[SimilarityResult, ...]:
     """The cosine matrix of each pooling, from one forward pass (what the tab shows)."""
-    catalogue.get_spec(model_key)
+    spec = catalogue.get_spec(model_key)
     poolings = tuple(check_pooling(p) for p in poolings)
     sentences = check_sentences(sentences)
-    loaded = load_model(model_key, head="base")
+    loaded = load_model(spec, head="base")
     layer = _layer_of(loaded, layer)
     vectors = _pooled(loaded, sentences, poolings, layer, normalize=False)  # cosine_matrix normalises
     return tuple(
@@ -327,11 +327,11 @@ def word_in_context(model_key: str, sentences, word: str) -> WordInContextResult
     into several pieces is the mean of its pieces. Layer 0 is the input embeddings, where the
     same word is (nearly) the same vector whatever its context.
     """
-    catalogue.get_spec(model_key)
+    spec = catalogue.get_spec(model_key)
     sentences = check_sentences(sentences)
     word = check_text(word, what="word").strip()
     spans = _word_spans(sentences, word)
-    loaded = load_model(model_key, head="base")
+    loaded = load_model(spec, head="base")
     enc = encode_unpadded(loaded, sentences, offsets=True)
     ids = enc["input_ids"]
     positions = []

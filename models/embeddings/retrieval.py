@@ -175,14 +175,14 @@ def _check_index(index) -> str:
 
 def build_index(model_key: str, pooling: str = "mean", progress: Progress | None = None) -> int:
     """Build (or load) the cached vectors and indexes now; returns the corpus size."""
-    catalogue.get_spec(model_key)
+    catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
     return len(_indexes(model_key, check_pooling(pooling), progress)[0])
 
 
 def search(model_key: str, query: str, k: int = 10, pooling: str = "mean", index: str = "exact",
            progress: Progress | None = None) -> SearchResult:
     """The k corpus sentences closest to the query (cosine), with score and source."""
-    catalogue.get_spec(model_key)
+    catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
     query = check_text(query, what="query")
     k, pooling, index = _check_k(k), check_pooling(pooling), _check_index(index)
     vectors, exact, ann = _indexes(model_key, pooling, progress)
@@ -229,7 +229,7 @@ def retrieval_report(model_key: str, k: int = 10, pooling: str = "mean", queries
                      progress: Progress | None = None) -> RetrievalReport:
     """Recall@k of the ANN index against exact search and each one's latency; cosine vs dot
     product on unnormalised vectors; [CLS] vs mean pooling as paraphrase-search quality."""
-    catalogue.get_spec(model_key)
+    catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
     k, pooling = _check_k(k), check_pooling(pooling)
     queries = check_int(queries, "queries", 10, 2000)
     vectors, exact, ann = _indexes(model_key, pooling, progress)

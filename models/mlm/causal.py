@@ -39,9 +39,10 @@ FOUR_D_MASK_TYPES = frozenset(
 )
 
 
-def require_causal(model_key: str) -> ModelSpec:
-    """The spec, or a ``CapabilityError`` saying which models can run causally."""
-    spec = catalogue.get_spec(model_key)
+def require_causal(model: str | ModelSpec) -> ModelSpec:
+    """The spec (``model``: a key or its spec), or a ``CapabilityError`` saying which models
+    can run causally."""
+    spec = catalogue.resolve(model)
     if not spec.can("causal"):
         able = [s.key for s in catalogue.SPECS if s.can("causal")]
         raise CapabilityError(

@@ -55,13 +55,14 @@ def fill_mask(model_key: str, text: str, top_k: int = 5, causal: bool = False) -
     Raises ``EncoderLabError`` subclasses on bad input (unknown model, a model with no MLM
     head, empty text, no mask, too many masks, text too long, top_k out of range).
     """
-    require_head(catalogue.get_spec(model_key), "mlm")  # before any work on the text
+    spec = catalogue.get_spec(model_key)  # the request's one look-up: the spec travels down
+    require_head(spec, "mlm")  # before any work on the text
     if causal:
-        require_causal(model_key)
+        require_causal(spec)
     top_k = check_int(top_k, "top_k", 1, MAX_TOP_K)
     text = check_text(text)
     spans = mask_spans(text)
-    loaded = load_model(model_key, head="mlm")
+    loaded = load_model(spec, head="mlm")
     encoded = encode_masks(loaded, text, spans)
     logits = _forward(loaded, encoded, bool(causal))
     return _decode(loaded, text, encoded, logits, top_k, bool(causal))

@@ -60,12 +60,13 @@ def generate_left_to_right(model_key: str, prompt: str, steps: int = 8, seed: in
     whole vocabulary); the next token is drawn from them in proportion to their
     probabilities, with a generator seeded by ``seed`` (``top_k=1``: always the best).
     """
-    require_head(catalogue.get_spec(model_key), "mlm")
+    spec = catalogue.get_spec(model_key)
+    require_head(spec, "mlm")
     prompt = check_text(prompt, "prompt")
     steps = check_int(steps, "steps", 1, MAX_STEPS)
     seed = check_int(seed, "seed", 0, 2**31 - 1)
     top_k = check_int(top_k, "top_k", 1, MAX_CANDIDATES)
-    loaded = load_model(model_key, head="mlm")
+    loaded = load_model(spec, head="mlm")
     tokenizer = loaded.tokenizer
     if tokenizer.mask_token_id is None:
         raise CapabilityError(f"{model_key}'s tokenizer has no mask token.")

@@ -100,7 +100,8 @@ def explain_masked_position(model_key: str, simulation: MaskingSimulation, epoch
     """
     if not isinstance(simulation, MaskingSimulation):
         raise InputError("explain_masked_position needs the result of simulate_masking.")
-    require_head(catalogue.get_spec(model_key), "mlm")
+    spec = catalogue.get_spec(model_key)
+    require_head(spec, "mlm")
     epoch = check_int(epoch, "epoch", 0, len(simulation.epochs) - 1)
     top = check_int(top, "top", 1, MAX_WORDS)
     chosen = simulation.epochs[epoch]
@@ -115,7 +116,7 @@ def explain_masked_position(model_key: str, simulation: MaskingSimulation, epoch
             f"Position {position} was not selected in this epoch; the selected ones are "
             f"{', '.join(map(str, selected))}."
         )
-    loaded = load_model(model_key, head="mlm")
+    loaded = load_model(spec, head="mlm")
     inputs = torch.tensor([chosen.shown_ids], device=loaded.device)  # (1, T)
     logits = masked_logits(loaded.model, {"input_ids": inputs, "attention_mask": torch.ones_like(inputs)},
                            [position])[0].double().cpu().numpy()  # (V,) float64 for the sums
@@ -175,7 +176,7 @@ def next_sentence_loss(model_key: str, a: str, b: str, is_next: bool = True) -> 
     spec = catalogue.get_spec(model_key)
     a, b = check_text(a, "first sentence"), check_text(b, "second sentence")
     require_head(spec, "nsp")
-    loaded = load_model(model_key, head="nsp")
+    loaded = load_model(spec, head="nsp")
     return nsp_arithmetic(loaded.model, loaded.tokenizer, a, b, bool(is_next), model_key)
 
 

@@ -59,8 +59,8 @@ def evaluate_causal(model_key: str, limit: int | None = None, seed: int = 1234) 
     only. The masked positions are those of ``evaluate_fill_mask(split="heldout")`` (same
     seed, same draw), so the bidirectional figures equal that function's.
     """
-    require_causal(model_key)
-    loaded = load_model(model_key, head="mlm")
+    spec = require_causal(model_key)
+    loaded = load_model(spec, head="mlm")
     sentences = heldout_sentences()[:limit]
     both = evaluate_masked(loaded.model, loaded.tokenizer, sentences, seed=seed)
     left = evaluate_masked(_CausalView(loaded.model), loaded.tokenizer, sentences, seed=seed)

@@ -110,12 +110,12 @@ def simulate_masking(model_key: str, text: str, rate: float = 0.15, mask: float 
     over 4 of its 40 epochs); dynamic: a fresh draw each epoch, as RoBERTa does. Deterministic
     for a seed.
     """
-    catalogue.get_spec(model_key)
+    spec = catalogue.get_spec(model_key)
     policy = _policy(rate, mask, random, keep, whole_word)
     epochs = check_int(epochs, "epochs", 1, MAX_EPOCHS)
     seed = check_int(seed, "seed", 0, 2**31 - 1)
     text = check_text(text)
-    tokenizer = load_tokenizer(model_key)
+    tokenizer = load_tokenizer(spec)
     if tokenizer.mask_token_id is None:
         raise CapabilityError(f"{model_key}'s tokenizer has no mask token.")
     enc = tokenizer(text, return_special_tokens_mask=True, return_offsets_mapping=True,

@@ -37,7 +37,7 @@ def pair_probability(model_key: str, a: str, b: str, head: str) -> float:
     spec = catalogue.get_spec(model_key)
     a, b = check_text(a, "first sentence"), check_text(b, "second sentence")
     require_head(spec, head)
-    loaded = load_model(model_key, head=head)
+    loaded = load_model(spec, head=head)
     enc = loaded.tokenizer(a, b, return_tensors="pt", truncation=True).to(loaded.device)
     with torch.inference_mode():
         out = loaded.model(**enc)
@@ -65,7 +65,7 @@ def detect_replaced(model_key: str, text: str, swap: int = 0, seed: int = 0) -> 
 
         raise InputError("swap must be a whole number of words between 0 and 10.")
     seed = check_int(seed, "seed", 0, 2**31 - 1)  # torch's generator takes 64 bits at most
-    disc = load_model(model_key, head="rtd")
+    disc = load_model(spec, head="rtd")
     tok = disc.tokenizer
     enc = tok(text, return_tensors="pt", return_special_tokens_mask=True)
     check_token_count(disc, enc["input_ids"].shape[1])
@@ -73,7 +73,7 @@ def detect_replaced(model_key: str, text: str, swap: int = 0, seed: int = 0) -> 
     special = enc["special_tokens_mask"][0].bool()
     swapped, originals = [], []
     if swap:
-        gen = load_model(model_key, head="mlm")
+        gen = load_model(spec, head="mlm")
         candidates = [i for i in range(ids.shape[1]) if not special[i]]
         g = torch.Generator().manual_seed(seed)
         order = torch.randperm(len(candidates), generator=g)[:swap].tolist()

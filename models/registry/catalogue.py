@@ -264,6 +264,12 @@ def all_specs() -> tuple[ModelSpec, ...]:
     return SPECS + tuple(operator_spec(x) for x in allowed_hub_models())
 
 
+def resolve(model: str | ModelSpec) -> ModelSpec:
+    """A registry key's spec, or the spec itself when a caller has resolved its key already:
+    a request resolves its key once, at the top, and hands the spec down."""
+    return model if isinstance(model, ModelSpec) else get_spec(model)
+
+
 def get_spec(model_key: str) -> ModelSpec:
     """The spec for a registry key, or an ``UnknownModelError`` listing the valid keys."""
     if isinstance(model_key, str) and model_key in _BY_KEY:

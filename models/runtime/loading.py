@@ -195,9 +195,10 @@ def clear_cache() -> None:
         _tokenizers.clear()
 
 
-def load_tokenizer(model_key: str):
-    """The model's fast tokenizer, loaded once (one slow load never blocks other models)."""
-    return _tokenizer_for(catalogue.get_spec(model_key))
+def load_tokenizer(model: str | ModelSpec):
+    """The model's fast tokenizer (``model``: its key, or its spec), loaded once (one slow
+    load never blocks other models)."""
+    return _tokenizer_for(catalogue.resolve(model))
 
 
 def _tokenizer_for(spec: ModelSpec, pretrained: tuple[str, dict] | None = None):
@@ -287,9 +288,10 @@ def require_head(spec: ModelSpec, head: str) -> None:
     raise CapabilityError(f"{spec.display_name} ({spec.key}) has {lacks}. {which}: {', '.join(having)}.")
 
 
-def load_model(model_key: str, head: str = "base", attn_implementation: str | None = None):
+def load_model(model: str | ModelSpec, head: str = "base", attn_implementation: str | None = None):
     """A cached ``LoadedModel``.
 
+    model: a registry key, or its spec when the request has resolved it already.
     head: "base" (the bare encoder), "mlm" (with the masked-LM head), "nsp" (BERT's
     next-sentence-prediction head), "sop" (ALBERT's sentence-order head, with its MLM head)
     or "rtd" (ELECTRA's discriminator). ELECTRA's MLM head is its generator, a smaller
@@ -297,10 +299,10 @@ def load_model(model_key: str, head: str = "base", attn_implementation: str | No
     attn_implementation: None (transformers' default, e.g. SDPA) or "eager", which is
     what returns attention weights.
     """
-    spec = catalogue.get_spec(model_key)
+    spec = catalogue.resolve(model)
     require_head(spec, head)
     device = get_device()
-    key = (model_key, head, attn_implementation, str(device))
+    key = (spec.key, head, attn_implementation, str(device))
     return MODEL_CACHE.get(key, lambda: _load(spec, head, attn_implementation, device))
 
 

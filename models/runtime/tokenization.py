@@ -31,11 +31,11 @@ def tokenize(model_key: str, text: str, text_pair: str | None = None) -> Tokeniz
     ([CLS] A [SEP] B [SEP] for BERT, <s> A </s></s> B </s> for RoBERTa); offsets then
     refer to each token's own text.
     """
-    catalogue.get_spec(model_key)
+    spec = catalogue.get_spec(model_key)
     text = check_text(text)
     if text_pair is not None:
         text_pair = check_text(text_pair, what="second text")
-    tokenizer = load_tokenizer(model_key)
+    tokenizer = load_tokenizer(spec)
     enc = tokenizer(
         text,
         text_pair,

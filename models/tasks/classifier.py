@@ -268,7 +268,7 @@ def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int
     overfit. Returns the head's and the body's parameter counts, per-epoch curves, the
     validation accuracy and the majority-class baseline.
     """
-    catalogue.get_spec(model_key)
+    spec = catalogue.get_spec(model_key)
     data = load_task(task)
     pooling = _check_pooling(pooling)
     freeze = bool(freeze)
@@ -279,7 +279,7 @@ def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int
     if not 0 < lr < 1:
         raise InputError(f"learning_rate must be between 0 and 1; got {learning_rate!r}.")
     subset = _subset(train_size, data.info.train_size, seed)
-    loaded = load_model(model_key, head="base")
+    loaded = load_model(spec, head="base")
     _check_task_fits(loaded, data)
     n_layers = int(loaded.model.config.num_hidden_layers)
     layer = n_layers if layer is None else layer_index(n_layers, layer, model_key)
@@ -343,12 +343,12 @@ def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int
 def probe_layers(model_key: str, task: str, pooling: str = "mean", epochs: int = 30,
                  seed: int = 0) -> ProbeLayersResult:
     """A frozen probe on every layer (0 = the input embeddings .. L): where does the task live?"""
-    catalogue.get_spec(model_key)
+    spec = catalogue.get_spec(model_key)
     data = load_task(task)
     pooling = _check_pooling(pooling)
     epochs = check_int(epochs, "epochs", 1, MAX_PROBE_EPOCHS)
     seed = check_int(seed, "seed", 0, 2**31 - 1)
-    loaded = load_model(model_key, head="base")
+    loaded = load_model(spec, head="base")
     _check_task_fits(loaded, data)
     feats = task_features(loaded, data, pooling)
     n_classes = len(data.info.labels)
