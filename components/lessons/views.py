@@ -34,22 +34,17 @@ from models import (
     zoo_comparison,
 )
 
-from ..views import arithmetic_plots
-
 from ..attention import plots as attention_plots
-
 from ..compare import plots as compare_plots
-
-from ..embeddings import plots as embeddings_plots
-
 from ..compare.copy import ZOO_MISSING
+from ..embeddings import plots as embeddings_plots
 from ..fill_mask import plots as fill_mask_plots
 from ..finetune import plots as finetune_plots
 from ..finetune.copy import TOKEN_COLOURS
-from ..masking import objectives_plots as masking_heads_plots, plots as masking_plots
+from ..masking import objectives_plots, plots as masking_plots
 from ..shell.common import error_figure
 from ..shell.view_cache import cached_view
-from ..views import input_embeddings_plots
+from ..views import arithmetic_plots, input_embeddings_plots
 from . import plots
 
 
@@ -120,7 +115,7 @@ def sentence_pair(model_key: str, a: str, b: str):
                              (None, None))
     frame = plots.pair_frame(rows, column)
     head = "next-sentence prediction" if kind == "nsp" else "sentence-order prediction"
-    note = f"`{model_key}`, its {head} head.  \n" + masking_heads_plots.pair_markdown(kind, rows[0][3], heldout, majority)
+    note = f"`{model_key}`, its {head} head.  \n" + objectives_plots.pair_markdown(kind, rows[0][3], heldout, majority)
     return frame, note
 
 

@@ -18,10 +18,9 @@ from models import (
     zoo_comparison,
 )
 
-from ..views import arithmetic_copy, arithmetic_plots
-
 from ..shell.common import readable_errors
 from ..shell.server import on_gpu
+from ..views import arithmetic_copy, arithmetic_plots
 from . import objectives_copy as copy
 from . import objectives_plots as views
 
