@@ -73,9 +73,12 @@ def test_on_gpu_uses_zerogpu_when_spaces_is_installed(tmp_path, monkeypatch):
 
 
 def test_model_choices_mark_why_a_model_cannot_run():
-    from types import SimpleNamespace as M
-
     from components.shell.common import model_choices
+    from models import ModelSpec
+
+    def M(**fields):  # a spec as list_models gives it: what the picker reads through spec.can
+        return ModelSpec(family="bert", source="", source_kind="local", mask_token="[MASK]",
+                         returns_attention=True, provenance="a test's spec", **fields)
 
     models = [
         M(key="online", display_name="Online", available=False, embedded=False, has_mlm_head=True),

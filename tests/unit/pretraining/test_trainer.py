@@ -187,7 +187,7 @@ def test_time_budget_ends_the_run_with_the_learning_rate_decayed(minilm_dir, tok
     """--minutes: the run stops when the budget is spent, its schedule at zero, its snapshots taken."""
     import models.pretraining.schedule
 
-    monkeypatch.setattr(models.schedule, "time", _FakeClock(tick=0.25))  # the training schedule's clock only
+    monkeypatch.setattr(models.pretraining.schedule, "time", _FakeClock(tick=0.25))  # the training schedule's clock only
     cfg = _tiny_cfg(steps=10**6, minutes=0.1, warmup=0.1, snapshot_fractions=(0.0, 0.5, 1.0))
     model = pretrain.build_model(cfg, minilm_dir)
     events = list(pretrain.train_mlm(cfg, model, tok, ["The cat sat on the mat."] * 64, [], ["The [MASK] sat."],

@@ -31,7 +31,7 @@ from models import (
 )
 from models.registry.zoo_entries import zoo_folder
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CLASSES = {
     "mini-bert": "BertForPreTraining",
     "mini-roberta": "RobertaForMaskedLM",
