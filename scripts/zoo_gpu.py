@@ -38,10 +38,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 
-from models import zoo_data as zd  # noqa: E402
-from models import zoo_models as zm  # noqa: E402
-from models import zoo_scores as zs  # noqa: E402
-from models import zoo_train as Z  # noqa: E402
+from models.zoo import data as zd  # noqa: E402
+from models.zoo import families as zm  # noqa: E402
+from models.zoo import scores as zs  # noqa: E402
+from models.zoo import train as Z  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PACK = REPO / ".gpu" / "zoo"
@@ -394,7 +394,7 @@ def import_zoo(args) -> int:
     from scripts.train_zoo import write_cards_in
 
     write_cards_in(args.out)
-    from models.zoo_cards import targets_table
+    from models.zoo.cards import targets_table
 
     print(targets_table(args.out))
     return 0

@@ -2,7 +2,7 @@
 
     nice -n 19 .venv/bin/python -m scripts.zoo_profile --family mini-bert --steps 12 --corpus .cache/corpus
 
-Trains ``--steps`` steps of one family with the real trainer (``models.zoo_train``) under
+Trains ``--steps`` steps of one family with the real trainer (``models.zoo.train``) under
 torch.profiler, skipping the first (FLOP count, warm-up), and prints the shares of a step:
 batch preparation, forward, backward, optimizer (clip + AdamW), the rest (Python between
 them); then the operators taking the most self CPU time. Shares, not timings: on a shared
@@ -20,9 +20,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile, schedule  # noqa: E402
 
-from models import zoo_data as zd  # noqa: E402
-from models import zoo_models as zm  # noqa: E402
-from models import zoo_train as Z  # noqa: E402
+from models.zoo import data as zd  # noqa: E402
+from models.zoo import families as zm  # noqa: E402
+from models.zoo import train as Z  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PHASES = ("zoo.data", "zoo.forward", "zoo.backward", "zoo.optimizer")

@@ -1,0 +1,134 @@
+"""The mini zoo's training pieces (issue 24): BERT's batched static masking, the ROC AUC of
+ELECTRA's detector, the word-frequency baseline, the GPU run's common budget and grid."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from models.pretraining.masking import MaskingPolicy
+from models.zoo.data import static_masking
+from models.zoo.scores import chosen_words, roc_auc, unigram_baseline
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_static_masking_follows_bert_rule_and_each_row_depends_on_its_key_alone():
+    ids = torch.randint(5, 1000, (256, 100))
+    special = torch.zeros_like(ids, dtype=torch.bool)
+    special[:, 0] = special[:, -1] = True
+    special[::3, 80:] = True  # padding
+    policy = MaskingPolicy()
+    keys = np.arange(1000, 1256, dtype=np.uint64)
+    inputs, labels = static_masking(ids, special, policy, keys, mask_token_id=4, vocab_size=1000)
+    sel = labels != -100
+    assert not (sel & special).any()
+    assert torch.equal(labels[sel], ids[sel]) and torch.equal(inputs[~sel], ids[~sel])
+    n = int((~special).sum())
+    rate = float(sel.sum()) / n
+    assert abs(rate - 0.15) < 4 * math.sqrt(0.15 * 0.85 / n)
+    masked = float((inputs[sel] == 4).float().mean())
+    kept = float((inputs[sel] == ids[sel]).float().mean())
+    assert abs(masked - 0.8) < 0.02 and abs(kept - 0.1) < 0.015
+    # row 7 alone, in a batch of its own and padded wider: the same masks
+    wide_ids = torch.cat([ids[7:8], torch.zeros(1, 20, dtype=torch.long)], 1)
+    wide_special = torch.cat([special[7:8], torch.ones(1, 20, dtype=torch.bool)], 1)
+    alone_in, alone_lab = static_masking(wide_ids, wide_special, policy, keys[7:8], mask_token_id=4, vocab_size=1000)
+    assert torch.equal(alone_in[0, :100], inputs[7]) and torch.equal(alone_lab[0, :100], labels[7])
+    # another key (BERT's next copy of the data): other masks
+    other_in, _ = static_masking(ids[7:8], special[7:8], policy, keys[7:8] + np.uint64(7_777_777), mask_token_id=4,
+                                 vocab_size=1000)
+    assert not torch.equal(other_in[0], inputs[7])
+
+
+def test_roc_auc_matches_sklearn_with_ties():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(0)
+    pos, neg = rng.random(300).round(2), (rng.random(500) * 0.7).round(2)
+    expected = roc_auc_score(np.r_[np.ones(300), np.zeros(500)], np.r_[pos, neg])
+    assert roc_auc(pos, neg) == pytest.approx(expected, abs=1e-12)
+
+
+def test_unigram_baseline_is_the_cross_entropy_of_piece_frequencies():
+    from transformers import AutoTokenizer
+
+    from models.registry.zoo_entries import zoo_folder
+
+    tok = AutoTokenizer.from_pretrained(zoo_folder("mini-bert"))
+    sentences = ["The old man sat by the fire and told the children a story.",
+                 "She opened the door and walked into the garden."]
+    counts = np.zeros(len(tok), dtype=np.int64)
+    for s in sentences * 3:
+        np.add.at(counts, tok(s, add_special_tokens=False)["input_ids"], 1)
+    got = unigram_baseline(tok, counts, sentences)
+    # by hand: the chosen words' pieces, -log((count + 1) / (total + V))
+    probs = (counts + 1.0) / (counts.sum() + len(counts))
+    losses, right, words = [], 0, 0
+    for sentence, spans in zip(sentences, chosen_words(sentences)):
+        enc = tok(sentence, add_special_tokens=False, return_offsets_mapping=True)
+        for s, e in spans:
+            pieces = [i for i, (a, b) in zip(enc["input_ids"], enc["offset_mapping"]) if a < e and b > s]
+            losses += [-math.log(probs[i]) for i in pieces]
+            right += all(i == int(np.argmax(counts)) for i in pieces)
+            words += 1
+    assert got["piece_loss"] == pytest.approx(sum(losses) / len(losses))
+    assert got["words"] == words and got["word_top1"] == pytest.approx(right / words)
+    assert got["top_guess"] == "the"
+
+
+def test_gpu_run_budget_is_one_figure_every_family_reaches_in_time():
+    from scripts.zoo_gpu import common_budget, parse_grid
+
+    rates = {"mini-bert": 100_000.0, "mini-roberta": 200_000.0, "mini-distilbert": 150_000.0}
+    b = common_budget(rates, left_s=300.0, cap=10**9, eval_s=20.0)
+    usable = 280.0 * 0.85
+    # DistilBERT runs after its teacher, alone (1.5 x its trial rate): 1 / (1/100k + 1/225k) tokens/s
+    chain = 1 / (1 / 100_000 + 1 / (1.5 * 150_000))
+    assert b["tokens"] == int(usable * chain) and b["limited_by"] == "mini-distilbert"
+    assert b["tokens"] / rates["mini-bert"] + b["tokens"] / (1.5 * rates["mini-distilbert"]) <= usable + 1e-6
+    assert common_budget(rates, 300.0, cap=1_000_000, eval_s=20.0)["tokens"] == 1_000_000
+    assert parse_grid("lr=1e-3,2e-3 dropout=0,0.1") == [
+        {"lr": 1e-3, "dropout": 0.0}, {"lr": 1e-3, "dropout": 0.1},
+        {"lr": 2e-3, "dropout": 0.0}, {"lr": 2e-3, "dropout": 0.1}]
+
+
+@pytest.mark.parametrize("family", ["mini-bert", "mini-electra", "mini-roberta"])
+def test_a_run_resumed_from_its_checkpoint_ends_with_the_same_weights(family, tmp_path):
+    """N steps straight == N/2 steps, stop, resume from the checkpoint in a new call, N/2 more:
+    the data position, masks, pairs, dropout, the generator's samples and AdamW all continue."""
+    from transformers import AutoTokenizer
+
+    from models.registry.zoo_entries import zoo_folder
+    from models.zoo import data as zd
+    from models.zoo import train as Z
+    from models.zoo.families import TOKENIZER_OF, Shape
+
+    tok = AutoTokenizer.from_pretrained(zoo_folder(family))
+    lines = [s for s in open(REPO / "data" / "train_sample.txt", encoding="utf-8").read().splitlines() if s][:60]
+    chunks = zd.make_chunks(["s"] * len(lines), tok(lines, add_special_tokens=False)["input_ids"], 61)
+    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
+                  electra_generator_hidden=16)
+    cfg = Z.ZooConfig(tokens=10**9, batch_size=4, evals=0, dropout=0.1, shape=shape)
+    assert TOKENIZER_OF[family]
+    torch.set_num_threads(1)
+
+    def run(max_steps, checkpoint=None):
+        return Z.train_family(family, tok, chunks, [], cfg, tmp_path, log=lambda _: None, max_steps=max_steps,
+                              checkpoint=checkpoint)
+
+    per_epoch = len(zd.Examples(tok, chunks, 64, 0).train_idx) // 4
+    assert per_epoch < 7  # the second half starts a new epoch (a new order, BERT's next static copy)
+    straight = run(12)
+    ckpt = tmp_path / "run.ckpt"
+    first = run(5, ckpt)
+    assert first["record"]["steps"] == 5 and ckpt.is_file()
+    resumed = run(12, ckpt)
+    assert resumed["record"]["steps"] == 12
+    assert resumed["record"]["tokens"] == straight["record"]["tokens"]
+    assert Z.state_digest(resumed["objective"]) == Z.state_digest(straight["objective"])
+    assert Z.state_digest(first["objective"]) != Z.state_digest(straight["objective"])
