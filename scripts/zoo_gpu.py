@@ -390,6 +390,10 @@ def import_zoo(args) -> int:
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(staging / "zoo" / family, target)
+        from scripts.train_zoo import clear_backend_state
+
+        for path in target.rglob("tokenizer.json"):  # runs exported before save_tokenizer existed
+            clear_backend_state(path)
         print(f"{family}: imported into {target}")
     from scripts.train_zoo import write_cards_in
 

@@ -95,7 +95,9 @@ def test_family_shapes_follow_their_recipes():
     modern = cfg("mini-modernbert")
     assert modern.local_attention == shape["modernbert_window"] and modern.global_attn_every_n_layers == 2
     assert cfg("mini-deberta").relative_attention
-    assert cfg("mini-electra", "generator").hidden_size == cfg("mini-electra").hidden_size // 4
+    generator = cfg("mini-electra", "generator")
+    assert generator.hidden_size == shape["electra_generator_hidden"] < cfg("mini-electra").hidden_size
+    assert generator.hidden_size // generator.num_attention_heads == 32  # heads as wide as the discriminator's
 
 
 def test_tokenizer_kinds_are_real_wordpiece_bpe_and_unigram():
