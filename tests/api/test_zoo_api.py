@@ -44,4 +44,9 @@ def test_zoo_comparison(client):
         assert rows[entry.key]["held-out whole-word top-1 %"] == round(100 * entry.score, 1)
         assert rows[entry.key]["tokens/s"] == f"{round(entry.tokens / (60 * entry.wall_minutes)):,}"
         assert rows[entry.key]["score of"] == entry.scored_model
-    assert len(rows) == 7
+    baselines = [entry.baseline_score for entry in zoo_comparison() if entry.baseline_score is not None]
+    assert len(rows) == 7 + bool(baselines)  # the seven families and the word-frequency baseline's row
+    if baselines:
+        mean = round(100 * sum(baselines) / len(baselines), 1)
+        assert rows["word-frequency baseline"]["held-out whole-word top-1 %"] == mean
+        assert "word-frequency" in notes
