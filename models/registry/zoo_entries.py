@@ -113,7 +113,7 @@ class ZooEntry:
     parameters: int  # the shipped model (ELECTRA: discriminator + generator)
     score_name: str
     score: float  # held-out whole-word accuracy (fraction)
-    scored_model: str  # whose score: "the model", or ELECTRA's "its 32-wide generator" (fills the masks)
+    scored_model: str  # whose score: "the model", or ELECTRA's "its 64-wide generator" (fills the masks)
     everyday_top5: float  # everyday cloze: a top-5 token is an acceptable answer (fraction)
     pair_accuracy: float | None  # NSP (mini-bert) or SOP (mini-albert) on held-out pairs
     pair_majority: float | None  # the held-out pairs' majority class share (the baseline to beat)
