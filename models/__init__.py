@@ -49,6 +49,7 @@ from .arithmetic import (
 from .causal import CausalEval, evaluate_causal, supports_causal
 from .generation import GenerationResult, GenerationStep, generate_left_to_right
 from .input_embeddings import InputEmbeddings, input_embeddings
+from .inside import StepCheck, ForwardSteps, MLMGradients, Step, forward_steps, mlm_gradients
 from .architecture import ArchitectureFacts, TrainingRecipe, architecture_table, training_recipes
 from .benchmark import (
     DEFAULT_LENGTHS,
@@ -171,6 +172,12 @@ __all__ = [
     "generate_left_to_right",
     "InputEmbeddings",
     "input_embeddings",
+    "StepCheck",
+    "ForwardSteps",
+    "MLMGradients",
+    "Step",
+    "forward_steps",
+    "mlm_gradients",
     "Classification",
     "ClassifierResult",
     "ProbeLayersResult",
