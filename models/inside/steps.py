@@ -29,7 +29,7 @@ from .. import registry
 from ..errors import InputError
 from ..fill_mask import MASK_PATTERN
 from ..loading import RESULT_CACHES, ModelCache, check_token_count, get_device, load_model, require_head
-from ..validation import check_int, check_text
+from ..validation import check_int, check_texts
 from . import families as fam
 from .capture import Recorder
 
@@ -129,11 +129,7 @@ def forward_steps(model_key: str, text: str, text_pair: str | None = None, layer
     model's limit) is an ``InputError`` naming the valid range.
     """
     spec = registry.get_spec(model_key)
-    text = check_text(text)
-    if isinstance(text_pair, str) and not text_pair.strip():
-        text_pair = None
-    if text_pair is not None:
-        text_pair = check_text(text_pair, what="second text")
+    text, text_pair = check_texts(text, text_pair)
     with_head = spec.has_mlm_head if mlm_head is None else bool(mlm_head)
     if with_head:
         require_head(spec, "mlm")
