@@ -24,6 +24,7 @@ from components.compare_tab import build_compare_tab
 from components.deep_links import build_link_bar, wire_links
 from components.embeddings_tab import build_embeddings_tab
 from components.fill_mask_tab import build_fill_mask_tab
+from components.inside_tab import build_inside_tab
 from components.finetune_tab import build_finetune_tab
 from components.lessons_tab import build_lessons_tab
 from components.masking_tab import build_masking_tab
@@ -48,6 +49,7 @@ def build_demo() -> gr.Blocks:
                 build_attribution_tab(),
                 build_masking_tab(),
                 build_attention_tab(),
+                build_inside_tab(),
                 build_embeddings_tab(),
                 build_compare_tab(),
                 build_pretrain_tab(),
