@@ -19,7 +19,14 @@ MAX_LAYERS, MAX_HEADS = 48, 64
 
 
 def _position(token):
-    return None if token is None or token == "" else int(token)
+    """The token box's text as a position: blank is None (the core's default)."""
+    text = "" if token is None else str(token).strip()
+    if not text:
+        return None
+    try:
+        return int(float(text))
+    except ValueError:
+        raise InputError(f"The token position must be a whole number (a token index), not {text[:6]!r}.") from None
 
 
 @on_gpu  # the only place this tab runs the pass
@@ -102,7 +109,7 @@ def build_inside_tab() -> LinkTarget:
                 with gr.Row():
                     layer = gr.Slider(0, MAX_LAYERS - 1, value=0, step=1, label="Layer")
                     head = gr.Slider(0, MAX_HEADS - 1, value=0, step=1, label="Head")
-                token = gr.Number(value=None, precision=0, minimum=0, label=copy.TOKEN_LABEL)
+                token = gr.Textbox(value="", label=copy.TOKEN_LABEL, max_length=6)
                 button = gr.Button(copy.RUN_LABEL, variant="primary")
             with gr.Column(scale=3):
                 status = gr.Markdown("", elem_id="inside-status")
