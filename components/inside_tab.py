@@ -148,5 +148,5 @@ def build_inside_tab() -> LinkTarget:
         gr.on([grad_button.click, grad_text.submit], inside_gradients, grad_inputs, [grad_plot, grad_note],
               api_name="mlm_gradients")
         links = {"text": text, "model": model, "layer": layer, "head": head, "token": token, "step": step}
-        views = [(inside_layer, [*source, step], outputs)]
+        views = [(inside_layer, [*source, step], outputs), (inside_gradients, grad_inputs, [grad_plot, grad_note])]
         return LinkTarget("inside-one-layer", tab, links, views)

@@ -526,15 +526,16 @@ def _embedding_twists(b, family, model, recorder, inputs, projection_in, out) ->
 
 
 def _albert_shared(b, model, mods, recorder, n_layers) -> None:
-    layers = [fam.layer_modules("albert", model, i) for i in range(n_layers)]
-    same = all(m.query.weight is mods.query.weight for m in layers)
+    """ALBERT's layers share weights: every layer of a group is the same module object."""
+    group = [i for i in range(n_layers) if fam.layer_modules("albert", model, i).layer is mods.layer]
+    same = all(fam.layer_modules("albert", model, i).query.weight is mods.query.weight for i in group)
     calls = recorder.times_called(mods.attention)
     groups = model.config.num_hidden_groups
-    b.facts.append(f"ALBERT: {n_layers} layers, {groups} set(s) of weights; the query matrix of every layer is the same "
-                   f"tensor object: {same} (id {id(mods.query.weight)}); the shared attention module ran {calls} "
-                   "times in this pass.")
-    b.checks.append(StepCheck("albert_shared_layer", f"the same module called once per layer ({n_layers})",
-                          0.0 if same and calls == n_layers // groups * groups else math.inf, 0.0))
+    b.facts.append(f"ALBERT: {n_layers} layers, {groups} set(s) of weights; layers {group[0]}–{group[-1]} are one "
+                   f"module whose query matrix is the same tensor object in each: {same} (id "
+                   f"{id(mods.query.weight)}); that module ran {calls} times in this pass.")
+    b.checks.append(StepCheck("albert_shared_layer", f"one module called once per layer of its group ({len(group)})",
+                              0.0 if same and calls == len(group) else math.inf, 0.0))
 
 
 # --- the MLM head ----------------------------------------------------------------------------------
@@ -562,6 +563,8 @@ def _head(b, family, model, tokenizer, heads, recorder, out, position, top_k):
         Step("head_top_k", f"Top {top_k} after softmax", "p = softmax(logits); the k largest", f"({top_k},)",
              _np(top.values)),
     )
+    b.facts.append(f"MLM head: the decoder's weight is the word-embedding table itself (tied): {tied}; "
+                   f"logits over {embeddings.shape[0]:,} tokens.")
     b.check("head_logits", f"the model's logits at position {position}", logits, model_logits,
             tolerance=b.tolerance * 10)
     return steps, predictions

@@ -32,7 +32,7 @@ from helpers import ARTIFACTS, screenshot, settle, wait_until
 
 TIMEOUT = 60_000
 AXE_DIR = Path(__file__).resolve().parent / "axe"
-TABS = ["Fill-mask", "Lessons", "Why this guess", "Masking lab", "Attention", "Embeddings", "Compare",
+TABS = ["Fill-mask", "Lessons", "Why this guess", "Masking lab", "Attention", "Inside one layer", "Embeddings", "Compare",
         "Pre-training", "Fine-tuning & search", "Models"]
 
 # Serious / critical axe findings that cannot be fixed from this app, as (rule id, CSS
