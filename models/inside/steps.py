@@ -521,8 +521,8 @@ def _embedding_twists(b, family, model, recorder, inputs, projection_in, out) ->
         b.facts.append(f"{family}: the word table is {vocab:,} × {e}, then a {e} × {d} projection to the "
                        f"hidden size{saving}.")
         if family == "albert":
-            b.check(f"{name}_embedding_projection", "the first layer's input", big,
-                    _f(recorder.input(fam.layer_modules(family, model, 0).layer, 0)))
+            b.check(f"{name}_embedding_projection", "hidden_states[0] (the first layer's input)", big,
+                    out.hidden_states[0][0])
 
 
 def _albert_shared(b, model, mods, recorder, n_layers) -> None:

@@ -256,3 +256,30 @@ def test_mlm_gradients_bad_input():
         mlm_gradients("mini-bert", GRAD_TEXT, masked=[99])
     with pytest.raises(InputError, match="not special tokens"):
         mlm_gradients("mini-bert", GRAD_TEXT, masked=[0])
+
+
+def test_albert_with_two_groups_of_shared_layers():
+    """Random-init plumbing (no such checkpoint here): 4 layers in 2 groups, each group one module."""
+    from transformers import AlbertConfig, AlbertForMaskedLM
+
+    from models import load_tokenizer
+    from models.inside import steps
+    from models.loading import LoadedModel
+
+    torch.manual_seed(0)
+    config = AlbertConfig(vocab_size=8192, embedding_size=16, hidden_size=32, num_hidden_layers=4,
+                          num_hidden_groups=2, num_attention_heads=2, intermediate_size=64,
+                          max_position_embeddings=64, attn_implementation="eager")
+    model = AlbertForMaskedLM(config).eval()
+    loaded = LoadedModel(get_spec("mini-albert"), model, load_tokenizer("mini-albert"), torch.device("cpu"),
+                         torch.float32, 0)
+    inputs, ids = steps._encode(loaded, TEXT, None)
+    with torch.no_grad():
+        out = model(**inputs, output_attentions=True, output_hidden_states=True)
+    for layer in range(4):
+        result = steps._run(loaded, inputs, ids, TEXT, None, layer, 1, 1, True, 3)
+        _close(result.step("weights").value, out.attentions[layer][0, 1])
+        _close(result.step("layer_output").value, out.hidden_states[layer + 1][0])
+        assert all(c.ok for c in result.checks), [c for c in result.checks if not c.ok]
+        group = "0–1" if layer < 2 else "2–3"
+        assert any(f"layers {group} are one module" in f and "ran 2 times" in f for f in result.facts)
