@@ -378,12 +378,12 @@ def _mask(call_mask, t: int) -> torch.Tensor:
     m = call_mask[0]
     m = m[0] if m.dim() == 3 else m
     m = m.float().cpu() if m.dtype != torch.bool else m.cpu()
-    if m.dtype == torch.bool or family_bool(m):
+    if m.dtype == torch.bool or _is_keep_mask(m):
         return torch.where(m.bool(), 0.0, -math.inf)
     return torch.where(m < -1e4, -math.inf, m)  # transformers writes the dtype's minimum
 
 
-def family_bool(m: torch.Tensor) -> bool:
+def _is_keep_mask(m: torch.Tensor) -> bool:
     """DeBERTa passes its mask as 1 (seen) / 0 (not seen), not as an additive mask."""
     return bool(((m == 0) | (m == 1)).all()) and bool((m == 1).any())
 
@@ -446,13 +446,13 @@ def _deberta_terms(b, mods, recorder, call, head, scale, n_heads) -> torch.Tenso
     if rel_pos is not None:
         b.add("deberta_relative_positions", "Relative positions (bucketed)", "δ(i, j) = bucket(i − j)",
               "(T, T)", rel_pos[0].float().cpu(), twist=True)
-    i, j = b_pair(total.shape[0])
+    i, j = _quoted_pair(total.shape[0])
     parts = " + ".join(f"{name} {float(terms[name][head, i, j]):+.4f}" for name in terms)
     b.facts.append(f"DeBERTa at (i={i}, j={j}), head {head}: {parts} = {float(total[i, j]):+.4f}.")
     return total
 
 
-def b_pair(t: int) -> tuple[int, int]:
+def _quoted_pair(t: int) -> tuple[int, int]:
     """A (query, key) pair to quote: the second token looking at the third (or what exists)."""
     return min(1, t - 1), min(2, t - 1)
 
