@@ -18,16 +18,17 @@ KEY, TEXT = "mini-deberta", "The old mill by the [MASK] turned slowly."
 
 
 def test_deep_link_opens_the_step_and_walks(page, app_server):
-    params = {"tab": "inside-one-layer", "model": KEY, "text": TEXT, "layer": 1, "head": 2, "step": "deberta_c2p"}
+    params = {"tab": "inside-one-layer", "model": KEY, "text": TEXT, "layer": 1, "head": 2, "token": 3,
+              "step": "deberta_c2p"}
     page.goto(app_server + "?" + urlencode(params, quote_via=quote))
     expect(page.get_by_role("tab", selected=True)).to_have_text("Inside one layer", timeout=TIMEOUT)
     panel = page.locator('[role="tabpanel"]:visible').first
     expect(panel.get_by_label("Text", exact=True).first).to_have_value(TEXT, timeout=TIMEOUT)
     status, step_text = page.locator("#inside-status"), page.locator("#inside-step-text")
-    expect(status).to_contain_text("showing layer 1, head 2", timeout=TIMEOUT)
+    expect(status).to_contain_text("showing layer 1, head 2, token 3", timeout=TIMEOUT)
     expect(step_text).to_contain_text("Content → position", timeout=TIMEOUT)
     wait_computed(panel, plots=2, tables=1)
-    core = forward_steps(KEY, TEXT, None, 1, 2)
+    core = forward_steps(KEY, TEXT, None, 1, 2, 3)
     expect(page.locator("#inside-checks")).to_contain_text(core.facts[0], timeout=TIMEOUT)
     names = [s.name for s in core.all_steps]
     after = core.all_steps[names.index("deberta_c2p") + 1].title
