@@ -32,6 +32,7 @@ from components.shell import present
 from components.pretrain.tab import build_pretrain_tab
 from components.shell.server import MAX_REQUEST_BYTES, RequestSizeLimit, limit_malloc_arenas
 from components.shell.vendor import routes as vendor_routes
+from components.inside.tab import build_inside_tab
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -48,6 +49,7 @@ def build_demo() -> gr.Blocks:
                 build_attribution_tab(),
                 build_masking_tab(),
                 build_attention_tab(),
+                build_inside_tab(),
                 build_embeddings_tab(),
                 build_compare_tab(),
                 build_pretrain_tab(),
