@@ -9,7 +9,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 EMBEDDED := .cache/models/.installed
 OVERLAY  := $(wildcard weights/minilm-mlm/trained.safetensors)
 
-.PHONY: run test setup setup-test chromium screenshots clean gpu-check gpu-pack
+.PHONY: run test setup setup-test chromium nginx serve-replicas screenshots clean gpu-check gpu-pack
 
 run: setup
 	$(PY) app.py
@@ -53,6 +53,17 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  $(SUDO) apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; }
+
+# Debian's nginx, for serving several app processes behind one address.
+nginx:
+	@command -v nginx >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q nginx; }
+
+# N app processes behind nginx with sticky sessions (README: "More than one process").
+N ?= 2
+serve-replicas: setup nginx
+	$(PY) -m scripts.serve_replicas --replicas $(N)
 
 # The GPU check: on a CUDA machine, the GPU-relevant core tests and every core bench, figures
 # to $(OUT) (gpu-check.json, gpu-check.md). Runs with the machine's own python3 (no venv there);
