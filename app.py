@@ -32,6 +32,7 @@ from components import present
 from components.pretrain_tab import build_pretrain_tab
 from components.server import MAX_REQUEST_BYTES, RequestSizeLimit, limit_malloc_arenas
 from components.vendor import routes as vendor_routes
+from components.warm_views import first_views, warm_in_background
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -55,6 +56,7 @@ def build_demo() -> gr.Blocks:
                 build_models_tab(),
             ]
         wire_links(demo, tabs, targets, *link_bar)
+    demo.first_views = first_views(targets)  # computed in the background after start-up (main)
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo
 
@@ -126,7 +128,9 @@ def main(argv: list[str] | None = None) -> None:
         allow_hub_models(args.allow_model)
     except EncoderLabError as exc:
         raise SystemExit(f"error: {exc}") from None
-    build_demo().launch(
+    demo = build_demo()
+    warm_in_background(demo.first_views)
+    demo.launch(
         server_name=args.host,
         server_port=args.port,
         share=args.share or None,
