@@ -4,7 +4,7 @@ right after start-up, in the order a visitor meets them, behind the live request
 Each tab computes its default view on arrival (``LinkTarget.views``, cached per process by
 ``cached_view``); without this, the first visitor after a start (a Space waking up for a
 class) pays for each one. ``first_views(targets)`` lists them: each tab's arrival views in
-tab order (the Lessons tab: its first step), then the other lesson steps in order.
+tab order, the Lessons tab's with every step in the lesson's order.
 ``warm(plan)`` runs them one at a time; before each it waits until no live request is being
 processed (``LIVE``: ``EncoderLabBlocks.process_api`` holds it for every event), and its
 thread runs at the lowest CPU priority, so the first fill-mask answer is not slowed by it.
@@ -62,20 +62,18 @@ LIVE = LiveGate()
 
 
 def first_views(targets) -> list[tuple[str, object]]:
-    """(label, thunk) per default view, in the order a visitor meets them."""
-    plan, later = [], []
+    """(label, thunk) per default view, in the order a visitor meets them: the tabs in order,
+    the Lessons tab's steps in the lesson's order where the tab stands."""
+    plan = []
     for target in targets:
         for fn, inputs, *_ in target.views:
             values = [getattr(block, "value", None) for block in inputs]
             step = target.inputs.get("lesson")
             if step is not None and inputs and inputs[0] is step:  # the Lessons tab: every step
-                slugs = [value for _, value in step.choices]
-                for k, slug in enumerate(slugs):
-                    (plan if k == 0 else later).append(
-                        (f"{target.slug}: {slug}", _thunk(fn, [slug, *values[1:]])))
+                plan += [(f"{target.slug}: {slug}", _thunk(fn, [slug, *values[1:]])) for _, slug in step.choices]
             else:
                 plan.append((target.slug, _thunk(fn, values)))
-    return plan + later
+    return plan
 
 
 def _thunk(fn, values):
