@@ -406,8 +406,9 @@ def report(stats: Stats, wall_s: float, students: int, mode: str = "type") -> bo
         print(f"{'settle (typed→shown)':<18} {len(stats.settle):>6} {percentile(stats.settle, 50) * 1e3:>8.0f} "
               f"{percentile(stats.settle, 95) * 1e3:>8.0f} {max(stats.settle) * 1e3:>8.0f}")
     n = sum(len(v) for v in stats.latency.values())
-    print(f"{students} students, {stats.keystrokes} keystrokes, {n} answered requests in {wall_s:.0f} s; "
-          f"{stats.http_requests / max(stats.keystrokes, 1):.2f} HTTP requests per keystroke (all kinds)")
+    per_key = (f"; {stats.http_requests / stats.keystrokes:.2f} HTTP requests per keystroke (all kinds)"
+               if stats.keystrokes else f"; {stats.http_requests} HTTP requests")
+    print(f"{students} students, {stats.keystrokes} keystrokes, {n} answered requests in {wall_s:.0f} s{per_key}")
     for e in stats.errors[:10]:
         print("  error:", e)
     name, target = {"type": (LIVE, FILL_MASK_TARGET_S), "burst": (LIVE, BURST_TARGET_S),

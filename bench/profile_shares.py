@@ -4,9 +4,10 @@
     python -m bench.profile_shares server.txt [--top 25]
 
 py-spy's raw format is one line per distinct stack, ``frame;frame;... count``, idle threads
-left out unless asked. Each sample is counted once, under the first kind (``KINDS``, in
-order) any of its frames matches, and the top functions by samples in which they are on
-the stack (inclusive) are listed. Counts and shares only: no times, so a profile taken on a
+left out unless asked. Each sample is counted once, under the kind (``KINDS``) of its
+innermost frame that any kind matches (work in a library no kind names, numpy say, counts
+for the code that called it), and the top functions by samples in which they are on the
+stack (inclusive) are listed. Counts and shares only: no times, so a profile taken on a
 busy machine still says how the server's own work divides.
 """
 
@@ -16,17 +17,19 @@ import argparse
 import re
 from collections import Counter
 
-# (kind, pattern on a frame "function (file:line)"); the first that matches a stack counts it
+# (kind, pattern on a frame "function (file:line)"); a stack counts for its innermost match
 KINDS = (
-    ("model forward (torch modules)", re.compile(r"torch/nn/modules/|_linear_pointwise|onednn\.py")),
-    ("fill-mask core (tokenise, batch, top-k)", re.compile(r"models/(fill_mask|batching|loading|tokenization)\.py")),
-    ("figures and tables (plots)", re.compile(r"components/.*plots\.py|plotly/")),
+    ("torch (the model forward, tensor ops)", re.compile(r"torch/|onednn\.py")),
+    ("fill-mask core (tokenise, batch, top-k)", re.compile(r"models/|tokenizers/|transformers/tokenization")),
+    ("transformers model code (outside torch modules)", re.compile(r"transformers/")),
+    ("figures and tables (plots)", re.compile(r"components/.*plots\.py|plotly/|pandas/")),
+    ("the app's handlers (components)", re.compile(r"components/")),
     ("JSON serialisation", re.compile(r"orjson|json/encoder|jsonable_encoder|json\.py|model_dump|pydantic")),
     ("Gradio pre/postprocessing and state", re.compile(r"gradio/(blocks|components|processing_utils|data_classes|state_holder|utils)\.py|gradio/components/")),
     ("Gradio routes and queue", re.compile(r"gradio/(routes|route_utils|queueing|server_messages|helpers)\.py")),
     ("HTTP server (uvicorn, starlette, h11)", re.compile(r"uvicorn/|starlette/|h11/|fastapi/|anyio/")),
     ("asyncio event loop", re.compile(r"asyncio/")),
-    ("threads waiting / other", re.compile(r".")),
+    ("threads / other", re.compile(r".")),
 )
 LINE = re.compile(r"^(?P<stack>.*) (?P<count>\d+)$")
 
@@ -45,10 +48,8 @@ def shares(stacks) -> tuple[int, Counter, Counter]:
     total, kinds, functions = 0, Counter(), Counter()
     for frames, count in stacks:
         total += count
-        for kind, pattern in KINDS:
-            if any(pattern.search(frame) for frame in frames):
-                kinds[kind] += count
-                break
+        kinds[next((kind for frame in reversed(frames) for kind, pattern in KINDS[:-1] if pattern.search(frame)),
+                   KINDS[-1][0])] += count
         for frame in set(frames):
             functions[frame] += count
     return total, kinds, functions
