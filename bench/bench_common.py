@@ -53,7 +53,7 @@ def onednn_choice(device=None) -> tuple[bool, str]:
     if onednn_enabled():
         return True, (f"oneDNN: on ({platform.machine()}, the op agrees with nn.Linear; CPU flags "
                       f"{'/'.join(info['flags']) or 'none'}: its gain over MKL depends on them, "
-                      f"measured 0.44-0.63 of MKL's time on AMD EPYC with AVX-512, much less elsewhere)")
+                      f"per-layer 0.44-0.63 of MKL's time measured on AMD EPYC with AVX-512; other CPUs not measured)")
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return False, f"oneDNN: off (not x86-64: {platform.machine()}); linear layers on torch's default (MKL/BLAS)"
     return False, "oneDNN: off (switched off, or the op is missing or disagrees with nn.Linear); MKL's sgemm"
