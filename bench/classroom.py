@@ -1,7 +1,7 @@
 """Classroom: 30 students typing in Fill-mask with live prediction, a share opening other tabs.
 
     .venv/bin/python -m bench.classroom [--students 30] [--seconds 60] [--url URL] [--seed 0]
-                                        [--mode type|burst|api-burst] [--burst-requests 10]
+                                        [--mode type|burst|api-burst] [--burst-requests 10] [--repeat 3]
 
 Each student is a light asyncio client (one process, httpx) that speaks to the server as
 the browser page does (Gradio's ``sse_v3`` protocol): a session hash, ``queue/join`` for
@@ -27,6 +27,8 @@ for the whole class, then sends ``--burst-requests`` live predictions back to ba
 after the previous answer), all students at the same moment (target p95 <= 500 ms).
 ``--mode api-burst``: one queued call each on ``/gradio_api/call/fill_mask`` (what curl and
 notebooks use: a POST, then the call's event stream), all at once (target p95 <= 1 s).
+Runs ``--repeat`` times (default 3, seeds ``seed``, ``seed+1``, ...) against the same server
+and ends with the median and range of the target's p95 over the runs.
 Behind ``scripts/serve_replicas.py`` each page sends the route cookie a browser would have
 and the report says which replica answered each session (all must be pinned to one).
 """
@@ -444,26 +446,38 @@ def main() -> None:
                         help="type: students typing (default); burst: all at once, --burst-requests live "
                              "predictions back to back each; api-burst: one queued /call/fill_mask each, all at once")
     parser.add_argument("--burst-requests", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=3, help="runs against the same server, seeds seed..")
     args = parser.parse_args()
-    from bench.bench_common import machine_line
+    from bench.bench_common import machine_line, spread_text
 
     print(machine_line())
     proc, url = (None, args.url) if args.url else start_app()
     try:
         server_pid = proc.pid if proc else args.pid
-        server_cpu = cpu_seconds(server_pid) if server_pid else None
-        before = resource.getrusage(resource.RUSAGE_SELF)
-        start = time.perf_counter()
-        stats = asyncio.run(run_class(url, args.students, args.seconds, args.seed, args.mode, args.burst_requests))
-        wall = time.perf_counter() - start
-        report(stats, wall, args.students, args.mode)
-        own = resource.getrusage(resource.RUSAGE_SELF)
-        clients = own.ru_utime + own.ru_stime - before.ru_utime - before.ru_stime
-        line = f"CPU seconds: the {args.students} clients {clients:.1f}"
-        if server_pid:
-            used = cpu_seconds(server_pid) - server_cpu
-            line += f", server {used:.1f} ({used * 1e3 / max(sum(map(len, stats.latency.values())), 1):.0f} ms a request)"
-        print(line + f", over {wall:.0f} s of wall time")
+        target = {"type": LIVE, "burst": LIVE, "api-burst": "api fill_mask"}[args.mode]
+        p95s, errors = [], 0
+        for run in range(1, args.repeat + 1):
+            print(f"\nrun {run} of {args.repeat} (seed {args.seed + run - 1})")
+            server_cpu = cpu_seconds(server_pid) if server_pid else None
+            before = resource.getrusage(resource.RUSAGE_SELF)
+            start = time.perf_counter()
+            stats = asyncio.run(run_class(url, args.students, args.seconds, args.seed + run - 1, args.mode,
+                                          args.burst_requests))
+            wall = time.perf_counter() - start
+            report(stats, wall, args.students, args.mode)
+            p95s.append(percentile(stats.latency.get(target, [float("inf")]), 95) * 1e3)
+            errors += len(stats.errors)
+            own = resource.getrusage(resource.RUSAGE_SELF)
+            clients = own.ru_utime + own.ru_stime - before.ru_utime - before.ru_stime
+            line = f"CPU seconds: the {args.students} clients {clients:.1f}"
+            if server_pid:
+                used = cpu_seconds(server_pid) - server_cpu
+                line += (f", server {used:.1f} "
+                         f"({used * 1e3 / max(sum(map(len, stats.latency.values())), 1):.0f} ms a request)")
+            print(line + f", over {wall:.0f} s of wall time")
+        if args.repeat > 1:
+            print(f"\nSUMMARY classroom {args.mode} {target} p95 over {args.repeat} runs: "
+                  f"{spread_text(p95s, '{:.0f}')} ms; errors in all runs: {errors}")
     finally:
         if proc is not None:
             proc.terminate()
