@@ -49,7 +49,7 @@ def test_inside_step_endpoint(client):
 
 def test_out_of_range_is_a_readable_error(app_server):
     client = Client(app_server, verbose=False, download_files=False)  # sliders not yet fitted to a model
-    with pytest.raises(AppError, match="layer must be between 0 and 3; got 9"):
+    with pytest.raises(AppError, match="layer must be a whole number from 0 to 3; got 9"):
         client.predict(KEY, TEXT, 9, 0, None, "query", api_name="/inside_layer")
     with pytest.raises(AppError, match="reads at most 128 tokens"):
         client.predict(KEY, "word " * 300, 0, 0, None, "query", api_name="/inside_layer")
