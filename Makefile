@@ -9,7 +9,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 EMBEDDED := .cache/models/.installed
 OVERLAY  := $(wildcard weights/minilm-mlm/trained.safetensors)
 
-.PHONY: run test setup setup-test chromium screenshots clean
+.PHONY: run test setup setup-test chromium nginx serve-replicas screenshots clean gpu-check gpu-pack
 
 run: setup
 	$(PY) app.py
@@ -53,6 +53,27 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  $(SUDO) apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; }
+
+# Debian's nginx, for serving several app processes behind one address.
+nginx:
+	@command -v nginx >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q nginx; }
+
+# N app processes behind nginx with sticky sessions (README: "More than one process").
+N ?= 2
+serve-replicas: setup nginx
+	$(PY) -m scripts.serve_replicas --replicas $(N)
+
+# The GPU check: on a CUDA machine, the GPU-relevant core tests and every core bench, figures
+# to $(OUT) (gpu-check.json, gpu-check.md). Runs with the machine's own python3 (no venv there);
+# `make gpu-pack` here first writes the small files it carries (.gpu/check, 1.4 MB).
+OUT ?= artifacts/gpu-check
+gpu-check:
+	python3 -m scripts.gpu_check --out $(OUT)
+
+gpu-pack: setup
+	$(PY) -m scripts.gpu_check --pack
 
 clean:
 	rm -rf $(VENV) .cache artifacts .pytest_cache

@@ -32,6 +32,8 @@ from components.shell import present
 from components.pretrain.tab import build_pretrain_tab
 from components.shell.server import MAX_REQUEST_BYTES, RequestSizeLimit, limit_malloc_arenas
 from components.shell.vendor import routes as vendor_routes
+from components.inside.tab import build_inside_tab
+from components.shell.warm_views import first_views, warm_in_background
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -48,6 +50,7 @@ def build_demo() -> gr.Blocks:
                 build_attribution_tab(),
                 build_masking_tab(),
                 build_attention_tab(),
+                build_inside_tab(),
                 build_embeddings_tab(),
                 build_compare_tab(),
                 build_pretrain_tab(),
@@ -55,6 +58,7 @@ def build_demo() -> gr.Blocks:
                 build_models_tab(),
             ]
         wire_links(demo, tabs, targets, *link_bar)
+    demo.first_views = first_views(targets)  # computed in the background after start-up (main)
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo
 
@@ -126,7 +130,9 @@ def main(argv: list[str] | None = None) -> None:
         allow_hub_models(args.allow_model)
     except EncoderLabError as exc:
         raise SystemExit(f"error: {exc}") from None
-    build_demo().launch(
+    demo = build_demo()
+    warm_in_background(demo.first_views)
+    demo.launch(
         server_name=args.host,
         server_port=args.port,
         share=args.share or None,

@@ -185,6 +185,9 @@ def main() -> None:
             random_bert_base_cache(Path(tmp))
             KEY = "bert-base"
             print("bert-base here: RANDOM-INIT weights in bert-base-uncased's shape (bytes and timing only)")
+        from bench.bench_common import cpu_line
+
+        print(cpu_line())
         port = free_port()
         command = [sys.executable, "app.py", "--port", str(port), "--host", "127.0.0.1"]
         with subprocess.Popen(command, cwd=REPO, env=dict(os.environ), stdout=subprocess.DEVNULL,

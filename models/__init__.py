@@ -48,6 +48,7 @@ from .attention.input_embeddings import InputEmbeddings, input_embeddings
 from .compare.architecture import ArchitectureFacts, TrainingRecipe, architecture_table, training_recipes
 from .mlm.generation import GenerationResult, GenerationStep, generate_left_to_right
 from .pretraining.causal_eval import CausalEval, evaluate_causal
+from .inside import ForwardSteps, MLMGradients, Step, StepCheck, forward_steps, mlm_gradients
 from .compare.benchmark import (
     DEFAULT_LENGTHS,
     BenchmarkPoint,
@@ -162,6 +163,12 @@ __all__ = [
     "generate_left_to_right",
     "InputEmbeddings",
     "input_embeddings",
+    "StepCheck",
+    "ForwardSteps",
+    "MLMGradients",
+    "Step",
+    "forward_steps",
+    "mlm_gradients",
     "Classification",
     "ClassifierResult",
     "ProbeLayersResult",

@@ -31,6 +31,16 @@ def check_text(text, what: str = "text") -> str:
     return text
 
 
+def check_texts(text, text_pair=None) -> tuple[str, str | None]:
+    """A checked text and an optional second text (an empty second box means "no pair")."""
+    text = check_text(text)
+    if isinstance(text_pair, str) and not text_pair.strip():
+        text_pair = None
+    if text_pair is not None:
+        text_pair = check_text(text_pair, what="second text")
+    return text, text_pair
+
+
 def check_int(value, name: str, low: int, high: int) -> int:
     """A whole number in [low, high], or an InputError that names the range.
 

@@ -28,6 +28,7 @@ TAB_PICTURES = {
     "why-this-guess": "attribution",
     "masking-lab": "masking-lab",
     "attention": "attention-heatmap-grid",
+    "inside-one-layer": "inside-one-layer",
     "embeddings": "embeddings",
     "compare": "compare-fill-mask",
     "pre-training": "pretrain",

@@ -59,9 +59,13 @@ WORD_HELP = (
     "The same word in different sentences: its vector at every layer (a word cut into "
     "several pieces is the mean of its pieces). Layer 0 is the **input embedding**: a table "
     "lookup plus the position, so the same word is almost the same vector wherever it "
-    "stands. Each layer mixes in the context, so the occurrences drift apart: the “river "
-    "bank” and the “bank account” end up further from each other than from their own "
-    "sense. Every sentence must contain the word as a whole word (case does not matter); "
+    "stands. Each layer mixes in the context, and the occurrences become less alike, though "
+    "not steadily: on the default example with `minilm-l6` the mean cosine falls from 0.98 at "
+    "layer 0 to 0.83 at layer 3, rises again in layers 4–5 (0.85, 0.87) and falls to 0.77 at "
+    "the last layer. At every layer after the input, the two river sentences' “bank” stay "
+    "closer to each other than to the two money sentences' (0.90 against 0.79 at layer 3): "
+    "the layers separate the senses more than they spread all occurrences apart. Every "
+    "sentence must contain the word as a whole word (case does not matter); "
     "the first occurrence is used."
 )
 

@@ -115,11 +115,13 @@ STEPS = (
         "Next-sentence prediction, and why RoBERTa dropped it",
         "BERT had a second task: given sentences A and B, tell whether B really followed A or "
         "was a random sentence (50 % each), read from the [CLS] vector. RoBERTa's authors "
-        "trained without it, on longer runs of contiguous text, and did as well or better: "
-        "a random B is usually on another topic, so the task can be solved by topic alone and "
-        "teaches little. ALBERT kept a pair task but made it harder: **sentence order** (both "
-        "sentences are real neighbours; are they swapped?). The model here is the first one "
-        "available with either head.",
+        "tested it by ablation: trained on runs of contiguous full sentences without the NSP "
+        "loss, their model matched or slightly beat the versions trained with it on downstream "
+        "tasks (and pairs of single sentences hurt), so they dropped it. ALBERT's authors gave "
+        "a reason why it teaches little: a random B is usually on another topic, so the task "
+        "can be solved by topic alone. ALBERT kept a pair task but made it harder: **sentence "
+        "order** (both sentences are real neighbours; are they swapped?). The model here is the "
+        "first one available with either head.",
         "Write a B on the same topic that does not follow A: is the head fooled?",
         "Why is telling a random sentence from the next one easier than telling the order of "
         "two neighbours?",

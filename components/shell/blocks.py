@@ -1,4 +1,6 @@
-"""The app's ``gr.Blocks``: inputs that Gradio itself rejects get a readable message too.
+"""The app's ``gr.Blocks``: inputs that Gradio itself rejects get a readable message too;
+each session within its limit of requests at once (``components/shell/session_limit.py``); every
+event marked live for the first views' warm-up (``components/shell/warm_views.py``).
 
 An API caller can send what no UI control can: ``null`` for a slider, a string for top-k,
 too few values. Gradio rejects those before any handler runs, and reports only a
@@ -14,8 +16,12 @@ import logging
 import gradio as gr
 
 from .common import escape
+from .server import lazy_session_configs
+from .session_limit import LIMIT, SessionBusy, limit_queue
+from .warm_views import LIVE
 
 log = logging.getLogger("encoder_lab")
+lazy_session_configs()  # Gradio's per-session config copies, built when read (server.py)
 
 
 def _label(block) -> str:
@@ -52,6 +58,22 @@ def bad_value_message(block, value) -> str:
 
 class EncoderLabBlocks(gr.Blocks):
     """``gr.Blocks`` whose input checks answer with a message (see the module docstring)."""
+
+    session_limit = LIMIT
+
+    def queue(self, *args, **kwargs):
+        super().queue(*args, **kwargs)
+        limit_queue(self._queue, self.session_limit)  # a session's joins: at most its limit in
+        return self
+
+    async def process_api(self, *args, **kwargs):
+        """Every event, queued or not: within its session's limit (``session_limit``), and
+        marked live, so the first views' warm-up waits for it."""
+        try:
+            with self.session_limit.running(kwargs.get("session_hash")), LIVE.live():
+                return await super().process_api(*args, **kwargs)
+        except SessionBusy as exc:
+            raise gr.Error(str(exc)) from None
 
     def validate_inputs(self, block_fn, inputs):
         wanted = list(block_fn.inputs)

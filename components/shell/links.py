@@ -43,6 +43,7 @@ TABS = (
     TabLink("why-this-guess", "attribution", "Why this guess"),
     TabLink("masking-lab", "masking", "Masking lab"),
     TabLink("attention", "attention", "Attention"),
+    TabLink("inside-one-layer", "inside", "Inside one layer"),
     TabLink("embeddings", "embeddings", "Embeddings"),
     TabLink("compare", "compare", "Compare"),
     TabLink("pre-training", "pretrain", "Pre-training"),
@@ -76,6 +77,8 @@ TAB_PARAMS: dict[str, tuple[Param, ...]] = {
     "attention": (TEXT, TEXT_PAIR, Param("model", "model", capability="attention"),
                   Param("layer", "int", 0, 47), Param("head", "int", 0, 63),
                   Param("mode", "choice", choices=("head", "mean", "rollout")), Param("causal", "bool")),
+    "inside-one-layer": (TEXT, Param("model", "model"), Param("layer", "int", 0, 47), Param("head", "int", 0, 63),
+                         Param("token", "int", 0, 511), Param("step", "word")),
     "embeddings": (TEXT, Param("model", "model"), Param("layer", "int", -49, 48)),
     "compare": (TEXT, Param("models", "models", capability="mlm")),
     "pre-training": (),
@@ -234,10 +237,11 @@ def parse_link(params: dict, models=()) -> LinkView:
 def apply_limits(view: LinkView, num_layers: int, num_heads: int, model_key: str = "the model") -> LinkView:
     """Drop a layer or head the chosen model does not have (a note says so).
 
-    Attention counts layers 0 .. num_layers - 1; Embeddings 0 .. num_layers (0 = the input
-    embeddings), negative from the end."""
+    Attention and Inside one layer count layers 0 .. num_layers - 1; Embeddings 0 ..
+    num_layers (0 = the input embeddings), negative from the end."""
     values, notes = dict(view.values), list(view.notes)
-    layer_range = (0, num_layers - 1) if view.tab == "attention" else (-(num_layers + 1), num_layers)
+    one_layer = view.tab in ("attention", "inside-one-layer")
+    layer_range = (0, num_layers - 1) if one_layer else (-(num_layers + 1), num_layers)
     for name, (low, high) in (("layer", layer_range), ("head", (0, num_heads - 1))):
         if name in values and not low <= values[name] <= high:
             notes.append(f"The link's {name} {values.pop(name)} is out of range for {shown(model_key)}"

@@ -1,4 +1,5 @@
-"""Server guards: bounded request bodies, and ZeroGPU's ``spaces.GPU`` when it is there."""
+"""Server guards: bounded request bodies, ZeroGPU's ``spaces.GPU`` when it is there, and
+per-request costs of Gradio's taken out (``lazy_session_configs``)."""
 
 from __future__ import annotations
 
@@ -98,3 +99,78 @@ def limit_malloc_arenas(arenas: int = 2) -> bool:
         return bool(libc.mallopt(m_arena_max, arenas))
     except (OSError, AttributeError):
         return False
+
+
+class _LazyConfigs(dict):
+    """A session's per-component configs, each computed when first read (see ``lazy_session_configs``).
+
+    Reads in full (iteration, ``keys``, ``values``, ``items``, ``len``) see every component,
+    in the order Gradio's eager dict has them (the app's components, then any added later).
+    """
+
+    def __init__(self, blocks_config, ids):
+        super().__init__()
+        self._blocks_config, self._ids = blocks_config, dict.fromkeys(ids)  # ordered
+
+    def __missing__(self, key):
+        if key not in self._ids:
+            raise KeyError(key)
+        config = self._blocks_config.config_for_block(key, [], self._blocks_config.blocks[key])
+        self[key] = config
+        return config
+
+    def __contains__(self, key):
+        return key in self._ids or dict.__contains__(self, key)
+
+    def keys(self):
+        return [*self._ids, *(k for k in dict.keys(self) if k not in self._ids)]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return len(self.keys())
+
+    def items(self):
+        return [(k, self[k]) for k in self.keys()]
+
+    def values(self):
+        return [self[k] for k in self.keys()]
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+
+def lazy_session_configs() -> bool:
+    """Gradio's per-session copy of every component's config, built when read, not at once.
+
+    For each new session (each page, each ``gradio_client``, each call of the queued API
+    route) Gradio's ``SessionState`` builds a config dict for every component of the app
+    (``get_config``, ``inspect.signature`` per component): 26 % of the server's samples under
+    a burst of 30 new pages (bench/classroom.py --mode burst, py-spy). Gradio reads that
+    dict only for a component a request changes and for its own ``gr.DeepLinkButton`` (this
+    app has its own links), so here each entry is computed when first read; a full read
+    (``items``, iteration) computes the rest first, so every reader sees what it did before.
+    For gradio 6.31's ``SessionState.__init__``; a test compares it with the original.
+    Returns whether the patch was applied (once).
+    """
+    from gradio import state_holder
+
+    cls = state_holder.SessionState
+    if getattr(cls, "_encoder_lab_lazy", False):
+        return False
+    original = cls.__init__
+
+    def __init__(self, blocks):
+        self.blocks_config = state_holder.copy(blocks.default_config)
+        self.config_values = _LazyConfigs(self.blocks_config,
+                                          [k for k in self.blocks_config.blocks if k in blocks.blocks])
+        self.state_data = {}
+        self._state_ttl = {}
+        self.is_closed = False
+        self.STATE_TTL_WHEN_CLOSED = 1 if state_holder.os.getenv("GRADIO_IS_E2E_TEST", None) else 3600
+
+    cls.__init__ = __init__
+    cls._encoder_lab_original_init = original
+    cls._encoder_lab_lazy = True
+    return True

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable
 
 DEFAULT_SIZE = 16  # results kept per view: the defaults and the last few links followed
+# computations per view function (qualified name), for tests that check what came from the cache
+COMPUTED: Counter = Counter()
 
 
 def _key(args: tuple, kwargs: dict) -> Hashable:
@@ -56,6 +58,7 @@ def cached_view(maxsize: int = DEFAULT_SIZE) -> Callable:
                     if key in results:  # computed by the caller we waited for
                         return results[key]
                 try:
+                    COMPUTED[fn.__qualname__] += 1
                     value = fn(*args, **kwargs)
                 except BaseException:
                     with table_lock:

@@ -9,7 +9,9 @@ ARITHMETIC_HELP = (
     "model is sure and right, large when it gave the right word little probability. "
     "**The textbook example** uses four made-up logits (cat 3.0, dog 1.5, mat 0.2, the 0.1); "
     "**a real position** takes the model's logits at one selected position of the epoch above "
-    "(the top words, the original word, and the rest of the ~30,000 words folded into one row)."
+    "(the top words, the original word, and the rest of the model's own vocabulary folded into "
+    "one row; the last row says how many words the denominator sums over: 8,192 for the mini "
+    "zoo, 30,522 for BERT's uncased WordPiece, about 50,000 for RoBERTa)."
 )
 
 ARITHMETIC_SOURCES = ["the textbook example", "a real position"]

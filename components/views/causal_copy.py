@@ -7,7 +7,9 @@ HELDOUT_FIGURES = (
     "positions, the same for both runs), the embedded `minilm-mlm` gets the masked word right "
     "**37.6 %** of the time (top-5: 57.4 %; loss 3.62 nats) when it sees both sides, and "
     "**13.9 %** (top-5: 30.0 %; loss 5.69 nats) with the causal mask: still above always "
-    "guessing the most frequent words (5.5 %), but most of its skill came from the right side."
+    "guessing the most frequent words (5.5 %). The drop mixes two causes, the lost right-hand "
+    "context and a way of reading (left only) the model was never trained for, so it does not "
+    "measure how much of its skill comes from the right side."
 )
 
 CAUSAL_LABEL = "Causal mask: each word sees only itself and its left (the storyteller's view)"

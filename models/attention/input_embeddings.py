@@ -21,7 +21,7 @@ import torch
 from ..errors import CapabilityError
 from ..registry import catalogue
 from ..runtime.loading import check_token_count, load_model
-from ..validation import check_text
+from ..validation import check_texts
 
 
 # Registry families whose positions enter inside attention, not as a table added here.
@@ -73,11 +73,7 @@ def input_embeddings(model_key: str, text: str, text_pair: str | None = None) ->
     positions.
     """
     spec = catalogue.get_spec(model_key)
-    text = check_text(text)
-    if isinstance(text_pair, str) and not text_pair.strip():
-        text_pair = None
-    if text_pair is not None:
-        text_pair = check_text(text_pair, what="second text")
+    text, text_pair = check_texts(text, text_pair)
     loaded = None if spec.family in NO_POSITION_TABLE else load_model(spec, head="base")
     tables = None if loaded is None else _tables(loaded.model)
     if tables is None:

@@ -3,8 +3,9 @@
 An encoder reads both sides of every word. Adding a *causal* mask (query i may attend to
 keys 0..i only, itself and the left) turns the very same weights into a left-to-right
 reader, the way a GPT-style decoder reads. Nothing is retrained: the model was trained
-bidirectionally and is now denied the right side, which is the lesson (how much of its
-skill came from the right context).
+bidirectionally and is now denied the right side. The drop in accuracy mixes the lost
+right-hand context with a way of reading it was never trained for, so it is not a measure
+of how much of its skill came from the right context.
 
 The mask goes in through transformers' own mechanism: every BERT-family model of
 transformers 5 builds its 4-D attention mask with ``masking_utils.create_bidirectional_mask``,

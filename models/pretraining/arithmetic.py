@@ -4,7 +4,7 @@ MLM: at one position the model gives a logit z_w to every word w of the vocabula
 p(w) = exp(z_w) / Σ_v exp(z_v) (the softmax; the sum is the *denominator*, over the whole
 vocabulary), and the loss there is −ln p(target) in nats. ``explain_loss`` does it for a
 handful of logits (the textbook example), ``explain_masked_position`` for a real position
-of the Masking lab, where the denominator runs over all ~30,000 words.
+of the Masking lab, where the denominator runs over the model's whole vocabulary.
 
 NSP: the [CLS] token's final vector goes through BERT's *pooler* (a dense layer and tanh)
 and a 2-way classifier; the softmax of its two logits gives P(IsNext), and the loss is the

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 from gradio_client.exceptions import AppError
 
-from models import architecture_table, compare_fill_mask, list_models
+from components.compare.copy import LENGTH_CHOICES
+from models import architecture_table, compare_fill_mask, get_device, list_models
+from models.compare.architecture import architecture_facts
+from models.compare.benchmark import limits_for
 
 
 ENDPOINTS = {"/architecture_table", "/compare_fill_mask", "/compare_tokens", "/benchmark_forward"}
@@ -54,5 +57,13 @@ def test_benchmark_forward(client):
 
 
 def test_benchmark_refuses_a_large_request(client):
+    """The largest batch the slider allows and the shortest length on offer that together
+    pass this device's cap on tokens per forward pass (CPU: 8 x 512 > 2,048)."""
+    limits = limits_for(get_device())
+    context = architecture_facts("splade-tiny").max_context
+    over = [n for n in map(int, LENGTH_CHOICES) if n <= context and limits.max_batch * n > limits.max_tokens]
+    if not over:  # a GPU: 64 x 512 = 32,768 tokens, far under its cap of 262,144
+        pytest.skip(f"the tab cannot ask more than {limits.max_batch} x {context} tokens of splade-tiny here, "
+                    f"within this device's cap of {limits.max_tokens:,} (tested in tests/unit/compare)")
     with pytest.raises(AppError, match="tokens per forward pass"):
-        client.predict(["splade-tiny"], ["512"], 8, api_name="/benchmark_forward")
+        client.predict(["splade-tiny"], [str(over[0])], limits.max_batch, api_name="/benchmark_forward")

@@ -31,7 +31,7 @@ from components.lessons import copy as lessons_copy
 from helpers import ARTIFACTS, TIMEOUT, screenshot, settle, wait_until
 
 AXE_DIR = Path(__file__).resolve().parent / "axe"
-TABS = ["Fill-mask", "Lessons", "Why this guess", "Masking lab", "Attention", "Embeddings", "Compare",
+TABS = ["Fill-mask", "Lessons", "Why this guess", "Masking lab", "Attention", "Inside one layer", "Embeddings", "Compare",
         "Pre-training", "Fine-tuning & search", "Models"]
 
 # Serious / critical axe findings that cannot be fixed from this app, as (rule id, CSS

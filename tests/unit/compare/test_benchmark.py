@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
-from models import InputError, ModelUnavailableError, UnknownModelError, benchmark_forward, get_spec, list_models
+from models import (
+    InputError,
+    ModelUnavailableError,
+    UnknownModelError,
+    benchmark_forward,
+    get_device,
+    get_spec,
+    list_models,
+)
+from models.compare.architecture import architecture_facts
 from models.registry.catalogue import availability
-from models.compare.benchmark import PRETRAINED, RANDOM_INIT, LiveTensorBytes, _random_init, _running
+from models.compare.benchmark import PRETRAINED, RANDOM_INIT, LiveTensorBytes, _random_init, _running, limits_for
 
 
 @pytest.fixture(scope="module")
@@ -27,12 +38,17 @@ def test_pretrained_timings_are_sane(minilm):
 
 def test_peak_memory_holds_at_least_the_output(minilm):
     hidden = 384  # all-MiniLM-L6-v2 (config.json of the installed package)
+    itemsize = {"float32": 4, "float16": 2, "bfloat16": 2}[minilm.dtype]  # float16 on a GPU
     for p in minilm.points:
-        output_mib = p.batch_size * p.length * hidden * 4 / 2**20  # float32 last_hidden_state
+        output_mib = p.batch_size * p.length * hidden * itemsize / 2**20  # last_hidden_state
         assert p.peak_memory_mb >= output_mib
     peaks = [p.peak_memory_mb for p in minilm.points]
     assert peaks == sorted(peaks) and peaks[-1] > peaks[0]
-    assert "weights excluded" in minilm.memory_measure
+    # Each device says what it counts; both leave the weights out. CPU: "activations, weights
+    # excluded"; CUDA: "(weights, inputs, other models: excluded)".
+    assert re.search(r"\bweights\b[^.;]*\bexcluded\b", minilm.memory_measure)
+    counter = "torch.cuda.max_memory_allocated" if minilm.device.startswith("cuda") else "torch dispatch mode"
+    assert counter in minilm.memory_measure
 
 
 def test_live_tensor_bytes_counts_what_is_alive_at_once():
@@ -89,7 +105,6 @@ def test_lengths_beyond_the_context_are_skipped_with_why():
 @pytest.mark.parametrize(
     ("lengths", "batch", "words"),
     [
-        ([512], 8, "tokens per forward pass"),
         ([1024, 2048], 1, "beyond"),
         ([], 1, "at least one"),
         (list(range(16, 160, 16)), 1, "At most"),
@@ -100,6 +115,27 @@ def test_lengths_beyond_the_context_are_skipped_with_why():
 def test_refused_requests(lengths, batch, words):
     with pytest.raises(InputError, match=words):
         benchmark_forward("splade-tiny", lengths, batch)
+
+
+# The cap on batch x length of one forward pass, by device (models/compare/benchmark.py;
+# docs/compare.md for the CPU): (largest batch, tokens per forward pass).
+DEVICE_CAPS = {"cpu": (8, 2_048), "cuda": (64, 262_144), "mps": (64, 262_144)}
+
+
+def test_tokens_per_forward_pass_are_capped_for_the_device():
+    """The largest batch allowed, one token per sequence over the device's cap. CPU: 8 x 257
+    tokens on splade-tiny (context 512); GPU: 64 x 4,097, which only a long-context model
+    reaches (modernbert-base, 8,192): every 512-token model fits a GPU's cap."""
+    device = get_device()
+    max_batch, max_tokens = DEVICE_CAPS[device.type]
+    limits = limits_for(device)
+    assert (limits.max_batch, limits.max_tokens) == (max_batch, max_tokens)
+    length = max_tokens // max_batch + 1
+    key = "splade-tiny" if device.type == "cpu" else "modernbert-base"
+    assert architecture_facts(key).max_context >= length  # refused for the cap, not the context
+    with pytest.raises(InputError, match=f"tokens per forward pass; on this device \\({device.type}\\) "
+                                         f"the limit is {max_tokens:,}"):
+        benchmark_forward(key, [length], max_batch)
 
 
 def test_one_benchmark_at_a_time():

@@ -160,6 +160,8 @@ def test_layer_and_head_against_the_model():
     assert apply_limits(LinkView("embeddings", {"layer": 6}), 6, 12).values == {"layer": 6}
     assert apply_limits(LinkView("embeddings", {"layer": -7}), 6, 12).values == {"layer": -7}
     assert apply_limits(LinkView("embeddings", {"layer": -8}), 6, 12).values == {}
+    # Inside one layer counts layers as Attention does
+    assert apply_limits(LinkView("inside-one-layer", {"layer": 6, "head": 3}), 6, 12).values == {"head": 3}
 
 
 @pytest.mark.parametrize("tab", [t.slug for t in TABS])
@@ -167,7 +169,8 @@ def test_a_written_link_reads_back_to_the_same_view(tab, models):
     values = {"text": "Le café <mask> & co: 100% \"sûr\"?\nLine two.", "text_pair": "B & b",
               "model": MLM_KEY, "top_k": 7, "causal": True, "mask": 1, "target": "café",
               "rate": 0.25, "seed": 3, "layer": 2.0, "head": 1, "mode": "mean",
-              "models": [MLM_KEY, "splade-tiny"], "pooling": "cls", "k": 5, "lesson": STEPS[4].slug}
+              "models": [MLM_KEY, "splade-tiny"], "pooling": "cls", "k": 5, "lesson": STEPS[4].slug,
+              "token": 3, "step": "weights"}
     query = link_query(tab, values)
     assert query.startswith(f"?tab={tab}")
     view = parse_link(dict(parse_qsl(query[1:], keep_blank_values=True)), models)

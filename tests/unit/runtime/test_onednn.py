@@ -5,10 +5,15 @@ torch.autograd (gradients taken inside the block). Parity of whole results with
 transformers' pipeline and sentence-transformers, which run the plain path on their own
 model copies, is in test_fill_mask.py, test_batching.py and test_embeddings.py: on x86-64
 those tests go through this path (checked here).
+
+The path is the CPU's: on a GPU machine the shared model runs on the GPU, where the path
+stays off (checked here, on the device's model and inputs), and the CPU path is checked on a
+float32 CPU copy of the same model.
 """
 
 from __future__ import annotations
 
+import copy
 import platform
 import threading
 
@@ -39,8 +44,18 @@ def encoder(mlm_key):
     return load_model(mlm_key, head="mlm")
 
 
-def _inputs(loaded, text="The capital of France is a city on the river Seine."):
-    return dict(loaded.tokenizer(text, return_tensors="pt"))
+@pytest.fixture(scope="module")
+def cpu_model(encoder):
+    """The model where the oneDNN path applies: float32 on the CPU. On a CPU machine, the
+    shared model itself; on a GPU machine, a float32 CPU copy of it (its weights read back
+    from float16: the same for nn.Linear and oneDNN, so parity is unaffected)."""
+    if encoder.device.type == "cpu" and encoder.dtype == torch.float32:
+        return encoder.model
+    return copy.deepcopy(encoder.model).to(device="cpu", dtype=torch.float32)
+
+
+def _inputs(loaded, text="The capital of France is a city on the river Seine.", device="cpu"):
+    return {k: v.to(device) for k, v in loaded.tokenizer(text, return_tensors="pt").items()}
 
 
 @pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="on by default on x86-64 only")
@@ -49,8 +64,8 @@ def test_on_by_default_on_x86_64_so_the_parity_tests_cover_it():
 
 
 @pytest.mark.skipif(not onednn_enabled(), reason="oneDNN's linear op is not available here")
-def test_inside_the_block_the_body_runs_on_onednn_with_nn_linear_results(encoder, calls):
-    model = encoder.model
+def test_inside_the_block_the_body_runs_on_onednn_with_nn_linear_results(encoder, cpu_model, calls):
+    model = cpu_model
     inputs = _inputs(encoder)
     with torch.inference_mode():
         plain = model(**inputs).logits
@@ -64,8 +79,8 @@ def test_inside_the_block_the_body_runs_on_onednn_with_nn_linear_results(encoder
 
 
 @pytest.mark.skipif(not onednn_enabled(), reason="oneDNN's linear op is not available here")
-def test_gradients_take_the_plain_path(encoder, calls):
-    model = encoder.model
+def test_gradients_take_the_plain_path(encoder, cpu_model, calls):
+    model = cpu_model
     inputs = _inputs(encoder)
     embeddings = model.get_input_embeddings()(inputs["input_ids"]).detach().requires_grad_(True)
     with onednn_linears(model):
@@ -80,9 +95,9 @@ def test_gradients_take_the_plain_path(encoder, calls):
 
 
 @pytest.mark.skipif(not onednn_enabled(), reason="oneDNN's linear op is not available here")
-def test_another_thread_is_not_switched(encoder, calls):
+def test_another_thread_is_not_switched(encoder, cpu_model, calls):
     """The block is one thread's: a request served beside it keeps nn.Linear."""
-    model = encoder.model
+    model = cpu_model
     inputs = _inputs(encoder)
     opened, done = threading.Event(), threading.Event()
 
@@ -103,8 +118,8 @@ def test_another_thread_is_not_switched(encoder, calls):
     assert calls == []
 
 
-def test_switched_off_everywhere(encoder, calls):
-    model = encoder.model
+def test_switched_off_everywhere(encoder, cpu_model, calls):
+    model = cpu_model
     inputs = _inputs(encoder)
     previous = use_onednn(False)
     try:
@@ -114,6 +129,25 @@ def test_switched_off_everywhere(encoder, calls):
     finally:
         use_onednn(previous)
     assert calls == []
+
+
+@pytest.mark.skipif(not onednn_enabled(), reason="oneDNN's linear op is not available here")
+def test_a_model_on_a_gpu_keeps_its_own_kernels(encoder, calls):
+    """On a GPU (or in float16) the block changes nothing: the body's linear layers stay
+    nn.Linear, on the model's device. Where the shared model is float32 on the CPU, a
+    float16 CPU copy stands in for it (the path takes float32 only)."""
+    if encoder.device.type == "cpu" and encoder.dtype == torch.float32:
+        model, device = copy.deepcopy(encoder.model).to(dtype=torch.float16), "cpu"
+    else:
+        model, device = encoder.model, encoder.device
+    inputs = _inputs(encoder, device=device)
+    with torch.inference_mode():
+        plain = model(**inputs).logits
+        with onednn_linears(model):
+            inside = model(**inputs).logits
+    assert calls == []
+    assert inside.device == plain.device and inside.dtype == plain.dtype
+    assert torch.allclose(inside.float(), plain.float(), rtol=1e-3, atol=1e-3)
 
 
 def test_a_missing_or_disagreeing_op_keeps_the_path_off(monkeypatch):
