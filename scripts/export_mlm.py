@@ -146,17 +146,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run", type=Path)
     parser.add_argument("--baseline", type=Path, help="JSON with the unigram baseline's top1/top5/loss")
     parser.add_argument("--note", default="", help="a paragraph added to the card (e.g. about the corpus build)")
+    parser.add_argument("--dest", type=Path, default=DEST, help="where to write (default: the shipped folder)")
     args = parser.parse_args(argv)
+    dest = args.dest
     missing = [f for f in FILES if not (args.run / f).is_file()]
     if missing:
         print(f"the run lacks {missing}", file=sys.stderr)
         return 1
-    DEST.mkdir(parents=True, exist_ok=True)
+    dest.mkdir(parents=True, exist_ok=True)
     for name in FILES:
-        shutil.copy2(args.run / name, DEST / name)
+        shutil.copy2(args.run / name, dest / name)
     baseline = json.loads(args.baseline.read_text()) if args.baseline else None
-    (DEST / "MODEL_CARD.md").write_text(model_card(args.run, baseline, args.note), encoding="utf-8")
-    print(f"exported {args.run} to {DEST}")
+    (dest / "MODEL_CARD.md").write_text(model_card(args.run, baseline, args.note), encoding="utf-8")
+    print(f"exported {args.run} to {dest}")
     return 0
 
 
