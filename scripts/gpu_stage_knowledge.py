@@ -65,8 +65,10 @@ TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vo
 WEIGHTS = {"facts-templated": 8, "elements": 4}
 RUN_FILES = ("trained.safetensors", "config.json", "log.jsonl", "snapshots.json", "final.json")
 # scripts/pretrain.py arguments of the facts stage (--out, --corpus, --resume, --device and
-# --minutes are added by `train`); stage 2's recipe with a larger batch on a GPU.
-RECIPE = ["--train-from-layer", "0", "--autocast", "bf16", "--steps", "1000000",
+# --minutes are added by `train`); stage 2's recipe with a larger batch on a GPU. The run ends
+# at the budget or at 6,000 steps (~12 passes over the mix), whichever comes first: the
+# schedule follows the further along of the two, so the rate decays to zero either way.
+RECIPE = ["--train-from-layer", "0", "--autocast", "bf16", "--steps", "6000",
           "--batch-size", "512", "--lr-encoder", "2e-4", "--lr-head", "4e-4", "--warmup", "0.05",
           "--eval-every", "500", "--snapshots", "0.25,0.5,1"]
 
@@ -135,7 +137,7 @@ def pack_corpus(corpus: Path, share: float = 1.0) -> tuple[bytes, dict]:
     return lzma.compress(buf.getvalue(), filters=filters), {k: len(v) for k, v in by_source.items()}
 
 
-def pack(corpus: Path, dest: Path = PACK, margin_mib: float = 2.0) -> dict:
+def pack(corpus: Path, dest: Path = PACK, margin_mib: float = 1.0) -> dict:
     from models.registry import get_spec, local_path
 
     minilm = local_path(get_spec("minilm-l6"))
@@ -144,11 +146,15 @@ def pack(corpus: Path, dest: Path = PACK, margin_mib: float = 2.0) -> dict:
     if not (corpus / "train_ordered.tsv").is_file():
         raise SystemExit(f"no corpus at {corpus}: python scripts/build_corpus.py --out {corpus}")
     dest.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    minilm_sha = hashlib.sha256((minilm / "model.safetensors").read_bytes()).hexdigest()
+    previous = json.loads((dest / "manifest.json").read_text()) if (dest / "manifest.json").is_file() else {}
+    reuse = (previous.get("minilm_sha256") == minilm_sha and (dest / "embeddings.npz.xz").is_file()
+             and hashlib.sha256((dest / "embeddings.npz.xz").read_bytes()).hexdigest() == previous.get("embeddings.npz.xz"))
+    embeddings = (dest / "embeddings.npz.xz").read_bytes() if reuse else pack_embeddings(minilm)
     for old in dest.iterdir():
         old.unlink()
-    started = time.time()
     tree = travelling_bytes()
-    embeddings = pack_embeddings(minilm)
     budget = TREE_LIMIT - margin_mib * 2**20 - tree - len(embeddings) - 20_000   # the manifest
     share = 1.0
     corpus_xz, counts = pack_corpus(corpus)
@@ -165,7 +171,7 @@ def pack(corpus: Path, dest: Path = PACK, margin_mib: float = 2.0) -> dict:
     (dest / "corpus.tar.xz").write_bytes(corpus_xz)
     manifest = {
         "made": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        "embeddings.npz.xz": hashlib.sha256(embeddings).hexdigest(),
+        "embeddings.npz.xz": hashlib.sha256(embeddings).hexdigest(), "minilm_sha256": minilm_sha,
         "corpus.tar.xz": hashlib.sha256(corpus_xz).hexdigest(),
         "overlay_sha256": hashlib.sha256((SHIPPED / "trained.safetensors").read_bytes()).hexdigest(),
         "sources": counts, "weights": WEIGHTS, "older_sources_share": share,
@@ -321,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("pack", help="here: write .gpu/knowledge/")
     p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     p.add_argument("--dest", type=Path, default=PACK)
-    p.add_argument("--margin", type=float, default=2.0,
+    p.add_argument("--margin", type=float, default=1.0,
                    help="MiB left free under the 64 MiB the device machine takes (files others add)")
     t = sub.add_parser("train", help="there: unpack, train, write the run into --out "
                                      "(other arguments go to scripts/pretrain.py, after the recipe)")
@@ -333,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--stop-after", type=float, default=480.0,
                    help="seconds from the start after which a still-running training is ended "
                         "(its last checkpoint is packed); keep it under the call's timeout")
+    c = sub.add_parser("check", help="here: will the tree and the pack travel (64 MiB)?")
+    c.add_argument("--pack", type=Path, default=PACK)
     i = sub.add_parser("import", help="here: join the parts into a run folder")
     i.add_argument("parts", type=Path)
     i.add_argument("--dest", type=Path, default=REPO / ".cache" / "runs" / "minilm-c")
@@ -345,6 +353,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.verb == "train":
         return train(args, extra)
+    if args.verb == "check":
+        tree, size = travelling_bytes(), sum(p.stat().st_size for p in args.pack.iterdir())
+        print(f"travelling tree {tree / 2**20:.2f} MiB + pack {size / 2**20:.2f} MiB = "
+              f"{(tree + size) / 2**20:.2f} MiB of {TREE_LIMIT / 2**20:.0f} MiB")
+        return 0 if tree + size <= TREE_LIMIT else 1
     import_run(args.parts, args.dest)
     return 0
 
