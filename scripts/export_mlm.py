@@ -131,12 +131,22 @@ def model_card(run: Path, baseline: dict | None, note: str = "") -> str:
     lines += [
         "",
         "**Licence.** MiniLM weights: Apache-2.0 (all-MiniLM-L6-v2). The trained tensors are",
-        "released under the same terms. The corpus texts are public domain or permissively",
-        "licensed (table above); no GPL dictionary text (GCIDE) was used.",
+        "released under the same terms. " + (
+            "The corpus texts are public domain or permissively licensed (table above), except "
+            "GCIDE's definitions and notes (GPL-2 or later, as its copyright file says); whether "
+            "weights trained on GPL text are bound by it is not settled, so this is recorded here."
+            if any(s["name"] == "gcide" for s in sources) else
+            "The corpus texts are public domain or permissively licensed (table above); no GPL "
+            "dictionary text (GCIDE) was used."),
         "",
-        f"**Limits.** A small model trained for {minutes / 60:.1f} hours on CPU on about {tokens / 1e6:.0f} million tokens",
-        "of mostly 19th-20th-century prose, speeches and dictionary examples: it knows common",
-        "English words and grammar, little about the world, and its style leans to its corpus.",
+        f"**Limits.** A small model trained for {minutes / 60:.1f} hours "
+        f"({', '.join(sorted({p['config']['device'].upper() for p in parts}))}) on about {tokens / 1e6:.0f} million tokens",
+        "of mostly 19th-20th-century prose, speeches and dictionary text" + (
+            ", plus country, city and element facts written out from records: it knows common "
+            "English words and grammar and some common facts, and its style leans to its corpus."
+            if any(s["name"] == "facts-templated" for s in sources) else
+            ": it knows common English words and grammar, little about the world, and its style "
+            "leans to its corpus."),
     ]
     return "\n".join(lines) + "\n"
 

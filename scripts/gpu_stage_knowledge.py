@@ -28,8 +28,9 @@ does here), runs ``scripts/pretrain.py`` with a wall-clock budget, and writes th
 (trained.safetensors, config.json, log.jsonl, snapshots.json, final.json) as one xz tar split
 into parts of at most 15 MB: ``$OUT/run.tar.xz.00`` .. (two parts; three at most).
 
-``import`` joins the parts, checks them against the manifest inside, and unpacks the run into
-``.cache/runs/minilm-c``; then ``scripts/export_mlm.py`` ships it as usual.
+``import`` joins the parts, checks them against the manifest inside, unpacks the run into
+``.cache/runs/minilm-c`` and measures its final.json again here, on the exact embeddings (the
+device's is kept as final_there.json); then ``scripts/export_mlm.py`` ships it as usual.
 """
 
 from __future__ import annotations
@@ -321,6 +322,36 @@ def import_run(parts_dir: Path, dest: Path) -> Path:
     return dest
 
 
+def rescore(run: Path) -> None:
+    """final.json measured here, on MiniLM's exact embeddings + the run's trained tensors (the
+    model `make setup` assembles); the device's own is kept as final_there.json. The minutes
+    stay the device's (the card adds up the stages' training time from them)."""
+    import dataclasses
+
+    from safetensors.torch import load_file
+    from transformers import AutoTokenizer
+
+    from models import pretrain
+    from models.mlm_data import read_sentences
+    from models.registry import get_spec, local_path
+    from scripts.pretrain import write_final
+
+    there = json.loads((run / "final.json").read_text())
+    config = json.loads((run / "config.json").read_text())
+    fields = {f.name for f in dataclasses.fields(pretrain.PretrainConfig)} - {"snapshot_fractions"}
+    cfg = pretrain.PretrainConfig(**{k: v for k, v in config.items() if k in fields})
+    minilm = local_path(get_spec("minilm-l6"))
+    model = pretrain.build_model(cfg, minilm)
+    model.load_state_dict({k: v.float() for k, v in load_file(str(run / "trained.safetensors")).items()},
+                          strict=False)
+    tokenizer = AutoTokenizer.from_pretrained(str(minilm))
+    (run / "final_there.json").write_text(json.dumps(there, indent=1) + "\n")
+    write_final(run, cfg, model, tokenizer, read_sentences(REPO / "data" / "heldout.txt"), time.time())
+    here = json.loads((run / "final.json").read_text())
+    here["minutes"] = there["minutes"]
+    pretrain.save_json(run / "final.json", here)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="verb", required=True)
@@ -344,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     i = sub.add_parser("import", help="here: join the parts into a run folder")
     i.add_argument("parts", type=Path)
     i.add_argument("--dest", type=Path, default=REPO / ".cache" / "runs" / "minilm-c")
+    i.add_argument("--no-rescore", action="store_true",
+                   help="keep the device's final.json (else: measured again here, exact embeddings)")
     args, extra = parser.parse_known_args(argv)
     if args.verb != "train" and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
@@ -359,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{(tree + size) / 2**20:.2f} MiB of {TREE_LIMIT / 2**20:.0f} MiB")
         return 0 if tree + size <= TREE_LIMIT else 1
     import_run(args.parts, args.dest)
+    if (args.dest / "final.json").is_file() and not args.no_rescore:
+        rescore(args.dest)
     return 0
 
 
