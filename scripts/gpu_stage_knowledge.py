@@ -392,9 +392,22 @@ def main(argv: list[str] | None = None) -> int:
               f"{(tree + size) / 2**20:.2f} MiB of {TREE_LIMIT / 2**20:.0f} MiB")
         return 0 if tree + size <= TREE_LIMIT else 1
     import_run(args.parts, args.dest)
-    if (args.dest / "final.json").is_file() and not args.no_rescore:
+    if not (args.dest / "final.json").is_file():
+        finish_stopped(args.dest)
+    elif not args.no_rescore:
         rescore(args.dest)
     return 0
+
+
+def finish_stopped(run: Path) -> None:
+    """A run stopped before its end: `scripts/pretrain.py --finish` completes its record here,
+    scored on the older sources' held-out split (data/heldout.txt), as the run itself was."""
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "train.txt").write_text("")
+        shutil.copy2(REPO / "data" / "heldout.txt", Path(tmp) / "heldout.txt")
+        print("the run stopped before its end: finishing it at its last checkpoint", flush=True)
+        subprocess.run([sys.executable, "-m", "scripts.pretrain", "--out", str(run), "--finish",
+                        "--corpus", tmp], cwd=REPO, check=True)
 
 
 if __name__ == "__main__":
