@@ -90,6 +90,7 @@ from .heads import (
     train_classifier,
 )
 from .fill_mask import MASK_PATTERN, MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
+from .knowledge import PROBE_SETS, KnowledgeProbe, ProbeItem, knowledge_probe
 from .evaluation import FillMaskEval, evaluate_fill_mask, heldout_sentences
 from .loading import get_device, is_loaded, load_model, load_tokenizer, set_device
 from .onednn import onednn_enabled, use_onednn
@@ -257,6 +258,10 @@ __all__ = [
     "UnknownModelError",
     "default_model_key",
     "fill_mask",
+    "PROBE_SETS",
+    "KnowledgeProbe",
+    "ProbeItem",
+    "knowledge_probe",
     "get_device",
     "get_spec",
     "list_models",
