@@ -25,6 +25,7 @@ from . import compare_copy as copy
 from . import compare_plots as views
 from .common import HEAVY, error_figure, model_choices, readable_errors
 from .deep_links import LinkTarget
+from .knowledge_view import build_compare_knowledge
 from .server import on_gpu
 from .view_cache import cached_view
 
@@ -85,6 +86,13 @@ def show_zoo():
         return views.zoo_curves_figure(entries), views.zoo_frame(entries), copy.ZOO_FINDINGS
 
 
+def knowledge_pair(models) -> list[str]:
+    """The two models the knowledge comparison opens with: the default MLM and another one."""
+    usable = [m.key for m in models if m.has_mlm_head and m.available]
+    default = [m.key for m in models if m.default and m.key in usable]
+    return (default + [k for k in usable if k not in default])[:2]
+
+
 def build_compare_tab() -> LinkTarget:
     """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
     models = registry_models(list_models())
@@ -116,6 +124,7 @@ def build_compare_tab() -> LinkTarget:
         agreement = gr.HTML(elem_id="compare-agreement")
         tokens_view = gr.HTML(elem_id="compare-tokens")
         tokens_table = gr.Dataframe(label="Pieces per model", elem_id="compare-tokens-table", interactive=False, wrap=True)
+        build_compare_knowledge(models, knowledge_pair(models))
 
         gr.Markdown(copy.SPEED_HELP)
         bench_models = gr.CheckboxGroup(

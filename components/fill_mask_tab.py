@@ -25,6 +25,7 @@ from . import fill_mask_copy as copy
 from . import fill_mask_plots as plots
 from .common import escape, model_choices, quoted, readable_errors
 from .deep_links import LinkTarget
+from .knowledge_view import build_knowledge_probe
 from .server import on_gpu, queue_live_events
 from .view_cache import cached_view
 
@@ -175,6 +176,7 @@ def build_fill_mask_tab() -> LinkTarget:
                     button = gr.Button("Predict", variant="primary")
                 card = gr.Markdown(model_card(default) if default else "")
                 gr.Examples(copy.EXAMPLES, inputs=[text], label="Classic teaching sentences")
+                build_knowledge_probe(model)
             with gr.Column(scale=4):
                 status = gr.Markdown("", elem_id="fill-mask-status")
                 filled = gr.Textbox(
