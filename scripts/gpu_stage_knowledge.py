@@ -328,23 +328,16 @@ def rescore(run: Path) -> None:
     stay the device's (the card adds up the stages' training time from them)."""
     import dataclasses
 
-    from safetensors.torch import load_file
-    from transformers import AutoTokenizer
-
     from models import pretrain
     from models.mlm_data import read_sentences
-    from models.registry import get_spec, local_path
+    from scripts.evaluate_knowledge import load_overlay_model
     from scripts.pretrain import write_final
 
     there = json.loads((run / "final.json").read_text())
     config = json.loads((run / "config.json").read_text())
     fields = {f.name for f in dataclasses.fields(pretrain.PretrainConfig)} - {"snapshot_fractions"}
     cfg = pretrain.PretrainConfig(**{k: v for k, v in config.items() if k in fields})
-    minilm = local_path(get_spec("minilm-l6"))
-    model = pretrain.build_model(cfg, minilm)
-    model.load_state_dict({k: v.float() for k, v in load_file(str(run / "trained.safetensors")).items()},
-                          strict=False)
-    tokenizer = AutoTokenizer.from_pretrained(str(minilm))
+    model, tokenizer = load_overlay_model(run)
     (run / "final_there.json").write_text(json.dumps(there, indent=1) + "\n")
     write_final(run, cfg, model, tokenizer, read_sentences(REPO / "data" / "heldout.txt"), time.time())
     here = json.loads((run / "final.json").read_text())
