@@ -534,36 +534,41 @@ def _etymology_end(text: str) -> int:
     return 0
 
 
+def gcide_sentences(head: str, entry: str) -> list[str]:
+    """One GCIDE entry as sentences: a single-word noun's first definition ("A volcano is a
+    mountain or hill ..."; "Paris is the chief city of France."), and for entries with a
+    subject label in GCIDE_SUBJECTS their encyclopedic notes as prose."""
+    m = _HEADER.match(entry)
+    if not m or m.group(1) != head:               # single-word nouns only
+        return []
+    rest = entry[m.end():]
+    rest = rest[_etymology_end(rest):].lstrip()
+    label = re.match(r"\(([A-Z][a-z]+\.?(?: [A-Z][a-z]+\.)?)\)\s*", rest)
+    subject = label.group(1) if label else ""
+    rest = rest[label.end():] if label else rest
+    rest = re.sub(r"^1\.\s+", "", rest)
+    definition = " ".join(_WEBSTER.split(rest, 1)[0].split())
+    definition = re.split(r"\s*;|\s+--", definition)[0].rstrip(". ")
+    definition = definition.replace("{", "").replace("}", "")
+    word, out = head.lower(), []
+    if re.match(r"(A|An) [a-z]", definition) and not re.search(r"[(\[\]]", definition):
+        if subject == "Chem." and " element" in definition:
+            out.append(f"{head} is {definition[0].lower()}{definition[1:]}.")
+        else:
+            out.append(f"{'An' if word[0] in 'aeiou' else 'A'} {word} is "
+                       f"{definition[0].lower()}{definition[1:]}.")
+    elif re.match(r"The [a-z]", definition) and not re.search(r"[(\[\]]", definition):
+        out.append(f"{head} is the {definition[4:]}.")       # "Paris is the chief city of France."
+    if subject in GCIDE_SUBJECTS:                # the encyclopedic notes, as prose
+        for note in re.findall(r"\n\s*Note:\s*(.+?)(?=\n\s*\n|\Z)", entry, re.S):
+            out += prose_sentences([_WEBSTER.sub(" ", note)])
+    return [s for s in out if accept(s)]
+
+
 def src_gcide(f):
     """GCIDE (Webster's 1913 and later): noun definitions as sentences, encyclopedic notes"""
     root, ver = f.deb("dict-gcide")
-    out = []
-    for head, entry in dictd_entries(root, "gcide"):
-        m = _HEADER.match(entry)
-        if not m or m.group(1) != head:               # single-word nouns only
-            continue
-        rest = entry[m.end():]
-        rest = rest[_etymology_end(rest):].lstrip()
-        label = re.match(r"\(([A-Z][a-z]+\.?(?: [A-Z][a-z]+\.)?)\)\s*", rest)
-        subject = label.group(1) if label else ""
-        rest = rest[label.end():] if label else rest
-        rest = re.sub(r"^1\.\s+", "", rest)
-        definition = " ".join(_WEBSTER.split(rest, 1)[0].split())
-        definition = re.split(r"\s*;|\s+--", definition)[0].rstrip(". ")
-        definition = definition.replace("{", "").replace("}", "")
-        word = head.lower()
-        if re.match(r"(A|An) [a-z]", definition) and not re.search(r"[(\[\]]", definition):
-            if subject == "Chem." and " element" in definition:
-                out.append(f"{head} is {definition[0].lower()}{definition[1:]}.")
-            else:
-                out.append(f"{'An' if word[0] in 'aeiou' else 'A'} {word} is "
-                           f"{definition[0].lower()}{definition[1:]}.")
-        elif re.match(r"The [a-z]", definition) and not re.search(r"[(\[\]]", definition):
-            out.append(f"{head} is the {definition[4:]}.")       # "Paris is the chief city of France."
-        if subject in GCIDE_SUBJECTS:                # the encyclopedic notes, as prose
-            for note in re.findall(r"\n\s*Note:\s*(.+?)(?=\n\s*\n|\Z)", entry, re.S):
-                out += prose_sentences([_WEBSTER.sub(" ", note)])
-    out = [s for s in out if accept(s)]
+    out = [s for head, entry in dictd_entries(root, "gcide") for s in gcide_sentences(head, entry)]
     out = sorted(dict.fromkeys(out), key=lambda s: _hash(norm(s), "gcide:"))[:GCIDE_CAP]
     quote = "GCIDE is free software; you can redistribute it and/or modify it under the terms of the GNU General Public License as published by the Free Software Foundation; either version 2, or (at your option) any later version."
     return ver, deb_licence(root, "dict-gcide", quote), out
