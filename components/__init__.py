@@ -1,4 +1,5 @@
-"""Gradio UI: one module per tab, plus pure plot builders. Calls the core in ``models``."""
+"""Gradio UI: a folder per tab (tab.py, plots.py, copy.py), views shared by tabs in views/,
+the shared shell in shell/. Calls the core only through ``models``."""
 
 import os
 

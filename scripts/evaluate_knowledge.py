@@ -14,7 +14,7 @@ weights, as ``make setup`` assembles the shipped model) or a complete model fold
   on), 15 % of the tokens masked with the fixed seed of scripts/evaluate.py, top-1 / top-5 /
   mean loss.
 
-The cloze sets are scored with the trainer's scorer (``models.evaluation.probe_predictions``:
+The cloze sets are scored with the trainer's scorer (``models.pretraining.evaluation.probe_predictions``:
 softmax top-5 at the mask); ``knowledge_probe`` gives the same top-5 through the app's
 fill-mask path for a registry model (tests check both against transformers' pipeline).
 """
@@ -25,8 +25,8 @@ import argparse
 import json
 from pathlib import Path
 
-from models.evaluation import evaluate_masked, heldout_sentences, probe_predictions
-from models.knowledge import normalise_guess, probe_items
+from models.pretraining.evaluation import evaluate_masked, heldout_sentences, probe_predictions
+from models.mlm.knowledge import normalise_guess, probe_items
 
 REPO = Path(__file__).resolve().parent.parent
 FRANCE = "The capital of France is [MASK]."
@@ -43,8 +43,8 @@ def load_overlay_model(path: Path):
 
     from safetensors.torch import load_file
 
-    from models import pretrain
-    from models.registry import get_spec, local_path
+    from models.pretraining import trainer as pretrain
+    from models.registry.catalogue import get_spec, local_path
 
     config = json.loads((path / "config.json").read_text())
     fields = {f.name for f in dataclasses.fields(pretrain.PretrainConfig)} - {"snapshot_fractions"}

@@ -139,7 +139,7 @@ def pack_corpus(corpus: Path, share: float = 1.0) -> tuple[bytes, dict]:
 
 
 def pack(corpus: Path, dest: Path = PACK, margin_mib: float = 1.0) -> dict:
-    from models.registry import get_spec, local_path
+    from models.registry.catalogue import get_spec, local_path
 
     minilm = local_path(get_spec("minilm-l6"))
     if minilm is None:
@@ -328,8 +328,8 @@ def rescore(run: Path) -> None:
     stay the device's (the card adds up the stages' training time from them)."""
     import dataclasses
 
-    from models import pretrain
-    from models.mlm_data import read_sentences
+    from models.pretraining import trainer as pretrain
+    from models.pretraining.mlm_data import read_sentences
     from scripts.evaluate_knowledge import load_overlay_model
     from scripts.pretrain import write_final
 

@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from models import knowledge_probe
-
-
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
 
 
 def test_knowledge_probe_matches_the_core(client):
