@@ -89,6 +89,7 @@ from .tasks.classifier import (
     train_classifier,
 )
 from .mlm.fill_mask import MASK_PATTERN, MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
+from .mlm.knowledge import PROBE_SETS, KnowledgeProbe, ProbeItem, knowledge_probe
 from .pretraining.evaluation import FillMaskEval, evaluate_fill_mask, heldout_sentences
 from .pretraining.masking import MaskingPolicy, apply_masking
 from .runtime.loading import get_device, is_loaded, load_model, load_tokenizer, set_device
@@ -252,6 +253,10 @@ __all__ = [
     "UnknownModelError",
     "default_model_key",
     "fill_mask",
+    "PROBE_SETS",
+    "KnowledgeProbe",
+    "ProbeItem",
+    "knowledge_probe",
     "get_device",
     "get_spec",
     "list_models",

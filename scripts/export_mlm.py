@@ -130,12 +130,22 @@ def model_card(run: Path, baseline: dict | None, note: str = "") -> str:
     lines += [
         "",
         "**Licence.** MiniLM weights: Apache-2.0 (all-MiniLM-L6-v2). The trained tensors are",
-        "released under the same terms. The corpus texts are public domain or permissively",
-        "licensed (table above); no GPL dictionary text (GCIDE) was used.",
+        "released under the same terms. " + (
+            "The corpus texts are public domain or permissively licensed (table above), except "
+            "GCIDE's definitions and notes (GPL-2 or later, as its copyright file says); whether "
+            "weights trained on GPL text are bound by it is not settled, so this is recorded here."
+            if any(s["name"] == "gcide" for s in sources) else
+            "The corpus texts are public domain or permissively licensed (table above); no GPL "
+            "dictionary text (GCIDE) was used."),
         "",
-        f"**Limits.** A small model trained for {minutes / 60:.1f} hours on CPU on about {tokens / 1e6:.0f} million tokens",
-        "of mostly 19th-20th-century prose, speeches and dictionary examples: it knows common",
-        "English words and grammar, little about the world, and its style leans to its corpus.",
+        f"**Limits.** A small model trained for {minutes / 60:.1f} hours "
+        f"({', '.join(sorted({p['config']['device'].upper() for p in parts}))}) on about {tokens / 1e6:.0f} million tokens",
+        "of mostly 19th-20th-century prose, speeches and dictionary text" + (
+            ", plus country, city and element facts written out from records: it knows common "
+            "English words and grammar and some common facts, and its style leans to its corpus."
+            if any(s["name"] == "facts-templated" for s in sources) else
+            ": it knows common English words and grammar, little about the world, and its style "
+            "leans to its corpus."),
     ]
     return "\n".join(lines) + "\n"
 
@@ -145,17 +155,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run", type=Path)
     parser.add_argument("--baseline", type=Path, help="JSON with the unigram baseline's top1/top5/loss")
     parser.add_argument("--note", default="", help="a paragraph added to the card (e.g. about the corpus build)")
+    parser.add_argument("--dest", type=Path, default=DEST, help="where to write (default: the shipped folder)")
     args = parser.parse_args(argv)
+    dest = args.dest
     missing = [f for f in FILES if not (args.run / f).is_file()]
     if missing:
         print(f"the run lacks {missing}", file=sys.stderr)
         return 1
-    DEST.mkdir(parents=True, exist_ok=True)
+    dest.mkdir(parents=True, exist_ok=True)
     for name in FILES:
-        shutil.copy2(args.run / name, DEST / name)
+        shutil.copy2(args.run / name, dest / name)
     baseline = json.loads(args.baseline.read_text()) if args.baseline else None
-    (DEST / "MODEL_CARD.md").write_text(model_card(args.run, baseline, args.note), encoding="utf-8")
-    print(f"exported {args.run} to {DEST}")
+    (dest / "MODEL_CARD.md").write_text(model_card(args.run, baseline, args.note), encoding="utf-8")
+    print(f"exported {args.run} to {dest}")
     return 0
 
 

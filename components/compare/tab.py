@@ -25,6 +25,7 @@ from ..shell.common import HEAVY, error_figure, model_choices, readable_errors
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
+from ..views.knowledge import build_compare_knowledge
 from . import copy
 from . import plots as views
 
@@ -85,6 +86,13 @@ def show_zoo():
         return views.zoo_curves_figure(entries), views.zoo_frame(entries), views.zoo_findings_md(entries)
 
 
+def knowledge_pair(models) -> list[str]:
+    """The two models the knowledge comparison opens with: the default MLM and another one."""
+    usable = [m.key for m in models if m.can("mlm") and m.available]
+    default = [m.key for m in models if m.default and m.key in usable]
+    return (default + [k for k in usable if k not in default])[:2]
+
+
 def build_compare_tab() -> LinkTarget:
     """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
     models = registry_models(list_models())
@@ -116,6 +124,7 @@ def build_compare_tab() -> LinkTarget:
         agreement = gr.HTML(elem_id="compare-agreement")
         tokens_view = gr.HTML(elem_id="compare-tokens")
         tokens_table = gr.Dataframe(label="Pieces per model", elem_id="compare-tokens-table", interactive=False, wrap=True)
+        build_compare_knowledge(models, knowledge_pair(models))
 
         gr.Markdown(copy.SPEED_HELP)
         bench_models = gr.CheckboxGroup(

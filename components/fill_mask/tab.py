@@ -25,6 +25,7 @@ from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu, queue_live_events
 from ..shell.view_cache import cached_view
 from ..views import causal_copy, causal_plots
+from ..views.knowledge import build_knowledge_probe
 from . import copy
 from . import plots
 
@@ -175,6 +176,7 @@ def build_fill_mask_tab() -> LinkTarget:
                     button = gr.Button("Predict", variant="primary")
                 card = gr.Markdown(model_card(default) if default else "")
                 gr.Examples(copy.EXAMPLES, inputs=[text], label="Classic teaching sentences")
+                build_knowledge_probe(model)
             with gr.Column(scale=4):
                 status = gr.Markdown("", elem_id="fill-mask-status")
                 filled = gr.Textbox(
