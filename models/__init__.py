@@ -136,6 +136,10 @@ from .results import (
     TokenizationResult,
 )
 from .tasks import TaskInfo, list_tasks
+from .live_training import live_training_busy, stop_live_training
+from .pair_heads import PairClassification, PairClassifierResult, classify_pair, list_pair_tasks, train_pair_classifier
+from .sentence_encoder import SENTENCE_LOSSES, SentenceEncoderResult, sentence_encoders, train_sentence_encoder
+from .span_heads import SpanAnswer, SpanHeadResult, answer_span, train_span_head
 from .schedule import TrainingSchedule
 from .sentence_sets import bank_demo, groups_text, parse_groups, sentence_groups
 from .separation import SeparationScore, best_pooling, separation_score
@@ -299,4 +303,20 @@ __all__ = [
     "parse_groups",
     "sentence_groups",
     "best_pooling",
+    # issue 26: sentence encoders, pair and span heads, distillation (live runs)
+    "live_training_busy",
+    "stop_live_training",
+    "PairClassification",
+    "PairClassifierResult",
+    "classify_pair",
+    "list_pair_tasks",
+    "train_pair_classifier",
+    "SENTENCE_LOSSES",
+    "SentenceEncoderResult",
+    "sentence_encoders",
+    "train_sentence_encoder",
+    "SpanAnswer",
+    "SpanHeadResult",
+    "answer_span",
+    "train_span_head",
 ]

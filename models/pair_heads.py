@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from . import registry
 from .embeddings import _pool, layer_index
 from .errors import InputError
-from .heads import _fit_probe, _majority
+from .heads import _fit_probe, _majority, _subset
 from .live_training import Budget, check_rate, check_seconds, exclusive_run, parameter_count, trainable_copy
 from .loading import BUILD_LOCK, check_token_count, load_model
 from .tasks import TASKS_DIR, load_task
@@ -266,7 +266,7 @@ _FEATURES: dict[tuple, tuple] = {}
 
 
 def _frozen_features(loaded, task: PairTask, pooling: str, layer: int, rows: dict) -> dict:
-    key = (loaded.spec.key, task.info.name, pooling, layer, str(loaded.device))
+    key = (loaded.spec.key, task.info.name, hash(task.train_pairs), pooling, layer, str(loaded.device))
     if key not in _FEATURES:
         probe = PairClassifierModel(loaded.model, torch.nn.Linear(1, 1), pooling, layer, None, ())
         pad_id = loaded.tokenizer.pad_token_id or 0
@@ -284,12 +284,13 @@ def _frozen_features(loaded, task: PairTask, pooling: str, layer: int, rows: dic
 def train_pair_classifier(model_key: str, task: str = "definition-match", pooling: str = "cls",
                           layer: int | None = None, freeze: bool = True, epochs: int | None = None,
                           seed: int = 0, learning_rate: float | None = None,
-                          max_seconds: float = 120) -> PairClassifierResult:
+                          max_seconds: float = 120, train_size: int | None = None) -> PairClassifierResult:
     """Train a linear head on the [CLS] state of a sentence pair (segment ids 0 / 1).
 
     freeze=True: a probe on the frozen encoder (epochs default 60, lr 1e-2); freeze=False:
     fine-tune a copy of a small encoder with the head (epochs default 1, at most 3, lr 5e-5
-    for the encoder, 20x for the head), within ``max_seconds``. Validation on the task's fixed
+    for the encoder, 20x for the head), within ``max_seconds``. train_size: only this many training
+    pairs (a seeded sample). Validation on the task's fixed
     held-out split, with the majority baseline and transformers' own head for comparison.
     """
     registry.get_spec(model_key)
@@ -306,6 +307,10 @@ def train_pair_classifier(model_key: str, task: str = "definition-match", poolin
     n_layers = int(loaded.model.config.num_hidden_layers)
     layer = n_layers if layer is None else layer_index(n_layers, layer, model_key)
     labels = data.info.labels
+    subset = _subset(train_size, data.info.train_size, seed)
+    if subset is not None:
+        data = PairTask(data.info, tuple(data.train_pairs[i] for i in subset),
+                        tuple(data.train_labels[i] for i in subset), data.validation_pairs, data.validation_labels)
     with exclusive_run(f"training a pair head on {model_key}"):
         budget = Budget(seconds)
         rows = {"train": _encode_pairs(loaded, data.train_pairs), "validation": _encode_pairs(loaded, data.validation_pairs)}
@@ -325,14 +330,14 @@ def train_pair_classifier(model_key: str, task: str = "definition-match", poolin
     reference, reference_count = reference_head(model_key, len(labels))
     segments = _reads_segments(loaded.model)
     head_id = _keep(model, model_key, task)
-    note = (f"{how}, {budget.elapsed():.0f} s, on {data.info.train_size:,} training pairs of '{task}' "
+    note = (f"{how}, {budget.elapsed():.0f} s, on {len(data.train_pairs):,} training pairs of '{task}' "
             f"({data.info.label_source}) Pairs read as [CLS] A [SEP] B [SEP]"
             f"{' with segment ids 0 / 1' if segments else ' (this model has no segment embeddings)'}.")
     return PairClassifierResult(
         head_id=head_id, model_key=model_key, task=task, labels=labels, pooling=pooling, layer=layer,
         freeze=freeze, epochs=len(curves[0]), seed=seed, head_parameters=parameter_count(model.head),
         body_parameters=parameter_count(loaded.model), reference_head=reference,
-        reference_parameters=reference_count, segment_ids=segments, train_examples=data.info.train_size,
+        reference_parameters=reference_count, segment_ids=segments, train_examples=len(data.train_pairs),
         validation_examples=data.info.validation_size, train_loss=tuple(curves[0]),
         train_accuracy=tuple(curves[1]), validation_loss=tuple(curves[2]),
         validation_accuracy=tuple(curves[3]), majority_label=labels[majority], majority_baseline=baseline,

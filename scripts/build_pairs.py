@@ -25,7 +25,7 @@ import argparse
 import hashlib
 import re
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from scripts import build_corpus
@@ -60,6 +60,8 @@ def wordnet_synsets(root: Path):
 
 
 def synset_rows(synsets) -> list[tuple[str, str, str]]:
+    quoted = Counter(e for s in synsets for e in set(s[4]))  # an example quoted by two synsets: dropped
+    synsets = [s[:4] + ([e for e in s[4] if quoted[e] == 1],) for s in synsets]
     groups = [s for s in synsets if len(s[4]) >= 2 and s[2].replace(" ", "").isalpha()]
     groups.sort(key=lambda s: _hash(f"{s[0]}{s[1]}", "order:"))
     counts, rows = defaultdict(int), []
