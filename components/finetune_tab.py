@@ -22,6 +22,7 @@ from . import finetune_copy as copy
 from . import finetune_plots as plots
 from .common import HEAVY, error_figure, model_choices, readable_errors
 from .deep_links import LinkTarget
+from .sentence_tab import build_sentence_sections
 from .server import on_gpu
 from .view_cache import cached_view
 
@@ -166,5 +167,6 @@ def build_finetune_tab() -> LinkTarget:
         report = gr.Markdown(elem_id="retrieval-report")
         report_button.click(run_report, [search_model, search_pooling, k], report, api_name="retrieval_report",
                             **HEAVY)
+        build_sentence_sections(search_model)
         links = {"text": query, "model": search_model, "pooling": search_pooling, "k": k}
         return LinkTarget("fine-tuning-search", tab, links, [(run_search, search_inputs, [hits, search_note])])

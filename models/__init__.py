@@ -136,6 +136,7 @@ from .results import (
     TokenizationResult,
 )
 from .tasks import TaskInfo, list_tasks
+from .distillation import STUDENT_SHAPES, DistillResult, DistillRun, distill
 from .live_training import live_training_busy, stop_live_training
 from .pair_heads import PairClassification, PairClassifierResult, classify_pair, list_pair_tasks, train_pair_classifier
 from .sentence_encoder import SENTENCE_LOSSES, SentenceEncoderResult, sentence_encoders, train_sentence_encoder
@@ -304,6 +305,10 @@ __all__ = [
     "sentence_groups",
     "best_pooling",
     # issue 26: sentence encoders, pair and span heads, distillation (live runs)
+    "STUDENT_SHAPES",
+    "DistillResult",
+    "DistillRun",
+    "distill",
     "live_training_busy",
     "stop_live_training",
     "PairClassification",

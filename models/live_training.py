@@ -7,8 +7,10 @@ Used by the sentence encoder, the pair and span heads and the distillation run.
 from __future__ import annotations
 
 import copy
+import itertools
 import threading
 import time
+from collections import OrderedDict
 from contextlib import contextmanager
 
 import torch
@@ -110,3 +112,29 @@ def trainable_copy(loaded, seed: int):
 
 def parameter_count(module: torch.nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
+
+
+class HeadStore:
+    """Trained heads kept in this process by id (the last ``size``), with their model key."""
+
+    def __init__(self, prefix: str, size: int, trainer: str):
+        self.prefix, self.size, self.trainer = prefix, size, trainer
+        self._items: OrderedDict[str, tuple] = OrderedDict()
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+
+    def keep(self, model, model_key: str, *name: str) -> str:
+        head_id = f"{self.prefix}:{'/'.join((model_key, *name))}/{next(self._ids)}"
+        with self._lock:
+            self._items[head_id] = (model, model_key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return head_id
+
+    def get(self, head_id) -> tuple:
+        """(model, model key), or an InputError naming the function that trains one."""
+        with self._lock:
+            if head_id not in self._items:
+                raise InputError(f"No trained {self.prefix} head {head_id!r} in this process (the last "
+                                 f"{self.size} are kept): train one with {self.trainer} first.")
+            return self._items[head_id]

@@ -18,9 +18,7 @@ The tasks are built from the project's data, labels from where the text comes fr
 
 from __future__ import annotations
 
-import itertools
-import threading
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -32,7 +30,7 @@ from . import registry
 from .embeddings import _pool, layer_index
 from .errors import InputError
 from .heads import _fit_probe, _majority, _subset
-from .live_training import Budget, check_rate, check_seconds, exclusive_run, parameter_count, trainable_copy
+from .live_training import Budget, HeadStore, check_rate, check_seconds, exclusive_run, parameter_count, trainable_copy
 from .loading import BUILD_LOCK, check_token_count, load_model
 from .tasks import TASKS_DIR, load_task
 from .validation import check_text, check_whole_number
@@ -238,26 +236,7 @@ def reference_head(model_key: str, n_classes: int) -> tuple[str, int]:
 
 # --- the trained heads, kept in this process ------------------------------------------------
 
-_HEADS: OrderedDict[str, tuple[PairClassifierModel, str]] = OrderedDict()  # id -> (model, model key)
-_HEADS_LOCK = threading.Lock()
-_IDS = itertools.count(1)
-
-
-def _keep(model: PairClassifierModel, model_key: str, task: str) -> str:
-    head_id = f"pair:{model_key}/{task}/{next(_IDS)}"
-    with _HEADS_LOCK:
-        _HEADS[head_id] = (model, model_key)
-        while len(_HEADS) > MAX_PAIR_HEADS:
-            _HEADS.popitem(last=False)
-    return head_id
-
-
-def _head(head_id) -> tuple[PairClassifierModel, str]:
-    with _HEADS_LOCK:
-        if head_id not in _HEADS:
-            raise InputError(f"No trained pair head {head_id!r} in this process (the last {MAX_PAIR_HEADS} are "
-                             "kept): train one with train_pair_classifier first.")
-        return _HEADS[head_id]
+_HEADS = HeadStore("pair", MAX_PAIR_HEADS, "train_pair_classifier")
 
 
 # --- training ----------------------------------------------------------------------------
@@ -329,7 +308,7 @@ def train_pair_classifier(model_key: str, task: str = "definition-match", poolin
     majority, baseline = _majority(y_train, y_val, len(labels))
     reference, reference_count = reference_head(model_key, len(labels))
     segments = _reads_segments(loaded.model)
-    head_id = _keep(model, model_key, task)
+    head_id = _HEADS.keep(model, model_key, task)
     note = (f"{how}, {budget.elapsed():.0f} s, on {len(data.train_pairs):,} training pairs of '{task}' "
             f"({data.info.label_source}) Pairs read as [CLS] A [SEP] B [SEP]"
             f"{' with segment ids 0 / 1' if segments else ' (this model has no segment embeddings)'}.")
@@ -395,7 +374,7 @@ def _finetune_pairs(loaded, rows, y_train, y_val, labels, pooling, layer, epochs
 
 def classify_pair(head_id: str, text_a: str, text_b: str) -> PairClassification:
     """A trained pair head's class probabilities for (A, B)."""
-    model, model_key = _head(head_id)
+    model, model_key = _HEADS.get(head_id)
     text_a, text_b = check_text(text_a), check_text(text_b)
     loaded = load_model(model_key, head="base")
     rows = _encode_pairs(loaded, [(text_a, text_b)])

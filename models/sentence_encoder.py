@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from . import registry
-from .embeddings import _encode, _pool, embed
+from .embeddings import _encode, _pool
 from .errors import InputError
 from .finetuning import _padded
 from .live_training import Budget, check_rate, check_seconds, exclusive_run, parameter_count, trainable_copy

@@ -16,11 +16,9 @@ and articles; two baselines that read no question: the first noun phrase (a heur
 
 from __future__ import annotations
 
-import itertools
 import re
 import string
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -30,7 +28,7 @@ import torch.nn.functional as F
 
 from . import registry
 from .errors import InputError
-from .live_training import Budget, check_rate, check_seconds, exclusive_run, parameter_count, trainable_copy
+from .live_training import Budget, HeadStore, check_rate, check_seconds, exclusive_run, parameter_count, trainable_copy
 from .loading import BUILD_LOCK, check_token_count, load_model
 from .tasks import TASKS_DIR
 from .validation import check_whole_number
@@ -264,26 +262,7 @@ def reference_qa_head(model_key: str) -> tuple[str, int]:
 
 # --- trained heads -----------------------------------------------------------------------
 
-_HEADS: OrderedDict[str, tuple[SpanModel, str]] = OrderedDict()
-_HEADS_LOCK = threading.Lock()
-_IDS = itertools.count(1)
-
-
-def _keep(model: SpanModel, model_key: str) -> str:
-    head_id = f"span:{model_key}/{next(_IDS)}"
-    with _HEADS_LOCK:
-        _HEADS[head_id] = (model, model_key)
-        while len(_HEADS) > MAX_SPAN_HEADS:
-            _HEADS.popitem(last=False)
-    return head_id
-
-
-def _head(head_id) -> tuple[SpanModel, str]:
-    with _HEADS_LOCK:
-        if head_id not in _HEADS:
-            raise InputError(f"No trained span head {head_id!r} in this process (the last {MAX_SPAN_HEADS} are "
-                             "kept): train one with train_span_head first.")
-        return _HEADS[head_id]
+_HEADS = HeadStore("span", MAX_SPAN_HEADS, "train_span_head")
 
 
 # --- training and answering -----------------------------------------------------------------
@@ -349,7 +328,7 @@ def _train(loaded, model_key, data, steps, seed, lr, seconds, batch_size) -> Spa
         s = score_answers([predicted[i] for i in idx], [gold[i] for i in idx])
         per_source[source] = (len(idx), s.exact_match, s.f1)
     reference, reference_count = reference_qa_head(model_key)
-    head_id = _keep(model, model_key)
+    head_id = _HEADS.keep(model, model_key)
     note = (f"A copy of {model_key} (the shared model is not changed) fine-tuned here with a start/end head, AdamW lr "
             f"{lr:g} (head {lr * 20:g}), {len(curve)} step(s) of {batch_size} questions, seed {seed}, float32 on "
             f"{device}, {budget.elapsed():.0f} s, on {len(data.train):,} templated questions (countries from "
@@ -372,7 +351,7 @@ def _train(loaded, model_key, data, steps, seed, lr, seconds, batch_size) -> Spa
 
 def answer_span(head_id: str, question: str, context: str) -> SpanAnswer:
     """The trained span head's answer: a span of the context, with start/end probabilities per token."""
-    model, model_key = _head(head_id)
+    model, model_key = _HEADS.get(head_id)
     question, context = (question or "").strip(), (context or "").strip()
     if not question:
         raise InputError("Type a question (and the context sentence that holds its answer).")

@@ -105,11 +105,16 @@ def write(path: Path, rows) -> None:
     print(f"{path.name:<22} {dict(per)}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(doc: str, argv: list[str] | None) -> argparse.Namespace:
+    """--corpus (where fetched packages are cached) and --out (data/tasks), for the data builders."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     parser.add_argument("--out", type=Path, default=REPO / "data" / "tasks")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(__doc__, argv)
     fetcher = build_corpus.Fetcher(args.corpus)
     try:
         root, version = fetcher.deb("wordnet-base")

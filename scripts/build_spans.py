@@ -23,7 +23,6 @@ Usage: python -m scripts.build_spans [--corpus .cache/corpus] [--out data/tasks]
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import json
@@ -33,7 +32,7 @@ from collections import defaultdict
 from importlib import metadata
 from pathlib import Path
 
-from scripts import build_corpus
+from scripts import build_corpus, build_pairs
 
 REPO = Path(__file__).resolve().parents[1]
 VALIDATION_PERCENT = 30
@@ -152,10 +151,7 @@ def _version(package: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
-    parser.add_argument("--out", type=Path, default=REPO / "data" / "tasks")
-    args = parser.parse_args(argv)
+    args = build_pairs.arguments(__doc__, argv)
     fetcher = build_corpus.Fetcher(args.corpus)
     try:
         elements_root, elements_version = fetcher.deb("dict-elements")
