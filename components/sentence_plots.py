@@ -120,8 +120,8 @@ def distill_chart(result: DistillResult) -> go.Figure:
     fig.update_yaxes(title_text="training MLM loss", secondary_y=False)
     fig.update_yaxes(title_text="held-out masked-token accuracy", secondary_y=True, rangemode="tozero")
     fig.update_layout(height=380, margin=_MARGIN, title=escape(
-        f"{result.student_shape} students, {result.steps_done} steps each: {result.winner} "
-        f"{'won' if result.winner != 'tie' else ''} by {abs(result.accuracy_gain) * 100:.1f} points"))
+        f"{result.student_shape} students, {result.steps_done} steps each: {result.winner}"
+        f"{' won' if result.winner != 'tie' else ''} on held-out MLM loss by {abs(result.loss_gain):.3f}"))
     return fig
 
 

@@ -74,7 +74,8 @@ class DistillResult:
     distilled: DistillRun
     mlm_only: DistillRun
     teacher_accuracy: float  # the teacher on the same held-out masks
-    winner: str  # "soft targets + MLM", "MLM alone" or "tie"
+    winner: str  # by held-out MLM loss (lower wins): "soft targets + MLM", "MLM alone" or "tie"
+    loss_gain: float  # MLM alone - distilled, held-out MLM loss (nats per masked token; > 0: distilled better)
     accuracy_gain: float  # distilled - MLM alone, held-out masked-token accuracy (points of 1)
     seconds: float
     stopped: str
@@ -171,7 +172,8 @@ def _distill(teacher, teacher_key, shape, steps, alpha, temperature, seed, lr, s
     if len(mlm_only.train_loss) < len(distilled.train_loss):  # the second run was cut shorter
         stopped = stopped or "the MLM-alone run was cut short"
     gain = distilled.final_accuracy - mlm_only.final_accuracy
-    winner = "tie" if abs(gain) < 1e-9 else ("soft targets + MLM" if gain > 0 else "MLM alone")
+    loss_gain = mlm_only.final_loss - distilled.final_loss
+    winner = "tie" if abs(loss_gain) < 1e-4 else ("soft targets + MLM" if loss_gain > 0 else "MLM alone")
     student_params = parameter_count(_student(shape, teacher.model, seed))
     elapsed = time.perf_counter() - started
     note = (f"Two {shape} BERT students (random init, seed {seed}, {student_params:,} parameters, {teacher_key}'s "
@@ -179,13 +181,15 @@ def _distill(teacher, teacher_key, shape, steps, alpha, temperature, seed, lr, s
             f"data/train_sample.txt, the same batches and masks (15 %, 80/10/10), AdamW lr {lr:g}: one on "
             f"{alpha:g} x soft targets of {teacher_key} (T = {temperature:g}) + {1 - alpha:g} x MLM, one on MLM "
             f"alone. Scored on {len(eval_seqs)} held-out sentences (data/heldout.txt) with fixed masks: "
-            f"{winner} {'won' if winner != 'tie' else ''} by {abs(gain) * 100:.1f} points of masked-token accuracy "
-            f"({distilled.final_accuracy:.1%} vs {mlm_only.final_accuracy:.1%}; the teacher {teacher_accuracy:.1%}).")
+            f"{winner}{' won' if winner != 'tie' else ''} on held-out MLM loss by {abs(loss_gain):.3f} nats per "
+            f"masked token ({distilled.final_loss:.3f} vs {mlm_only.final_loss:.3f}); masked-token accuracy "
+            f"{distilled.final_accuracy:.1%} vs {mlm_only.final_accuracy:.1%} ({gain * 100:+.1f} points; the teacher "
+            f"{teacher_accuracy:.1%}).")
     return DistillResult(
         teacher_key=teacher_key, student_shape=shape, student_parameters=student_params,
         teacher_parameters=parameter_count(teacher.model), steps=steps, steps_done=len(distilled.train_loss),
         alpha=alpha, temperature=temperature, seed=seed, distilled=distilled, mlm_only=mlm_only,
-        teacher_accuracy=teacher_accuracy, winner=winner, accuracy_gain=gain, seconds=elapsed,
+        teacher_accuracy=teacher_accuracy, winner=winner, loss_gain=loss_gain, accuracy_gain=gain, seconds=elapsed,
         stopped=stopped, note=note,
     )
 

@@ -78,7 +78,8 @@ def distillation(args) -> None:
     print(f"  held-out masked-token accuracy: soft targets + MLM {r.distilled.final_accuracy:.1%}, MLM alone "
           f"{r.mlm_only.final_accuracy:.1%}; teacher {r.teacher_accuracy:.1%}; held-out MLM loss "
           f"{r.distilled.final_loss:.3f} vs {r.mlm_only.final_loss:.3f}")
-    print(f"  winner: {r.winner} by {abs(r.accuracy_gain) * 100:.1f} points")
+    print(f"  winner (held-out MLM loss): {r.winner} by {abs(r.loss_gain):.3f} nats per masked token; accuracy "
+          f"{r.accuracy_gain * 100:+.1f} points (soft targets - MLM alone)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,7 +37,8 @@ def test_sentence_encoder_offers_its_copy_to_search(client):
                                                         api_name="/train_sentence_encoder")
     assert "Held-out separation ROC AUC" in summary and "sbert:mini-bert-" in summary
     assert not sentence_encoders()  # trained in the server's process, not in this one
-    assert picker.startswith("sbert:mini-bert-")
+    assert picker["value"].startswith("sbert:mini-bert-")  # the search picker now offers and shows it
+    assert picker["value"] in [key for _, key in picker["choices"]]
 
 
 def test_bad_input_is_a_readable_error(client):

@@ -17,6 +17,7 @@ from helpers import REPO
 from models import (
     InputError,
     answer_span,
+    distill,
     classify_pair,
     embed,
     load_model,
@@ -251,3 +252,30 @@ def test_answer_span_bad_input(span):
         answer_span(result.head_id, "Why?", "word " * 600)
     with pytest.raises(InputError, match="No trained span head"):
         answer_span("span:none/1", "Why?", "Because.")
+
+
+# --- distillation ----------------------------------------------------------------------------
+
+
+def test_distillation_runs_share_init_batches_and_masks():
+    teacher = load_model(SMALL, head="mlm").model
+    before = _state(teacher)
+    r = distill(SMALL, "1x64", steps=3, alpha=0.5, temperature=2.0, seed=0)
+    assert _same_state(before, _state(teacher))
+    assert r.steps_done == 3 and len(r.distilled.train_loss) == len(r.mlm_only.train_loss) == 3
+    # Same initial weights, batch and masks: the first step's MLM loss is the same number in both runs.
+    assert r.distilled.train_mlm_loss[0] == pytest.approx(r.mlm_only.train_mlm_loss[0], rel=1e-5)
+    assert r.mlm_only.train_loss == r.mlm_only.train_mlm_loss  # MLM alone minimises MLM only
+    assert r.distilled.train_loss[0] != pytest.approx(r.distilled.train_mlm_loss[0])
+    assert r.winner in ("soft targets + MLM", "MLM alone", "tie") and r.winner in r.note or r.winner == "tie"
+    assert r.loss_gain == pytest.approx(r.mlm_only.final_loss - r.distilled.final_loss)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"student_shape": "9x9"}, "1x64, 2x64"),
+    ({"alpha": 0}, "alpha must be above 0"),
+    ({"temperature": 0.1}, "temperature"),
+])
+def test_distillation_bad_input(kwargs, message):
+    with pytest.raises(InputError, match=message):
+        distill(SMALL, **{"student_shape": "1x64", **kwargs})
