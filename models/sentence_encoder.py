@@ -28,6 +28,7 @@ import secrets
 import shutil
 import tempfile
 import threading
+import time
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -84,7 +85,8 @@ class SentenceEncoderResult:
     matrix_before: np.ndarray  # (M, M) cosine
     matrix_after: np.ndarray
     parameters: int
-    seconds: float
+    seconds: float  # the whole call: scoring before and after included
+    training_seconds: float  # the training steps alone (what max_seconds bounds)
     stopped: str  # "" or why training ended before its steps
     note: str  # what was trained, on what, for how long
 
@@ -274,7 +276,7 @@ def train_sentence_encoder(model_key: str, loss: str = "triplet", margin: float 
 
     loss: "triplet" (margin default 0.5, on squared distances of unit vectors) or
     "contrastive" (margin default 1.0). steps: batches of ``batch_size`` triplets / pairs (at
-    most 1000), stopping early after ``max_seconds`` or on ``stop_live_training()``.
+    most 1000), stopping early after ``max_seconds`` of training or on ``stop_live_training()``.
     learning_rate: default 3e-4 below 10 M parameters, 3e-5 above. mining: "drawn" (the drawn
     negative) or "hardest" (the closest other-synset sentence of the batch). Returns the loss curve,
     the held-out similarity matrix and separation ROC AUC before and after, and the copy's
@@ -305,13 +307,14 @@ def _train(loaded, model_key, loss, margin, steps, seed, learning_rate, seconds,
     held_ids = _encode(loaded, held.sentences)["input_ids"]
     tab_ids = _encode(loaded, tab_sentences)["input_ids"]
     subset = _matrix_subset(held)
-    budget = Budget(seconds)
+    started = time.perf_counter()
     with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
         body = trainable_copy(loaded, seed).to(device)
         n_params = parameter_count(body)
         lr = check_rate(learning_rate if learning_rate is not None else (3e-4 if n_params < 10_000_000 else 3e-5))
         before, tab_before = _cosines(body, held_ids, pad_id, device), _cosines(body, tab_ids, pad_id, device)
         optimiser = torch.optim.AdamW(body.parameters(), lr=lr, weight_decay=0.01)
+        budget = Budget(seconds)  # the training steps' time limit (the scoring before and after aside)
         curve = []
         for rows in _draws(train, loss, steps, batch_size, seed):
             if budget.over():
@@ -333,11 +336,11 @@ def _train(loaded, model_key, loss, margin, steps, seed, learning_rate, seconds,
             curve.append(float(value.detach()))
         body.eval()
         after, tab_after = _cosines(body, held_ids, pad_id, device), _cosines(body, tab_ids, pad_id, device)
-    elapsed = budget.elapsed()
+    training, elapsed = budget.elapsed(), time.perf_counter() - started
     note = (f"A copy of {model_key} (the shared model is not changed) trained here as a sentence encoder "
             f"with the {loss} loss (margin {margin:g}) on unit mean-pooled vectors, AdamW lr {lr:g}, "
             f"{len(curve)} step(s) of {batch_size} {'triplets' if loss == 'triplet' else 'pairs'} ({mining} negatives), seed {seed}, "
-            f"float32 on {device}, {elapsed:.0f} s. Pairs: WordNet 3.0 usage examples of the same synset "
+            f"float32 on {device}, {training:.0f} s of training ({elapsed:.0f} s with the scoring). Pairs: WordNet 3.0 usage examples of the same synset "
             "(positive) vs an example of another sense of the same word, else of a random synset "
             f"(negative), from {len(set(train.group))} synsets; scored on {len(set(held.group))} synsets "
             "of words never trained on and on the Embeddings tab's sentence sets.")
@@ -352,5 +355,5 @@ def _train(loaded, model_key, loss, margin, steps, seed, learning_rate, seconds,
         tab_before=separation_score(tab_before, tab_groups), tab_after=separation_score(tab_after, tab_groups),
         matrix_sentences=tuple(held.sentences[i] for i in subset), matrix_groups=tuple(group_of[subset]),
         matrix_before=before[np.ix_(subset, subset)], matrix_after=after[np.ix_(subset, subset)],
-        parameters=n_params, seconds=elapsed, stopped=budget.why, note=note,
+        parameters=n_params, seconds=elapsed, training_seconds=training, stopped=budget.why, note=note,
     )

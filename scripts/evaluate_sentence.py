@@ -33,8 +33,8 @@ def sentence(args) -> None:
         r = train_sentence_encoder(key, loss="triplet", steps=args.sentence_steps, seed=0, max_seconds=args.seconds)
         wall = time.perf_counter() - started
         target = r.auc_gain >= 0.05 if key == "mini-bert" else r.auc_gain >= 0
-        print(f"sentence encoder {key}: {r.steps_done} steps ({r.stopped or 'all'}), training {r.seconds:.0f} s, "
-              f"call {wall:.0f} s")
+        print(f"sentence encoder {key}: {r.steps_done} steps ({r.stopped or 'all'}), training {r.training_seconds:.0f} s, "
+              f"with the scoring before and after {r.seconds:.0f} s, call {wall:.0f} s")
         print(f"  held-out WordNet synsets ({r.heldout_groups}): ROC AUC {r.before.auc:.3f} -> {r.after.auc:.3f} "
               f"({r.auc_gain:+.3f}; target {'>= +0.05' if key == 'mini-bert' else '>= 0'}: {_mark(target)}), "
               f"gap {r.before.gap:.3f} -> {r.after.gap:.3f}")
