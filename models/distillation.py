@@ -113,6 +113,9 @@ def _masked(batch_seqs, tokenizer, seed: int):
 
 
 def _evaluate(model, eval_batches) -> tuple[float, float]:
+    """(masked-token accuracy, MLM loss per masked token) on fixed masked batches; the model's
+    train / eval mode is left as it was."""
+    was_training = model.training
     model.eval()
     correct = total = 0
     loss_sum = 0.0
@@ -123,7 +126,7 @@ def _evaluate(model, eval_batches) -> tuple[float, float]:
             loss_sum += float(F.cross_entropy(logits[keep].float(), labels[keep], reduction="sum"))
             correct += int((logits[keep].argmax(-1) == labels[keep]).sum())
             total += int(keep.sum())
-    model.train()
+    model.train(was_training)
     return correct / max(1, total), loss_sum / max(1, total)
 
 
@@ -158,7 +161,7 @@ def _distill(teacher, teacher_key, shape, steps, alpha, temperature, seed, lr, s
     batches = [[train_seqs[i] for i in rng.choice(len(train_seqs), DISTILL_BATCH, replace=False)] for _ in range(steps)]
     eval_batches = [tuple(t.to(device) for t in _masked(eval_seqs[i:i + 64], tokenizer, 10_000 + i))
                     for i in range(0, len(eval_seqs), 64)]
-    teacher_accuracy, _ = _evaluate_teacher(teacher.model, eval_batches)
+    teacher_accuracy, _ = _evaluate(teacher.model, eval_batches)
     started = time.perf_counter()
     runs, stopped, done = [], "", steps
     for label, weight in (("soft targets + MLM", alpha), ("MLM alone", 0.0)):
@@ -192,19 +195,6 @@ def _distill(teacher, teacher_key, shape, steps, alpha, temperature, seed, lr, s
         teacher_accuracy=teacher_accuracy, winner=winner, loss_gain=loss_gain, accuracy_gain=gain, seconds=elapsed,
         stopped=stopped, note=note,
     )
-
-
-def _evaluate_teacher(model, eval_batches) -> tuple[float, float]:
-    was = model.training
-    correct = total = 0
-    with torch.inference_mode():
-        for inputs, attention, labels in eval_batches:
-            logits = model(input_ids=inputs, attention_mask=attention).logits
-            keep = labels != -100
-            correct += int((logits[keep].argmax(-1) == labels[keep]).sum())
-            total += int(keep.sum())
-    model.train(was)
-    return correct / max(1, total), 0.0
 
 
 def _one_run(label, alpha, teacher, shape, batches, eval_batches, temperature, seed, lr, budget) -> DistillRun:

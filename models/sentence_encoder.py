@@ -24,6 +24,7 @@ process ends or it is evicted (the last ``MAX_SENTENCE_ENCODERS`` are kept).
 from __future__ import annotations
 
 import atexit
+import itertools
 import secrets
 import shutil
 import tempfile
@@ -232,7 +233,7 @@ def _matrix_subset(data: _Groups) -> list[int]:
 
 _ENCODERS: OrderedDict[str, Path] = OrderedDict()
 _ENCODERS_LOCK = threading.Lock()
-_NUMBERS = iter(range(1, 10**9))
+_NUMBERS = itertools.count(1)
 _ROOT = Path(tempfile.mkdtemp(prefix="encoder-lab-sbert-"))
 atexit.register(shutil.rmtree, _ROOT, True)
 
