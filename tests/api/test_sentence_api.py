@@ -3,6 +3,8 @@ gradio_client, against the running app, as the UI calls them."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
@@ -46,3 +48,19 @@ def test_bad_input_is_a_readable_error(client):
         client.predict("mini-bert", "triplet", 9, 2, 0, api_name="/train_sentence_encoder")
     with pytest.raises(AppError, match="Train a pair head first"):
         client.predict("", "a", "b", api_name="/classify_pair")
+
+
+def test_pair_head_then_classify_a_pair_escapes_it(client):
+    curves, summary, head_id = client.predict("mini-bert", "definition-match", True, 2, 0,
+                                              api_name="/train_pair_classifier")
+    assert head_id.startswith("pair:mini-bert/definition-match/") and "258 parameters" in summary
+    assert "BertForSequenceClassification.classifier" in summary and curves is not None
+    html = client.predict(head_id, "<i>volcano</i>", "a mountain formed by lava", api_name="/classify_pair")
+    assert "<i>" not in html and "&lt;i&gt;volcano" in html and ("match" in html or "other" in html)
+
+
+def test_distill_draws_both_students_on_one_chart(client):
+    chart, summary = client.predict("mini-bert", "1x64", 2, 0.5, 2, 0, api_name="/distill")
+    assert "MLM alone" in summary and "soft targets" in summary
+    names = [trace["name"] for trace in json.loads(chart["plot"])["data"]]
+    assert any(n.startswith("soft targets + MLM") for n in names) and any(n.startswith("MLM alone") for n in names)
