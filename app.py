@@ -16,22 +16,24 @@ from pathlib import Path
 import components  # noqa: F401  (sets analytics/telemetry off before gradio is imported)
 import gradio as gr
 
-from components import app_copy as copy
-from components.attention_tab import build_attention_tab
-from components.attribution_tab import build_attribution_tab
-from components.blocks import EncoderLabBlocks
-from components.compare_tab import build_compare_tab
-from components.deep_links import build_link_bar, wire_links
-from components.embeddings_tab import build_embeddings_tab
-from components.fill_mask_tab import build_fill_mask_tab
-from components.finetune_tab import build_finetune_tab
-from components.lessons_tab import build_lessons_tab
-from components.masking_tab import build_masking_tab
-from components.models_tab import build_models_tab
-from components import present
-from components.pretrain_tab import build_pretrain_tab
-from components.server import MAX_REQUEST_BYTES, RequestSizeLimit, limit_malloc_arenas
-from components.vendor import routes as vendor_routes
+from components.shell import copy
+from components.attention.tab import build_attention_tab
+from components.attribution.tab import build_attribution_tab
+from components.shell.blocks import EncoderLabBlocks
+from components.compare.tab import build_compare_tab
+from components.shell.deep_links import build_link_bar, wire_links
+from components.embeddings.tab import build_embeddings_tab
+from components.fill_mask.tab import build_fill_mask_tab
+from components.finetune.tab import build_finetune_tab
+from components.lessons.tab import build_lessons_tab
+from components.masking.tab import build_masking_tab
+from components.models.tab import build_models_tab
+from components.shell import present
+from components.pretrain.tab import build_pretrain_tab
+from components.shell.server import MAX_REQUEST_BYTES, RequestSizeLimit, limit_malloc_arenas
+from components.shell.vendor import routes as vendor_routes
+from components.inside.tab import build_inside_tab
+from components.shell.warm_views import first_views, warm_in_background
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -48,6 +50,7 @@ def build_demo() -> gr.Blocks:
                 build_attribution_tab(),
                 build_masking_tab(),
                 build_attention_tab(),
+                build_inside_tab(),
                 build_embeddings_tab(),
                 build_compare_tab(),
                 build_pretrain_tab(),
@@ -55,13 +58,14 @@ def build_demo() -> gr.Blocks:
                 build_models_tab(),
             ]
         wire_links(demo, tabs, targets, *link_bar)
+    demo.first_views = first_views(targets)  # computed in the background after start-up (main)
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo
 
 
 def launch_kwargs() -> dict:
     """Theme and assets: system fonts only, so nothing is fetched from outside; projector
-    mode, the dark theme's charts and the exports (``components/present.py``)."""
+    mode, the dark theme's charts and the exports (``components/shell/present.py``)."""
     from starlette.middleware import Middleware
 
     return {
@@ -108,10 +112,10 @@ def prepare_embedded() -> None:
     import subprocess
     import sys
 
-    script = Path(__file__).resolve().parent / "scripts" / "fetch_embedded.py"
-    done = subprocess.run([sys.executable, str(script)], check=False)
+    done = subprocess.run([sys.executable, "-m", "scripts.fetch_embedded"], cwd=Path(__file__).resolve().parent,
+                          check=False)
     if done.returncode:
-        print(f"warning: {script.name} failed ({done.returncode}); embedded models unavailable")
+        print(f"warning: scripts.fetch_embedded failed ({done.returncode}); embedded models unavailable")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -126,7 +130,9 @@ def main(argv: list[str] | None = None) -> None:
         allow_hub_models(args.allow_model)
     except EncoderLabError as exc:
         raise SystemExit(f"error: {exc}") from None
-    build_demo().launch(
+    demo = build_demo()
+    warm_in_background(demo.first_views)
+    demo.launch(
         server_name=args.host,
         server_port=args.port,
         share=args.share or None,

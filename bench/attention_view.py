@@ -157,7 +157,7 @@ def random_bert_base_cache(folder: Path) -> None:
     from transformers import BertConfig, BertForMaskedLM
 
     from tests.helpers import fake_hub_cache
-    from models import registry
+    from models.registry import catalogue as registry
 
     files = folder / "files"
     files.mkdir(parents=True)
@@ -185,6 +185,9 @@ def main() -> None:
             random_bert_base_cache(Path(tmp))
             KEY = "bert-base"
             print("bert-base here: RANDOM-INIT weights in bert-base-uncased's shape (bytes and timing only)")
+        from bench.bench_common import cpu_line
+
+        print(cpu_line())
         port = free_port()
         command = [sys.executable, "app.py", "--port", str(port), "--host", "127.0.0.1"]
         with subprocess.Popen(command, cwd=REPO, env=dict(os.environ), stdout=subprocess.DEVNULL,

@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.attribution_faithfulness [--model minilm-mlm] [--n 40] [--seed 0]
         [--ig-steps 32] [--timing-steps 16,32,64] [--threads 2]
 
-1. ``--n`` seeded held-out cloze sentences (``models.faithfulness.heldout_cloze``: one word
+1. ``--n`` seeded held-out cloze sentences (``models.attribution.faithfulness.heldout_cloze``: one word
    masked in each, never trained on). For each method, the deletion curve of the model's top
    guess at the mask: the area between the random-order curve (mean of 5 seeded orders) and
    the method's curve, over the share of words removed. Prints per method the mean area,
@@ -41,7 +41,7 @@ def main() -> None:
     import torch
 
     from models import ATTRIBUTION_METHODS, attribute_fill_mask, load_model
-    from models.faithfulness import heldout_cloze, measure_faithfulness
+    from models.attribution.faithfulness import heldout_cloze, measure_faithfulness
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -6,49 +6,35 @@ Both use the same loaded model object and tokenizer, on the core's device and dt
 CUDA, then MPS, then CPU; float16 on a GPU). Runs alternate (ours, ours without oneDNN,
 pipeline, ours, ...) so that drift in machine load hits all alike; the figures are medians.
 "Ours without oneDNN" is the same call with ``use_onednn(False)`` (the body's linear layers
-on MKL, as the pipeline runs them): its share of the difference. Target: ours <= 0.7 x
-pipeline time. Prints the machine, versions, the ratios per input and a SUMMARY line each.
+on MKL, as the pipeline runs them): its share of the difference. Target: ours <= 0.5 x
+pipeline time. Measures ``--repeat`` times (default 3) and reports the median and range of
+each ratio. Prints the machine (CPU model and flags), versions, which path the core chose
+for its linear layers and why, the ratios per input and a SUMMARY line each.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 
-from bench.bench_common import machine_line, without_onednn
+from bench.bench_common import machine_line, onednn_choice, spread, spread_text, sync, without_onednn
 
-TARGET = 0.7
+TARGET = 0.5  # issue 27 (was 0.7)
 INPUTS = {
     "one mask": "The cat sat on the [MASK] and looked out of the window at the birds.",
     "three masks": "She opened the [MASK], walked into the [MASK] and sat down at the [MASK].",
 }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=None, help="registry key (default: the default MLM)")
-    parser.add_argument("--runs", type=int, default=200)
-    parser.add_argument("--device", default="auto", choices=["cpu", "cuda", "mps", "auto"])
-    args = parser.parse_args()
-
+def measure(key: str, runs: int, loaded, pipe) -> list[dict]:
+    """One measurement of every input: medians of ``runs`` alternating calls per side."""
     import torch
-    from transformers import pipeline
 
-    from models import default_model_key, fill_mask, load_model, onednn_enabled, set_device
+    from models import fill_mask
 
-    set_device(args.device)
-    key = args.model or default_model_key()
-    loaded = load_model(key, head="mlm")
-    pipe = pipeline("fill-mask", model=loaded.model, tokenizer=loaded.tokenizer, device=loaded.device)
-    print(machine_line(loaded.device))
-    print(f"model: {key} ({loaded.dtype}), runs per side: {args.runs}, top_k 5, "
-          f"oneDNN for the body's linear layers: {'on' if onednn_enabled() else 'off (not available here)'}\n")
-    print(f"{'input':<12} {'ours ms':>9} {'no oneDNN':>10} {'pipeline ms':>12} {'ratio':>7} {'no oneDNN':>10}"
-          f"  target <= {TARGET:.2f}")
-
-    summary = []
-
+    results = []
     for name, text in INPUTS.items():
         pipe_text = text.replace("[MASK]", loaded.tokenizer.mask_token)
         # Same answers first: the benchmark compares equal work.
@@ -56,10 +42,10 @@ def main() -> None:
         ref = pipe(pipe_text, top_k=5)
         ref = [ref] if isinstance(ref[0], dict) else ref
         for mask, expected in zip(ours.masks, ref):
-            if loaded.dtype == torch.float32:  # in half precision near-ties may swap
+            if loaded.dtype == torch.float32:
                 assert [p.token_id for p in mask.predictions] == [e["token"] for e in expected]
-            else:
-                assert mask.predictions[0].token_id == expected[0]["token"]
+            else:  # in half precision near-ties may swap: the best scores agree
+                assert abs(mask.predictions[0].score - expected[0]["score"]) <= 2e-3, (mask, expected)
         sides = {
             "ours": lambda: fill_mask(key, text, top_k=5),
             "no oneDNN": lambda: without_onednn(lambda: fill_mask(key, text, top_k=5)),
@@ -69,27 +55,64 @@ def main() -> None:
             for run in sides.values():
                 run()
         times = {side: [] for side in sides}
-        for _ in range(args.runs):
+        for _ in range(runs):
             for side, run in sides.items():
                 start = time.perf_counter()
                 run()
-                _sync(torch, loaded.device)
+                sync(loaded.device)
                 times[side].append(time.perf_counter() - start)
         ours_ms, plain_ms, pipe_ms = (statistics.median(times[side]) * 1e3 for side in sides)
-        ratio = ours_ms / pipe_ms
-        print(f"{name:<12} {ours_ms:>9.2f} {plain_ms:>10.2f} {pipe_ms:>12.2f} {ratio:>7.2f} "
-              f"{plain_ms / pipe_ms:>10.2f}  {'met' if ratio <= TARGET else 'NOT met'}")
-        summary.append(f"SUMMARY fill-mask {name} time vs pipeline: {ratio:.2f}x ({ours_ms:.2f} vs {pipe_ms:.2f} ms, "
-                       f"{loaded.device.type} {str(loaded.dtype).removeprefix('torch.')}) (target <= {TARGET}x): "
-                       f"{'pass' if ratio <= TARGET else 'FAIL'}")
-    print("\n".join(summary))
+        results.append({"input": name, "ours_ms": ours_ms, "no_onednn_ms": plain_ms, "pipeline_ms": pipe_ms,
+                        "ratio": ours_ms / pipe_ms, "ratio_no_onednn": plain_ms / pipe_ms})
+    return results
 
 
-def _sync(torch, device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    elif device.type == "mps":
-        torch.mps.synchronize()
+def run(key: str | None = None, runs: int = 200, repeat: int = 3, device: str = "auto", quiet: bool = False) -> dict:
+    """``repeat`` measurements in this process; per input the median ratio and its spread."""
+    from transformers import pipeline
+
+    from models import default_model_key, load_model, set_device
+
+    set_device(device)
+    key = key or default_model_key()
+    loaded = load_model(key, head="mlm")
+    pipe = pipeline("fill-mask", model=loaded.model, tokenizer=loaded.tokenizer, device=loaded.device)
+    onednn_on, why = onednn_choice(loaded.device)
+    say = (lambda *a: None) if quiet else print
+    say(machine_line(loaded.device))
+    say(f"model: {key} ({loaded.dtype}), runs per side: {runs}, top_k 5, {repeat} measurements\n{why}\n")
+    say(f"{'input':<12} {'ours ms':>9} {'no oneDNN':>10} {'pipeline ms':>12} {'ratio':>7} {'no oneDNN':>10}"
+        f"  target <= {TARGET:.2f}")
+    measurements = []
+    for _ in range(repeat):
+        measurements.append(measure(key, runs, loaded, pipe))
+        for row in measurements[-1]:
+            say(f"{row['input']:<12} {row['ours_ms']:>9.2f} {row['no_onednn_ms']:>10.2f} {row['pipeline_ms']:>12.2f} "
+                f"{row['ratio']:>7.2f} {row['ratio_no_onednn']:>10.2f}")
+    report = {"model": key, "device": loaded.device.type, "dtype": str(loaded.dtype).removeprefix("torch."),
+              "runs_per_side": runs, "onednn": onednn_on, "onednn_why": why, "inputs": {}}
+    for i, name in enumerate(INPUTS):
+        rows = [m[i] for m in measurements]
+        report["inputs"][name] = {field: spread([r[field] for r in rows])
+                                  for field in ("ours_ms", "no_onednn_ms", "pipeline_ms", "ratio", "ratio_no_onednn")}
+        ratio = report["inputs"][name]["ratio"]
+        say(f"SUMMARY fill-mask {name} time vs pipeline: {spread_text([r['ratio'] for r in rows])}x "
+            f"({loaded.device.type} {report['dtype']}, ours {report['inputs'][name]['ours_ms']['median']:.2f} ms) "
+            f"(target <= {TARGET}x): {'pass' if ratio['max'] <= TARGET else 'FAIL'}")
+    return report
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=None, help="registry key (default: the default MLM)")
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3, help="measurements, each of --runs calls per side")
+    parser.add_argument("--device", default="auto", choices=["cpu", "cuda", "mps", "auto"])
+    parser.add_argument("--json", action="store_true", help="print the report as one JSON line at the end")
+    args = parser.parse_args(argv)
+    report = run(args.model, args.runs, args.repeat, args.device)
+    if args.json:
+        print(json.dumps(report))
 
 
 if __name__ == "__main__":

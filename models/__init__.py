@@ -7,8 +7,8 @@ No Gradio and no plotting here: functions take plain arguments and return frozen
 dataclasses of Python / NumPy values.
 """
 
-from .attribution_heads import CLASS_ATTRIBUTION_METHODS, ClassAttribution, attribute_classification
-from .attribution import (
+from .attribution.classification import CLASS_ATTRIBUTION_METHODS, ClassAttribution, attribute_classification
+from .attribution.masked_guess import (
     ATTRIBUTION_METHODS,
     DEFAULT_IG_STEPS,
     MAX_IG_STEPS,
@@ -18,17 +18,15 @@ from .attribution import (
     attribute_fill_mask,
     deletion_curve,
 )
-from .attention import (
+from .attention.weights import (
     HEAD_FILTERS,
     STAT_NAMES,
     AttentionResult,
     HeadStatistics,
-    attention_head_stats,
+    head_statistics,
     attention_rollout,
-    rollout_of,
     extract_attention,
     filter_heads,
-    head_statistics,
 )
 from .errors import (
     CapabilityError,
@@ -37,7 +35,7 @@ from .errors import (
     ModelUnavailableError,
     UnknownModelError,
 )
-from .arithmetic import (
+from .pretraining.arithmetic import (
     TEXTBOOK_LOGITS,
     TEXTBOOK_TARGET,
     LossArithmetic,
@@ -46,11 +44,12 @@ from .arithmetic import (
     explain_masked_position,
     next_sentence_loss,
 )
-from .causal import CausalEval, evaluate_causal, supports_causal
-from .generation import GenerationResult, GenerationStep, generate_left_to_right
-from .input_embeddings import InputEmbeddings, input_embeddings
-from .architecture import ArchitectureFacts, TrainingRecipe, architecture_table, training_recipes
-from .benchmark import (
+from .attention.input_embeddings import InputEmbeddings, input_embeddings
+from .compare.architecture import ArchitectureFacts, TrainingRecipe, architecture_table, training_recipes
+from .mlm.generation import GenerationResult, GenerationStep, generate_left_to_right
+from .pretraining.causal_eval import CausalEval, evaluate_causal
+from .inside import ForwardSteps, MLMGradients, Step, StepCheck, forward_steps, mlm_gradients
+from .compare.benchmark import (
     DEFAULT_LENGTHS,
     BenchmarkPoint,
     BenchmarkResult,
@@ -58,7 +57,7 @@ from .benchmark import (
     benchmark_models,
     limits_for,
 )
-from .compare import (
+from .compare.side_by_side import (
     CompareFillMaskResult,
     CompareTokensResult,
     MaskAgreement,
@@ -68,7 +67,7 @@ from .compare import (
     compare_tokens,
     continues_word,
 )
-from .embeddings import (
+from .embeddings.pooling import (
     MAX_SENTENCES,
     POOLINGS,
     SimilarityResult,
@@ -79,7 +78,7 @@ from .embeddings import (
     similarity,
     word_in_context,
 )
-from .heads import (
+from .tasks.classifier import (
     Classification,
     ClassifierResult,
     ProbeLayersResult,
@@ -89,12 +88,12 @@ from .heads import (
     probe_layers,
     train_classifier,
 )
-from .fill_mask import MASK_PATTERN, MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
-from .evaluation import FillMaskEval, evaluate_fill_mask, heldout_sentences
-from .loading import get_device, is_loaded, load_model, load_tokenizer, set_device
-from .onednn import onednn_enabled, use_onednn
-from .masking import MaskingPolicy, apply_masking
-from .masking_lab import (
+from .mlm.fill_mask import MASK_PATTERN, MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
+from .pretraining.evaluation import FillMaskEval, evaluate_fill_mask, heldout_sentences
+from .pretraining.masking import MaskingPolicy, apply_masking
+from .runtime.loading import get_device, is_loaded, load_model, load_tokenizer, set_device
+from .runtime.onednn import onednn_enabled, use_onednn
+from .pretraining.masking_lab import (
     MAX_EPOCHS,
     POLICY_PRESETS,
     MaskedLMLoss,
@@ -106,7 +105,7 @@ from .masking_lab import (
     next_sentence,
     simulate_masking,
 )
-from .pretrain import (
+from .pretraining.trainer import (
     SHIPPED_RUN,
     TINY_MAX_STEPS,
     PretrainConfig,
@@ -116,8 +115,8 @@ from .pretrain import (
     train_mlm,
     train_tiny,
 )
-from .capabilities import CAPABILITIES, can, default_selection, first_capable
-from .registry import (
+from .registry.capabilities import default_selection, first_capable
+from .registry.catalogue import (
     SPECS,
     allow_hub_models,
     availability,
@@ -125,28 +124,22 @@ from .registry import (
     get_spec,
     list_models,
 )
-from .retrieval import RetrievalReport, SearchHit, SearchResult, build_index, retrieval_report, search
-from .projection import project_2d
-from .results import (
-    FillMaskResult,
-    MaskPrediction,
-    ModelInfo,
-    ModelSpec,
-    Prediction,
-    TokenizationResult,
-)
-from .tasks import TaskInfo, list_tasks
-from .distillation import STUDENT_SHAPES, DistillResult, DistillRun, distill
-from .live_training import live_training_busy, stop_live_training
-from .pair_heads import PairClassification, PairClassifierResult, classify_pair, list_pair_tasks, train_pair_classifier
-from .sentence_encoder import SENTENCE_LOSSES, SentenceEncoderResult, sentence_encoders, train_sentence_encoder
-from .span_heads import SpanAnswer, SpanHeadResult, answer_span, train_span_head
-from .schedule import TrainingSchedule
-from .sentence_sets import bank_demo, groups_text, parse_groups, sentence_groups
-from .separation import SeparationScore, best_pooling, separation_score
-from .tokenization import tokenize
-from .pretraining_heads import ReplacedTokens, detect_replaced, sentence_order
-from .zoo import ZOO_KEYS, ZooEntry, zoo_comparison
+from .embeddings.projection import project_2d
+from .embeddings.retrieval import RetrievalReport, SearchHit, SearchResult, build_index, retrieval_report, search
+from .embeddings.sentence_sets import bank_demo, groups_text, parse_groups, sentence_groups
+from .embeddings.separation import SeparationScore, best_pooling, separation_score
+from .mlm.results import FillMaskResult, MaskPrediction, Prediction
+from .pretraining.objective_heads import ReplacedTokens, detect_replaced, sentence_order
+from .pretraining.schedule import TrainingSchedule
+from .registry.spec import CAPABILITIES, ModelSpec
+from .registry.zoo_entries import ZOO_KEYS, ZooEntry, zoo_comparison
+from .runtime.tokenization import TokenizationResult, tokenize
+from .tasks.task_data import TaskInfo, list_tasks
+from .embeddings.sentence_encoder import SENTENCE_LOSSES, SentenceEncoderResult, sentence_encoders, train_sentence_encoder
+from .pretraining.distillation import STUDENT_SHAPES, DistillResult, DistillRun, distill
+from .tasks.live_training import live_training_busy, stop_live_training
+from .tasks.pair_heads import PairClassification, PairClassifierResult, classify_pair, list_pair_tasks, train_pair_classifier
+from .tasks.span_heads import SpanAnswer, SpanHeadResult, answer_span, train_span_head
 from .validation import MAX_TEXT_CHARS
 
 __all__ = [
@@ -170,12 +163,17 @@ __all__ = [
     "next_sentence_loss",
     "CausalEval",
     "evaluate_causal",
-    "supports_causal",
     "GenerationResult",
     "GenerationStep",
     "generate_left_to_right",
     "InputEmbeddings",
     "input_embeddings",
+    "StepCheck",
+    "ForwardSteps",
+    "MLMGradients",
+    "Step",
+    "forward_steps",
+    "mlm_gradients",
     "Classification",
     "ClassifierResult",
     "ProbeLayersResult",
@@ -209,12 +207,10 @@ __all__ = [
     "AttentionResult",
     "HEAD_FILTERS",
     "HeadStatistics",
-    "attention_head_stats",
+    "head_statistics",
     "attention_rollout",
-    "rollout_of",
     "extract_attention",
     "filter_heads",
-    "head_statistics",
     "POOLINGS",
     "SeparationScore",
     "SimilarityResult",
@@ -253,7 +249,6 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "MAX_TOP_K",
     "MaskPrediction",
-    "ModelInfo",
     "ModelSpec",
     "ModelUnavailableError",
     "Prediction",
@@ -278,7 +273,6 @@ __all__ = [
     "sentence_order",
     "ZOO_KEYS",
     "CAPABILITIES",
-    "can",
     "default_selection",
     "first_capable",
     "ZooEntry",

@@ -31,20 +31,21 @@ def check_text(text, what: str = "text") -> str:
     return text
 
 
+def check_texts(text, text_pair=None) -> tuple[str, str | None]:
+    """A checked text and an optional second text (an empty second box means "no pair")."""
+    text = check_text(text)
+    if isinstance(text_pair, str) and not text_pair.strip():
+        text_pair = None
+    if text_pair is not None:
+        text_pair = check_text(text_pair, what="second text")
+    return text, text_pair
+
+
 def check_int(value, name: str, low: int, high: int) -> int:
-    """An integer in [low, high] (a float with no fraction is accepted), or an InputError."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{name} must be a whole number between {low} and {high}.")
-    if isinstance(value, float) and not value.is_integer():
-        raise InputError(f"{name} must be a whole number between {low} and {high}, not {value}.")
-    value = int(value)
-    if not low <= value <= high:
-        raise InputError(f"{name} must be between {low} and {high}; got {value}.")
-    return value
+    """A whole number in [low, high], or an InputError that names the range.
 
-
-def check_whole_number(name: str, value, low: int, high: int) -> int:
-    """A whole number in [low, high] (a float such as 3.0 accepted), or an InputError."""
+    A float with no fraction (3.0, what a UI number box sends) and a NumPy integer are
+    accepted; a bool, a fraction, NaN or infinity are not."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:

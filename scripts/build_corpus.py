@@ -36,7 +36,7 @@ and README/LICENSE) states it, and what the text is:
                says "redistribution permitted", but other copies say non-commercial use only.
 
 R data is read by the small R-serialization reader below (lazy-load .rdx/.rdb and .rda).
-Usage: python scripts/build_corpus.py [--out DIR] [--with-brown]
+Usage: python -m scripts.build_corpus [--out DIR] [--with-brown]
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Write the labelled fine-tuning tasks of ``models.tasks`` into ``data/tasks/`` (committed).
+"""Write the labelled fine-tuning tasks of ``models.tasks.task_data`` into ``data/tasks/`` (committed).
 
 Every label comes from where the text comes from, never from a model:
 
@@ -13,14 +13,14 @@ Every label comes from where the text comes from, never from a model:
                        retrieval corpus), found by running the corpus builder's extractors again
                        (with ``--heldout-sources``; a few minutes).
 * ``truecase.tsv``     prose sentences; the token labels (lower / Capitalised / UPPER for each
-                       word) are read from the original casing by ``models.tasks`` at load time.
+                       word) are read from the original casing by ``models.tasks.task_data`` at load time.
 
 Each line is ``split<TAB>label<TAB>sentence``. The split is fixed by a hash: a sentence is in
 ``validation`` when ``sha1("task:" + normalised sentence) % 100 < 30``, else ``train``; a fixed
 number per class and split is kept, the first ones in another hash order, so the output is
 the same on every machine with the same corpus.
 
-Usage: python scripts/build_tasks.py [--corpus .cache/corpus] [--out data/tasks]
+Usage: python -m scripts.build_tasks [--corpus .cache/corpus] [--out data/tasks]
 """
 
 from __future__ import annotations

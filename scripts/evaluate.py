@@ -1,6 +1,6 @@
 """Score every available fill-mask model of the registry, next to the unigram baseline.
 
-    python scripts/evaluate.py [--limit N] [--markdown]
+    python -m scripts.evaluate [--limit N] [--markdown]
 
 held-out: data/heldout.txt (the corpus's fixed held-out split, never trained on), 15 % of
 the tokens masked with a fixed seed, top-1 / top-5 / mean loss at those positions.
@@ -16,11 +16,10 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from models import evaluate_fill_mask, list_models, load_tokenizer  # noqa: E402
-from models.evaluation import heldout_sentences, unigram_baseline  # noqa: E402
-from models.mlm_data import read_sentences  # noqa: E402
+from models import evaluate_fill_mask, list_models, load_tokenizer
+from models.pretraining.evaluation import heldout_sentences, unigram_baseline
+from models.pretraining.mlm_data import read_sentences
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -37,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         base = unigram_baseline(tok, read_sentences(train), heldout_sentences()[: args.limit])
         rows.append(("unigram baseline (5 most frequent tokens)", base.top1, base.top5, base.loss, None, None))
     else:
-        print("(no .cache/corpus/train.txt: run scripts/build_corpus.py for the unigram baseline)")
+        print("(no .cache/corpus/train.txt: run python -m scripts.build_corpus for the unigram baseline)")
     for info in list_models():
         if not (info.has_mlm_head and info.available):
             continue

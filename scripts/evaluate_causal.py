@@ -1,6 +1,6 @@
 """Fill-mask on the held-out split with and without a causal mask, at the same positions.
 
-    python scripts/evaluate_causal.py [--model minilm-mlm] [--limit N] [--markdown]
+    python -m scripts.evaluate_causal [--model minilm-mlm] [--limit N] [--markdown]
 
 data/heldout.txt (the corpus's fixed held-out split, never trained on), 15 % of the tokens
 masked with the seed of scripts/evaluate.py (so the bidirectional row equals its figures);
@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from models import evaluate_causal  # noqa: E402
+from models import evaluate_causal
 
 
 def main(argv: list[str] | None = None) -> int:

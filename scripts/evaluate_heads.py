@@ -1,6 +1,6 @@
 """Task heads and retrieval on one encoder: the figures the README gives for them.
 
-    python scripts/evaluate_heads.py [--model minilm-l6] [--epochs 30] [--seed 0] [--threads 2]
+    python -m scripts.evaluate_heads [--model minilm-l6] [--epochs 30] [--seed 0] [--threads 2]
                                      [--queries 200] [--k 10] [--no-retrieval]
 
 Public API only (``models``): a probe on the last layer (``train_classifier``, task
@@ -16,14 +16,11 @@ prints are this machine's at that moment, for information: not a benchmark.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
+import torch
 
-from models import probe_layers, retrieval_report, train_classifier  # noqa: E402
+from models import probe_layers, retrieval_report, train_classifier
 
 PROBES = (("source", "mean"), ("source", "cls"), ("supersense", "mean"), ("truecase", "mean"))
 OVERFIT = {"task": "source", "pooling": "mean", "epochs": 60, "train_size": 8, "seed": 1}

@@ -17,8 +17,7 @@ import time
 
 import torch
 
-from models import answer_span, train_pair_classifier, train_sentence_encoder, train_span_head
-from models.distillation import distill
+from models import answer_span, distill, train_pair_classifier, train_sentence_encoder, train_span_head
 
 PARTS = ("sentence", "pair", "span", "distill")
 

@@ -1,6 +1,6 @@
 """Ship a training run as the default offline fill-mask model, with its model card.
 
-    python scripts/export_mlm.py .cache/runs/minilm-a
+    python -m scripts.export_mlm .cache/runs/minilm-a
 
 Copies the run's trained.safetensors, config.json, log.jsonl, snapshots.json and
 final.json into weights/minilm-mlm/ and writes MODEL_CARD.md from them and from the
@@ -16,9 +16,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
-from models.pretrain import tokens_of  # noqa: E402
+from models.pretraining.trainer import tokens_of  # noqa: E402
 DEST = REPO / "weights" / "minilm-mlm"
 FILES = ("trained.safetensors", "config.json", "log.jsonl", "snapshots.json", "final.json")
 
@@ -89,16 +88,16 @@ def model_card(run: Path, baseline: dict | None, note: str = "") -> str:
         f"float16, {size_mb:.1f} MB); `make setup` applies them on top of the installed MiniLM",
         "weights (`scripts/fetch_embedded.py`).",
         "",
-        f"**How it was trained.** `python scripts/pretrain.py`, in {len(parts) if len(parts) > 1 else 'one'} "
+        f"**How it was trained.** `python -m scripts.pretrain`, in {len(parts) if len(parts) > 1 else 'one'} "
         f"stage{'s' if len(parts) > 1 else ''}, "
         f"{sum(s['steps'] for s in parts):,} steps, about {tokens:,} training tokens and {minutes:.0f} minutes in all.",
         f"Every stage masked {config['rate']:.0%} of the tokens (80 % [MASK], 10 % random, 10 % kept) with a fresh",
-        "draw per batch (dynamic masking) with the project's masking core (`models/masking.py`),",
+        "draw per batch (dynamic masking) with the project's masking core (`models/pretraining/masking.py`),",
         "and computed the loss at the selected positions only.",
         "",
         *[stage_text(i, stage) for i, stage in enumerate(parts, 1)],
         "",
-        f"**Corpus.** `python scripts/build_corpus.py`: {config['train_sentences']:,} training sentences,",
+        f"**Corpus.** `python -m scripts.build_corpus`: {config['train_sentences']:,} training sentences,",
         f"{config['heldout_sentences']:,} held out by a fixed hash of the sentence (never trained on):",
         "",
         "| source | package | sentences | licence |",
@@ -109,7 +108,7 @@ def model_card(run: Path, baseline: dict | None, note: str = "") -> str:
     lines += [
         "",
         *([note, ""] if note else []),
-        "**Scores** (`python scripts/evaluate.py`; held-out: 15 % of the tokens of every",
+        "**Scores** (`python -m scripts.evaluate`; held-out: 15 % of the tokens of every",
         "held-out sentence masked with a fixed seed; everyday: the 36 sentences of",
         "`data/everyday_cloze.json`, written for this project, a hit when an accepted answer is",
         "among the top 5):",

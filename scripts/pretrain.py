@@ -1,8 +1,8 @@
 """Pre-train the offline fill-mask model (or a small from-scratch BERT) on the corpus.
 
-    python scripts/build_corpus.py                        # once: .cache/corpus/
-    python scripts/pretrain.py --out .cache/runs/minilm   # MiniLM encoder + new MLM head
-    python scripts/pretrain.py --init scratch --out .cache/runs/scratch
+    python -m scripts.build_corpus                        # once: .cache/corpus/
+    python -m scripts.pretrain --out .cache/runs/minilm   # MiniLM encoder + new MLM head
+    python -m scripts.pretrain --init scratch --out .cache/runs/scratch
 
 Writes into --out: config.json, log.jsonl (loss, learning rate, throughput, evaluations),
 snapshots.json (probe predictions at 0, 1, 10, 25, 50, 100 % of the steps),
@@ -16,18 +16,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
-from safetensors.torch import save_file  # noqa: E402
+import torch
+from safetensors.torch import save_file
 
-from models import evaluation, pretrain  # noqa: E402
-from models.mlm_data import read_sentences  # noqa: E402
-from models.registry import get_spec, local_path  # noqa: E402
+from models.pretraining import evaluation
+from models.pretraining import trainer as pretrain
+from models.pretraining.mlm_data import read_sentences
+from models.registry.catalogue import get_spec, local_path
 
 REPO = Path(__file__).resolve().parent.parent
 PROBES = [

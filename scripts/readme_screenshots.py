@@ -1,6 +1,7 @@
-"""Copy the browser tests' screenshots that the README shows into docs/screenshots/.
+"""Copy the browser tests' screenshots that the README shows into docs/screenshots/:
+one picture per tab (named by its link slug), and bertviz's head view.
 
-    make screenshots    # runs the browser tests, then this script
+    make screenshots    # runs the browser tests, then python -m scripts.readme_screenshots
 
 Each picture is cropped to its first 1,600 px of height (the top of the tab), scaled to
 900 px wide and saved as an optimised 8-bit PNG, so the repository stays small.
@@ -13,20 +14,29 @@ from pathlib import Path
 
 from PIL import Image
 
+from components.shell.links import TABS
+
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "artifacts" / "screenshots"
 DEST = REPO / "docs" / "screenshots"
 
-# README picture -> the browser test screenshot it comes from.
-PICTURES = {
+# README picture -> the browser test screenshot it comes from: each tab's own test where it
+# takes one after computing a view, else the tab as it opens (tests/e2e/test_deep_links_browser.py).
+TAB_PICTURES = {
     "fill-mask": "fill-mask-two-masks",
+    "lessons": "arrival-lessons",
+    "why-this-guess": "attribution",
     "masking-lab": "masking-lab",
     "attention": "attention-heatmap-grid",
-    "attention-bertviz": "attention-bertviz-head",
+    "inside-one-layer": "inside-one-layer",
     "embeddings": "embeddings",
     "compare": "compare-fill-mask",
-    "pretrain": "pretrain",
+    "pre-training": "pretrain",
+    "fine-tuning-search": "finetune",
+    "models": "arrival-models",
 }
+assert list(TAB_PICTURES) == [tab.slug for tab in TABS], "one README picture per tab, in the tabs' order"
+PICTURES = {**TAB_PICTURES, "attention-bertviz": "attention-bertviz-head"}
 WIDTH, MAX_HEIGHT = 900, 1600
 
 

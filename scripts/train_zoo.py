@@ -1,7 +1,7 @@
 """Train the mini zoo: tokenizers, then seven families under one token budget; ship them.
 
-    python scripts/build_corpus.py                  # the corpus (.cache/corpus), once
-    nice -n 19 python scripts/train_zoo.py --threads 2   # the shipped run: 3 M tokens each, batch 16, float32
+    python -m scripts.build_corpus                  # the corpus (.cache/corpus), once
+    nice -n 19 python -m scripts.train_zoo --threads 2   # the shipped run: 3 M tokens each, batch 16, float32
 
 Writes the tokenizers and runs under ``--work`` (.cache/zoo) and the shipped folders under
 ``--out`` (weights/zoo/<key>/: config, fp16 safetensors, tokenizer, record.json,
@@ -10,7 +10,7 @@ MODEL_CARD.md). Re-running with the same arguments on the same corpus reproduces
 
 Under torchrun it trains with DistributedDataParallel (gloo on CPU, NCCL on CUDA):
 
-    torchrun --nproc_per_node 2 scripts/train_zoo.py --families mini-roberta ...
+    torchrun --nproc_per_node 2 -m scripts.train_zoo --families mini-roberta ...
 """
 
 from __future__ import annotations
@@ -31,13 +31,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from models import zoo_data as zd  # noqa: E402
-from models import zoo_models as zm  # noqa: E402
-from models import zoo_scores as zs  # noqa: E402
-from models import zoo_train as Z  # noqa: E402
-from models.zoo_tokenizers import train_tokenizer  # noqa: E402
+from models.zoo import data as zd  # noqa: E402
+from models.zoo import families as zm  # noqa: E402
+from models.zoo import scores as zs  # noqa: E402
+from models.zoo import train as Z  # noqa: E402
+from models.zoo.tokenizers import train_tokenizer  # noqa: E402
 
 
 def load_or_train_tokenizer(kind: str, corpus: Path, work: Path, vocab: int):
@@ -54,8 +53,8 @@ def load_or_train_tokenizer(kind: str, corpus: Path, work: Path, vocab: int):
 
 def write_cards_in(folder: Path) -> None:
     """The model cards of the zoo in ``folder`` (the card module reads the zoo's location)."""
-    from models import zoo as zoo_module
-    from models.zoo_cards import write_cards
+    from models.registry import zoo_entries as zoo_module
+    from models.zoo.cards import write_cards
 
     before = zoo_module.ZOO_DIR
     zoo_module.ZOO_DIR = folder

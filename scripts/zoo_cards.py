@@ -1,7 +1,7 @@
 """Write MODEL_CARD.md for every trained miniature (weights/zoo/<key>/), or print the README table.
 
-    python scripts/zoo_cards.py            # the cards (train_zoo.py also writes them)
-    python scripts/zoo_cards.py --table    # the README's summary table
+    python -m scripts.zoo_cards            # the cards (train_zoo.py also writes them)
+    python -m scripts.zoo_cards --table    # the README's summary table
 
 Safe to re-run: the cards are a pure function of the records and data/corpus_sources.json.
 """
@@ -9,11 +9,9 @@ Safe to re-run: the cards are a pure function of the records and data/corpus_sou
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from models.zoo_cards import summary_table, write_cards  # noqa: E402
+from models.zoo.cards import summary_table, write_cards
 
 if __name__ == "__main__":
     if "--table" in sys.argv:

@@ -1,16 +1,16 @@
 """Recount the shipped zoo's training FLOPs: one real training step per family, counted whole.
 
-    python scripts/zoo_flops.py            # rewrite flops_per_token and flops in weights/zoo/*/record.json
-    python scripts/zoo_flops.py --dry-run  # print the table only
+    python -m scripts.zoo_flops            # rewrite flops_per_token and flops in weights/zoo/*/record.json
+    python -m scripts.zoo_flops --dry-run  # print the table only
 
 For each family it loads the shipped model (and DistilBERT's teacher, ELECTRA's generator),
 makes the first batch of the shipped run exactly as the trainer did (same corpus, seed,
 batch size and masking: ``train_family`` with the record's config, stopped after one step)
 and counts that step's forward and backward with one FlopCounterMode
-(``models.zoo_train.train_step``). As a check it counts the same step again from a random
+(``models.zoo.train.train_step``). As a check it counts the same step again from a random
 initialisation of the same shape (FLOPs depend on tensor shapes only): both must agree.
 Only ``flops_per_token`` and ``flops`` (= per token x the record's training tokens) change;
-then regenerate the cards and the README table (``python scripts/zoo_cards.py``).
+then regenerate the cards and the README table (``python -m scripts.zoo_cards``).
 """
 
 from __future__ import annotations
@@ -26,11 +26,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from models import zoo_data as zd  # noqa: E402
-from models import zoo_models as zm  # noqa: E402
-from models import zoo_train as Z  # noqa: E402
+from models.zoo import data as zd  # noqa: E402
+from models.zoo import families as zm  # noqa: E402
+from models.zoo import train as Z  # noqa: E402
 
 
 def shipped_models(family: str, folder: Path) -> dict[str, torch.nn.Module]:

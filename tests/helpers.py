@@ -64,7 +64,7 @@ def parity_atol(float32: float = 1e-5, half: float = 2e-2) -> float:
     import torch
 
     from models import get_device
-    from models.loading import dtype_for
+    from models.runtime.loading import dtype_for
 
     return float32 if dtype_for(get_device()) == torch.float32 else half
 
@@ -249,3 +249,8 @@ def _bound_url(log_path, proc: subprocess.Popen, timeout_s: float = 180.0) -> st
             raise RuntimeError(f"app.py exited with code {proc.returncode}; see {log_path}")
         time.sleep(0.2)
     raise TimeoutError(f"app.py printed no local URL within {timeout_s:.0f}s; see {log_path}")
+
+# Browser tests' deadlines (milliseconds), in one place: a view answered from warm caches,
+# and one whose first request loads a model or computes a default view.
+TIMEOUT = 60_000
+SLOW_TIMEOUT = 120_000

@@ -1,6 +1,6 @@
 """A tiny mini zoo for the test suite when the repository ships none.
 
-The real zoo (weights/zoo, made by scripts/train_zoo.py) takes hours of CPU. When it is
+The real zoo (weights/zoo, made by python -m scripts.train_zoo) takes hours of CPU. When it is
 absent, the tests train the same seven families in a tiny shape (2 layers, 64 wide, a
 1,024-token vocabulary, a few thousand tokens from data/train_sample.txt) with the same
 script, once per version of the training code (cached under .cache/test-zoo/), and point
@@ -19,8 +19,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 FAMILIES = ("mini-bert", "mini-roberta", "mini-distilbert", "mini-albert", "mini-electra",
             "mini-deberta", "mini-modernbert")
-INPUTS = ("models/zoo_train.py", "models/zoo_data.py", "models/zoo_models.py", "models/zoo_scores.py",
-          "models/zoo_tokenizers.py", "models/masking.py", "scripts/train_zoo.py",
+INPUTS = ("models/zoo/train.py", "models/zoo/data.py", "models/zoo/families.py", "models/zoo/scores.py",
+          "models/zoo/tokenizers.py", "models/pretraining/masking.py", "scripts/train_zoo.py",
           "data/train_sample.txt")
 
 
@@ -44,11 +44,11 @@ def ensure_test_zoo() -> Path:
         corpus.mkdir(parents=True, exist_ok=True)
         (corpus / "train.txt").write_text("\n".join(sample) + "\n", encoding="utf-8")
         (corpus / "train_ordered.tsv").write_text("".join(f"sample\t{s}\n" for s in sample), encoding="utf-8")
-        cmd = [sys.executable, str(REPO / "scripts" / "train_zoo.py"), "--tiny", "--corpus", str(corpus),
+        cmd = [sys.executable, "-m", "scripts.train_zoo", "--tiny", "--corpus", str(corpus),
                "--work", str(root / "work"), "--out", str(out), "--tokens", "8000", "--batch-size", "8",
                "--evals", "2", "--eval-sentences", "16", "--heldout-limit", "64", "--autocast", "",
                "--threads", "2"]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+        done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1200)
         if done.returncode != 0 or not shipped(out):
             raise RuntimeError("training the test zoo failed:\n" + done.stderr[-4000:])
     os.environ["ENCODER_LAB_ZOO_DIR"] = str(out)

@@ -9,11 +9,6 @@ from gradio_client.exceptions import AppError
 from helpers import MLM_KEY, REPO, skip_if_available, wait_until
 
 
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
-
-
 def test_api_lists_named_endpoints(client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
     assert {"/fill_mask", "/fill_mask_live", "/list_models", "/model_card"} <= names
@@ -166,7 +161,7 @@ def test_random_sentence_comes_from_the_heldout_file(client):
 
 def test_training_snapshot_endpoint(client):
     from models import load_history
-    from models.registry import REPO_ROOT
+    from models.registry.catalogue import REPO_ROOT
 
     run = REPO_ROOT / "weights" / "minilm-mlm"
     if not (run / "snapshots.json").is_file():

@@ -12,17 +12,11 @@ import json
 import urllib.request
 
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from helpers import MLM_KEY
 
 HIDDEN = "has not enabled verbose error reporting"  # gradio_client's words for {"error": null}
-
-
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
 
 
 @pytest.fixture(scope="module")

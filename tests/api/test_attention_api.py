@@ -8,18 +8,12 @@ import re
 import urllib.request
 
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from models import attention_head_stats, extract_attention, filter_heads
+from models import head_statistics, extract_attention, filter_heads
 
 KEY = "minilm-l6"
 A, B = "I sat by the river bank.", "I deposited cash at the bank."
-
-
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
 
 
 def test_named_endpoints(client):
@@ -59,7 +53,7 @@ def test_layer_out_of_range_is_clamped_and_said(client):
 def test_head_stats_endpoint_and_filters(client):
     table = client.predict(A, B, KEY, "all heads", api_name="/head_stats")
     assert table["headers"][:3] == ["layer", "head", "entropy (bits)"] and len(table["data"]) == 72
-    stats = attention_head_stats(extract_attention(KEY, A, B))
+    stats = head_statistics(extract_attention(KEY, A, B))
     first = table["data"][0]
     assert first[table["headers"].index("→ [CLS]")] == pytest.approx(stats.to_cls[0, 0], abs=5e-4)
     for name in ("attend to [CLS]", "attend to the previous token", "broad (high entropy)"):

@@ -5,18 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from models import ATTRIBUTION_METHODS, attribute_fill_mask, deletion_curve, fill_mask
 
 KEY = "minilm-mlm"
 TEXT = "She opened the [MASK] and walked into the room."
-
-
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
 
 
 def test_endpoint_is_named(client):

@@ -8,17 +8,11 @@ import urllib.request
 import numpy as np
 import pandas as pd
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from helpers import ENCODER_KEY
 
 GROUPS = "# pets\nThe cat sleeps on the sofa.\nA cat is napping on the couch.\n\n# travel\nThe train to Rome is late.\nOur train to Rome is delayed."
-
-
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
 
 
 def test_embeddings_endpoints_are_named(client):

@@ -7,16 +7,10 @@ import re
 
 import numpy as np
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from helpers import ENCODER_KEY, MLM_KEY, plotly_array
 from models import list_tasks, probe_layers, retrieval_report, search
-
-
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
 
 
 def test_finetune_endpoints_are_named(client):

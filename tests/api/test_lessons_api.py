@@ -10,10 +10,9 @@ from urllib.parse import parse_qsl
 
 import numpy as np
 import pytest
-from gradio_client import Client
 
-from components import lessons_copy as copy
-from components.links import DEFAULT_TAB, TABS, parse_link
+from components.lessons import copy
+from components.shell.links import DEFAULT_TAB, TABS, parse_link
 from models import (
     extract_attention,
     first_capable,
@@ -32,11 +31,6 @@ from models import (
 # sentences nsp_sentence_a and nsp_sentence_b.
 OUTPUTS = (3, 3, 2, 2, 3, 2, 4, 4, 3)
 SLUGS = [s.slug for s in copy.STEPS]
-
-
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
 
 
 def step_outputs(answer, slug):

@@ -4,16 +4,10 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
 from gradio_client import Client
 
 from helpers import MLM_KEY
 from models import fill_mask, text_segments
-
-
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
 
 
 def _shown(words) -> list[tuple[str, str | None]]:

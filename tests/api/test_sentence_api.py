@@ -6,15 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from models import sentence_encoders
-
-
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
 
 
 def test_endpoints_are_named(client):

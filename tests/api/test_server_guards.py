@@ -10,7 +10,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from components.server import MAX_REQUEST_BYTES
+from components.shell.server import MAX_REQUEST_BYTES
 from helpers import MLM_KEY, REPO
 
 

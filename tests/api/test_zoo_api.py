@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from models import detect_replaced, next_sentence, sentence_order, zoo_comparison
-
-
-@pytest.fixture(scope="module")
-def client(app_server):
-    return Client(app_server, verbose=False, download_files=False)
 
 
 def test_endpoints_listed(client):
@@ -46,8 +40,8 @@ def test_zoo_comparison(client):
     figure, table, notes = client.predict(api_name="/zoo_comparison")
     rows = {row[0]: dict(zip(table["headers"], row)) for row in table["data"]}
     for entry in zoo_comparison():
-        assert rows[entry.key]["training tokens"] == entry.tokens
+        assert rows[entry.key]["training tokens"] == f"{entry.tokens:,}"
         assert rows[entry.key]["held-out whole-word top-1 %"] == round(100 * entry.score, 1)
-        assert rows[entry.key]["tokens/s"] == round(entry.tokens / (60 * entry.wall_minutes))
+        assert rows[entry.key]["tokens/s"] == f"{round(entry.tokens / (60 * entry.wall_minutes)):,}"
         assert rows[entry.key]["score of"] == entry.scored_model
     assert len(rows) == 7

@@ -7,10 +7,9 @@ from __future__ import annotations
 import numpy as np
 from playwright.sync_api import expect
 
-from helpers import SCREENSHOTS, screenshot, settle
-from models import AttentionResult, attention_head_stats, extract_attention, filter_heads, first_capable
+from helpers import SCREENSHOTS, TIMEOUT, screenshot, settle
+from models import AttentionResult, head_statistics, extract_attention, filter_heads, first_capable
 
-TIMEOUT = 60_000
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 
 
@@ -48,7 +47,7 @@ def test_heatmap_grid_and_statistics(page):
     # the tab opens on the model chosen by capability (the default MLM here)
     result = extract_attention(first_capable(None, "attention"), "I sat by the river bank.",
                                "I deposited cash at the bank.")
-    expected = filter_heads(attention_head_stats(result), "attend to the previous token")
+    expected = filter_heads(head_statistics(result), "attend to the previous token")
     assert 0 < len(expected) < 12
     page.get_by_label("attend to the previous token").check()
     expect(grid_role).to_have_attribute("aria-rowcount", str(1 + len(expected)), timeout=TIMEOUT)
@@ -115,8 +114,8 @@ def test_typed_markup_stays_text(page):
 def test_a_script_ending_token_cannot_break_out_of_bertviz(page):
     """WordPiece splits '</script>' apart, so a hand-made result carries the whole token
     into bertviz's JSON; the page built by the app's own builders is put in the live app."""
-    from components import attention_plots as plots
-    from components.vendor import library_urls
+    from components.attention import plots
+    from components.shell.vendor import library_urls
 
     tokens = ("[CLS]", HOSTILE, "</script>", "&lt;b&gt;", "[SEP]")
     t = len(tokens)

@@ -7,16 +7,14 @@ import re
 
 from playwright.sync_api import expect
 
-from helpers import screenshot
+from helpers import SLOW_TIMEOUT, screenshot
 from models import default_selection
-
-TIMEOUT = 90_000
 
 
 def test_compare_tab(page):
     page.get_by_role("tab", name="Compare").click()
     arch = page.locator("#compare-architecture")
-    expect(arch).to_contain_text("modernbert-base", timeout=TIMEOUT)
+    expect(arch).to_contain_text("modernbert-base", timeout=SLOW_TIMEOUT)
     expect(arch).to_contain_text("149014272")  # ModernBERT-base, counted on the meta device
     expect(page.locator("#compare-recipes")).to_contain_text("arXiv:1907.11692")
 
@@ -26,7 +24,7 @@ def test_compare_tab(page):
     page.get_by_role("button", name="Compare predictions", exact=True).click()
     side = page.locator("#compare-fill-mask")
     chosen = default_selection(None, "mlm")  # offline: the mini zoo
-    expect(side).to_contain_text(chosen[0], timeout=TIMEOUT)
+    expect(side).to_contain_text(chosen[0], timeout=SLOW_TIMEOUT)
     for key in chosen[1:]:
         expect(side).to_contain_text(key)
     expect(page.locator("#compare-agreement")).to_contain_text("Mask 1")
@@ -35,10 +33,10 @@ def test_compare_tab(page):
     # markup typed in the text stays text
     text.fill('The <img src=x onerror="window.__xss=1"> capital of France is [MASK].')
     page.get_by_role("button", name="Compare predictions", exact=True).click()
-    expect(page.locator("#compare-agreement")).to_contain_text("onerror", timeout=TIMEOUT)
+    expect(page.locator("#compare-agreement")).to_contain_text("onerror", timeout=SLOW_TIMEOUT)
 
     page.get_by_role("button", name="Compare tokens", exact=True).click()
-    expect(page.locator("#compare-tokens")).to_contain_text("WordPiece", timeout=TIMEOUT)
+    expect(page.locator("#compare-tokens")).to_contain_text("WordPiece", timeout=SLOW_TIMEOUT)
     expect(page.locator("#compare-tokens .piece").first).to_be_attached()
     assert page.locator('img[src="x"]').count() == 0 and page.evaluate("window.__xss") is None
 
@@ -48,8 +46,8 @@ def test_compare_tab(page):
         group.get_by_role("checkbox", name=re.compile(rf"^{re.escape(key)}\b")).uncheck()
     group.get_by_role("checkbox", name="splade-tiny").check()
     page.get_by_role("button", name="Time forward passes", exact=True).click()
-    expect(page.locator("#compare-bench-table")).to_contain_text("pretrained weights", timeout=TIMEOUT)
-    expect(page.locator("#compare-bench-plot .js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=TIMEOUT)
+    expect(page.locator("#compare-bench-table")).to_contain_text("pretrained weights", timeout=SLOW_TIMEOUT)
+    expect(page.locator("#compare-bench-plot .js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=SLOW_TIMEOUT)
     expect(page.locator("#compare-bench-notes")).to_contain_text("Peak memory")
     screenshot(page, "compare-benchmark")
     assert page.external_requests == [] and page.dialogs == []

@@ -11,12 +11,11 @@ from urllib.parse import quote, urlencode
 import pytest
 from playwright.sync_api import expect
 
-from helpers import MLM_KEY, screenshot
+from helpers import MLM_KEY, SLOW_TIMEOUT, screenshot
 from models import fill_mask, first_capable, list_models, simulate_masking, tokenize
 from test_xss_every_input import injected
 from view_checks import DATA_MARKS, table_rows, wait_computed
 
-TIMEOUT = 120_000
 BOX = {  # each tab's main text box, by its label
     "fill-mask": "Text with masks", "why-this-guess": "Text with a mask", "masking-lab": "Text to corrupt",
     "attention": "Text", "compare": "Text for every model", "fine-tuning-search": "Query",
@@ -27,7 +26,7 @@ def open_link(page, app_server, label, **params):
     """Open the link; wait until it has chosen its tab (``label``); the views are waited for
     by what they show."""
     page.goto(app_server + "?" + urlencode(params, quote_via=quote))
-    expect(page.get_by_role("tab", selected=True)).to_have_text(label, timeout=TIMEOUT)
+    expect(page.get_by_role("tab", selected=True)).to_have_text(label, timeout=SLOW_TIMEOUT)
     return page.locator('[role="tabpanel"]:visible').first
 
 
@@ -37,7 +36,7 @@ def selected_tab(page) -> str:
 
 def expect_box(panel, tab, value) -> None:
     """The tab's main text box holds ``value`` (set by the link: waited for)."""
-    expect(panel.get_by_label(BOX[tab], exact=True).first).to_have_value(value, timeout=TIMEOUT)
+    expect(panel.get_by_label(BOX[tab], exact=True).first).to_have_value(value, timeout=SLOW_TIMEOUT)
 
 
 def test_fill_mask_link(page, app_server):
@@ -46,7 +45,7 @@ def test_fill_mask_link(page, app_server):
     assert selected_tab(page) == "Fill-mask"
     expect_box(panel, "fill-mask", text)
     table = page.locator("#fill-mask-table")
-    expect(table.get_by_role("grid")).to_have_attribute("aria-rowcount", "4", timeout=TIMEOUT)
+    expect(table.get_by_role("grid")).to_have_attribute("aria-rowcount", "4", timeout=SLOW_TIMEOUT)
     best = fill_mask(first_capable(None, "mlm"), text, 3).masks[0].predictions[0].token
     expect(table).to_contain_text(best)
     screenshot(page, "link-fill-mask")
@@ -57,7 +56,7 @@ def test_lesson_link(page, app_server):
     assert selected_tab(page) == "Lessons"
     expect(page.locator("#lesson-step input").first).to_have_value(re.compile(r"^3\. Attention"))
     group = page.locator(".lesson-attention").first
-    expect(group.locator(".gtitle")).to_contain_text("layer 2, head 0", timeout=TIMEOUT)
+    expect(group.locator(".gtitle")).to_contain_text("layer 2, head 0", timeout=SLOW_TIMEOUT)
     assert wait_computed(group, 1)["plots"] == [True]
 
 
@@ -66,7 +65,7 @@ def test_why_this_guess_link(page, app_server):
     panel = open_link(page, app_server, "Why this guess", tab="why-this-guess", text=text)
     assert selected_tab(page) == "Why this guess"
     expect_box(panel, "why-this-guess", text)
-    expect(page.locator("#attribution-curves").locator(DATA_MARKS).first).to_be_attached(timeout=TIMEOUT)
+    expect(page.locator("#attribution-curves").locator(DATA_MARKS).first).to_be_attached(timeout=SLOW_TIMEOUT)
     wait_computed(page.locator("#attribution-table"), tables=1)
     assert table_rows(page.locator("#attribution-table")) >= len(tokenize(first_capable(None, "mlm"), text).tokens)
     expect(page.locator("#attribution-tokens")).to_contain_text("barked")
@@ -82,7 +81,7 @@ def test_masking_lab_link(page, app_server):
     model = next(m.key for m in list_models() if m.display_name == key or m.key == key)
     sim = simulate_masking(model, text, 0.5, 0.8, 0.1, 0.1, False, 3, True, 4)
     counts = ", ".join(str(len(e.selected)) for e in sim.epochs)
-    expect(panel).to_contain_text(f"selected per epoch: {counts}", timeout=TIMEOUT)
+    expect(panel).to_contain_text(f"selected per epoch: {counts}", timeout=SLOW_TIMEOUT)
     screenshot(page, "link-masking-lab")
 
 
@@ -91,7 +90,7 @@ def test_attention_link(page, app_server):
     panel = open_link(page, app_server, "Attention", tab="attention", text=text, text_pair="", layer=3, head=2)
     assert selected_tab(page) == "Attention"
     expect_box(panel, "attention", text)
-    expect(page.locator("#attention-heatmap .gtitle")).to_contain_text("layer 3, head 2", timeout=TIMEOUT)
+    expect(page.locator("#attention-heatmap .gtitle")).to_contain_text("layer 3, head 2", timeout=SLOW_TIMEOUT)
     n = len(tokenize(first_capable(None, "attention"), text).tokens)
     expect(page.locator("#attention-status")).to_contain_text(f"{n} tokens")
     expect(panel.get_by_role("spinbutton", name="number input for Layer")).to_have_value("3")
@@ -103,9 +102,9 @@ def test_embeddings_link(page, app_server):
     panel = open_link(page, app_server, "Embeddings", tab="embeddings", text=text, layer=2)
     assert selected_tab(page) == "Embeddings"
     assert panel.get_by_role("textbox", name=re.compile("^Sentences, one per line")).input_value() == text
-    expect(page.locator("#embeddings-summary")).to_contain_text("4 sentences", timeout=TIMEOUT)
+    expect(page.locator("#embeddings-summary")).to_contain_text("4 sentences", timeout=SLOW_TIMEOUT)
     expect(page.locator("#embeddings-summary")).to_contain_text("layer 2")
-    expect(panel.locator(".js-plotly-plot").first.locator(DATA_MARKS).first).to_be_attached(timeout=TIMEOUT)
+    expect(panel.locator(".js-plotly-plot").first.locator(DATA_MARKS).first).to_be_attached(timeout=SLOW_TIMEOUT)
 
 
 def test_compare_link(page, app_server):
@@ -119,7 +118,7 @@ def test_compare_link(page, app_server):
     checked = chosen.locator("input:checked").count()
     assert checked == 2
     side = page.locator("#compare-fill-mask")
-    expect(side).to_contain_text(MLM_KEY, timeout=TIMEOUT)
+    expect(side).to_contain_text(MLM_KEY, timeout=SLOW_TIMEOUT)
     expect(side).to_contain_text("minilm-mlm")
 
 
@@ -127,7 +126,7 @@ def test_fine_tuning_search_link(page, app_server):
     panel = open_link(page, app_server, "Fine-tuning & search", tab="fine-tuning-search", text="A storm at sea.", k=3)
     assert selected_tab(page) == "Fine-tuning & search"
     expect_box(panel, "fine-tuning-search", "A storm at sea.")
-    expect(page.locator("#search-note")).to_contain_text("3 hits", timeout=TIMEOUT)
+    expect(page.locator("#search-note")).to_contain_text("3 hits", timeout=SLOW_TIMEOUT)
 
 
 @pytest.mark.parametrize("tab,label", [("pre-training", "Pre-training"), ("models", "Models"),
@@ -145,13 +144,13 @@ def test_hostile_link_shows_a_note_and_nothing_injected(page, app_server):
                       model="<b>x</b>", top_k="1e9", zzz="<svg onload=alert(1)>")
     assert selected_tab(page) == "Fill-mask"
     note = page.locator("#link-note")
-    expect(note).to_contain_text("is not a tab of this app", timeout=TIMEOUT)
+    expect(note).to_contain_text("is not a tab of this app", timeout=SLOW_TIMEOUT)
     expect(note).to_contain_text("contained markup")
     expect(note).to_contain_text("is not one this app knows")
     expect(note).to_contain_text("out of range")
     expect_box(panel, "fill-mask", "The capital of France is [MASK].")  # the default text
     expect(page.locator("#fill-mask-table").get_by_role("grid")).to_have_attribute("aria-rowcount", "6",
-                                                                                   timeout=TIMEOUT)
+                                                                                   timeout=SLOW_TIMEOUT)
     assert note.locator("img, script, svg, b").count() == 0
     assert injected(page) == [] and page.dialogs == []
     assert page.external_requests == []
@@ -167,7 +166,7 @@ ARRIVAL = {
 
 
 def test_every_tab_shows_a_result_on_arrival(page):
-    expect(page.get_by_role("tab").nth(9)).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_role("tab").nth(9)).to_be_visible(timeout=SLOW_TIMEOUT)
     names = [t.inner_text().strip() for t in page.get_by_role("tab").all()]
     assert names == list(ARRIVAL)
     for name in names:
@@ -175,29 +174,29 @@ def test_every_tab_shows_a_result_on_arrival(page):
         panel = page.locator('[role="tabpanel"]:visible').first
         main = ARRIVAL[name]
         if main:
-            expect(page.locator(main).first).not_to_be_empty(timeout=TIMEOUT)
+            expect(page.locator(main).first).not_to_be_empty(timeout=SLOW_TIMEOUT)
         # drawn: a chart with data or a table with rows (Plotly draws a moment after the answer)
         wait_computed(panel)
         for plot in [p for p in panel.locator(".js-plotly-plot").all() if p.is_visible()]:
             # no empty chart: data, or a message saying which button fills it
             filled = plot.locator(f"{DATA_MARKS}, .annotation-text:has-text('Press')").first
-            expect(filled).to_be_attached(timeout=TIMEOUT)
+            expect(filled).to_be_attached(timeout=SLOW_TIMEOUT)
         screenshot(page, "arrival-" + re.sub(r"\W+", "-", name.lower()).strip("-"))
     assert page.external_requests == []
 
 
 def test_copy_link_writes_the_view_on_screen(page, app_server, browser):
     open_link(page, app_server, "Attention", tab="attention", text="Rivers have banks.", text_pair="", layer=1, head=4)
-    expect(page.locator("#attention-heatmap .gtitle")).to_contain_text("layer 1, head 4", timeout=TIMEOUT)
+    expect(page.locator("#attention-heatmap .gtitle")).to_contain_text("layer 1, head 4", timeout=SLOW_TIMEOUT)
     page.get_by_role("button", name="Copy link to this view", exact=True).click()
     box = page.locator("#view-link textarea, #view-link input").first
-    expect(box).to_have_value(re.compile(r"^http://127\.0\.0\.1:\d+/\?tab=attention&"), timeout=TIMEOUT)
+    expect(box).to_have_value(re.compile(r"^http://127\.0\.0\.1:\d+/\?tab=attention&"), timeout=SLOW_TIMEOUT)
     link = box.input_value()
     assert "text=Rivers%20have%20banks." in link and "layer=1" in link and "head=4" in link
     again = browser.new_page()
     try:
         again.goto(link)
-        expect(again.locator("#attention-heatmap .gtitle")).to_contain_text("layer 1, head 4", timeout=TIMEOUT)
+        expect(again.locator("#attention-heatmap .gtitle")).to_contain_text("layer 1, head 4", timeout=SLOW_TIMEOUT)
         expect(again.locator("#attention-status")).to_contain_text("Showing layer 1, head 4")
     finally:
         again.close()

@@ -6,10 +6,8 @@ import re
 
 from playwright.sync_api import expect
 
-from helpers import screenshot, settle
+from helpers import TIMEOUT, screenshot, settle
 from models import default_model_key, fill_mask
-
-TIMEOUT = 60_000
 
 
 def filled_box(page):

@@ -4,26 +4,26 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from helpers import screenshot
+from helpers import SLOW_TIMEOUT, screenshot
 
-TIMEOUT = 240_000  # the first probe computes the encoder's features for 1,260 sentences
+PROBE_TIMEOUT = 2 * SLOW_TIMEOUT  # the first probe computes the encoder's features for 1,260 sentences
 
 
 def test_finetune_tab(page):
     page.get_by_role("tab", name="Fine-tuning & search").click()
     page.get_by_role("button", name="Train the head", exact=True).click()
     summary = page.locator("#head-summary")
-    expect(summary).to_contain_text("Validation accuracy", timeout=TIMEOUT)
+    expect(summary).to_contain_text("Validation accuracy", timeout=PROBE_TIMEOUT)
     expect(summary).to_contain_text("majority baseline")
-    expect(page.locator(".js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=TIMEOUT)
+    expect(page.locator(".js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=PROBE_TIMEOUT)
 
     page.get_by_label("Classify my sentence").fill('<img src=x onerror="window.__xss=1"> The Congress must act.')
     page.get_by_role("button", name="Classify", exact=True).click()
-    expect(page.locator("#head-prediction")).to_contain_text("%", timeout=TIMEOUT)
+    expect(page.locator("#head-prediction")).to_contain_text("%", timeout=PROBE_TIMEOUT)
     assert page.locator('img[src="x"]').count() == 0 and page.evaluate("window.__xss") is None
 
     page.get_by_role("button", name="Search", exact=True).click()
-    expect(page.locator("#search-note")).to_contain_text("hits among", timeout=TIMEOUT)
-    expect(page.get_by_role("gridcell", name="moby-dick").first).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator("#search-note")).to_contain_text("hits among", timeout=PROBE_TIMEOUT)
+    expect(page.get_by_role("gridcell", name="moby-dick").first).to_be_visible(timeout=PROBE_TIMEOUT)
     screenshot(page, "finetune")
     assert page.external_requests == [] and page.dialogs == []

@@ -9,11 +9,10 @@ import re
 
 from playwright.sync_api import expect
 
-from components import lessons_copy as copy
-from helpers import screenshot
+from components.lessons import copy
+from helpers import SLOW_TIMEOUT, screenshot
 from view_checks import computed, wait_computed
 
-TIMEOUT = 120_000
 # charts and tables each step's view holds (lessons_tab._build_views); the token strip of
 # the masking step is HTML, checked by its text
 EXPECTED = {
@@ -29,8 +28,8 @@ def step_group(page, slug):
 def open_lessons(page):
     tab = page.get_by_role("tab", name="Lessons", exact=True)
     tab.click()
-    expect(tab).to_have_attribute("aria-selected", "true", timeout=TIMEOUT)
-    expect(page.locator("#lesson-text")).to_contain_text("Step 1 of 9", timeout=TIMEOUT)
+    expect(tab).to_have_attribute("aria-selected", "true", timeout=SLOW_TIMEOUT)
+    expect(page.locator("#lesson-text")).to_contain_text("Step 1 of 9", timeout=SLOW_TIMEOUT)
 
 
 def test_walk_the_lesson_from_first_to_last_step(page):
@@ -40,7 +39,7 @@ def test_walk_the_lesson_from_first_to_last_step(page):
     for number, step in enumerate(copy.STEPS, 1):
         if number > 1:
             page.get_by_role("button", name="Next →", exact=True).click()
-        expect(page.locator("#lesson-text")).to_contain_text(f"Step {number} of 9: {step.title}", timeout=TIMEOUT)
+        expect(page.locator("#lesson-text")).to_contain_text(f"Step {number} of 9: {step.title}", timeout=SLOW_TIMEOUT)
         group = step_group(page, step.slug)
         expect(group).to_be_visible()
         for other in copy.STEPS:  # one step's view at a time
@@ -53,9 +52,9 @@ def test_walk_the_lesson_from_first_to_last_step(page):
         assert found["plots"] == [True] * plots, (step.slug, found)
         assert len(found["tables"]) >= tables and all(rows > 0 for rows in found["tables"][:tables]), (step.slug, found)
         if step.slug == "masking":
-            expect(group).to_contain_text("MASK", timeout=TIMEOUT)  # the strip marks the masked tokens in text too
+            expect(group).to_contain_text("MASK", timeout=SLOW_TIMEOUT)  # the strip marks the masked tokens in text too
         if step.slug == "fine-tuning":
-            expect(group).to_contain_text("held-out", timeout=TIMEOUT)
+            expect(group).to_contain_text("held-out", timeout=SLOW_TIMEOUT)
         # the question is there, its answer hidden until asked for
         question = group.get_by_text(f"Check yourself: {step.question}")
         expect(question).to_be_visible()
@@ -66,7 +65,7 @@ def test_walk_the_lesson_from_first_to_last_step(page):
     question.click()
     expect(step_group(page, copy.STEPS[-1].slug).get_by_text(copy.STEPS[-1].answer[:40])).to_be_visible()
     previous.click()
-    expect(page.locator("#lesson-text")).to_contain_text(f"Step 8 of 9", timeout=TIMEOUT)
+    expect(page.locator("#lesson-text")).to_contain_text(f"Step 8 of 9", timeout=SLOW_TIMEOUT)
     # every step's view has been drawn: no element id twice on the page (a group's elem_id was).
     # Plotly's are left out: each chart's modebar logo is an SVG with <g id="symbol">, and each
     # plotly.js copy adds a <style id="plotly.js-style-global">.
@@ -82,16 +81,16 @@ def test_jump_to_a_step_and_recompute_it(page):
     open_lessons(page)
     page.locator("#lesson-step input").first.click()
     page.get_by_role("option", name=re.compile(r"^3\. Attention")).click()
-    expect(page.locator("#lesson-text")).to_contain_text("Step 3 of 9", timeout=TIMEOUT)
+    expect(page.locator("#lesson-text")).to_contain_text("Step 3 of 9", timeout=SLOW_TIMEOUT)
     group = step_group(page, "attention")
-    expect(group.locator(".gtitle")).to_contain_text("layer 2, head 0", timeout=TIMEOUT)
+    expect(group.locator(".gtitle")).to_contain_text("layer 2, head 0", timeout=SLOW_TIMEOUT)
     text = group.get_by_label("Text", exact=True)
     text.fill("The river bank flooded.")
     head = group.get_by_role("spinbutton", name="number input for Head")
     head.fill("3")
     head.press("Enter")
     group.get_by_role("button", name="Recompute", exact=True).click()
-    expect(group.locator(".gtitle")).to_contain_text("layer 2, head 3", timeout=TIMEOUT)
+    expect(group.locator(".gtitle")).to_contain_text("layer 2, head 3", timeout=SLOW_TIMEOUT)
     expect(group).to_contain_text("flooded")
     assert wait_computed(group, 1)["plots"] == [True]
     screenshot(page, "lesson-attention-recomputed")

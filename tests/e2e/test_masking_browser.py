@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from helpers import screenshot
-
-TIMEOUT = 60_000
+from helpers import TIMEOUT, screenshot
 
 
 def test_masking_lab(page):

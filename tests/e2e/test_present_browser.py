@@ -27,12 +27,11 @@ import pytest
 from PIL import Image
 from playwright.sync_api import expect
 
-from components import lessons_copy
-from helpers import ARTIFACTS, screenshot, settle, wait_until
+from components.lessons import copy as lessons_copy
+from helpers import ARTIFACTS, TIMEOUT, screenshot, settle, wait_until
 
-TIMEOUT = 60_000
 AXE_DIR = Path(__file__).resolve().parent / "axe"
-TABS = ["Fill-mask", "Lessons", "Why this guess", "Masking lab", "Attention", "Embeddings", "Compare",
+TABS = ["Fill-mask", "Lessons", "Why this guess", "Masking lab", "Attention", "Inside one layer", "Embeddings", "Compare",
         "Pre-training", "Fine-tuning & search", "Models"]
 
 # Serious / critical axe findings that cannot be fixed from this app, as (rule id, CSS

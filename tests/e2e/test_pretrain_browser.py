@@ -6,17 +6,16 @@ import re
 
 from playwright.sync_api import expect
 
-from helpers import REPO, screenshot
+from helpers import REPO, SLOW_TIMEOUT, screenshot
 
-TIMEOUT = 120_000
 TRAINING_TIMEOUT = 900_000
 
 
 def test_watch_and_train_live(page):
     page.get_by_role("tab", name="Pre-training").click()
-    expect(page.get_by_role("heading", name="Watch BERT learn")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_role("heading", name="Watch BERT learn")).to_be_visible(timeout=SLOW_TIMEOUT)
     # the recorded run's curve is drawn, and its first snapshot shows the untrained guesses
-    expect(page.locator(".js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=TIMEOUT)
+    expect(page.locator(".js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=SLOW_TIMEOUT)
     page.get_by_label(re.compile(r"0% of training \(step 0[,)]")).check()
     expect(page.get_by_text("The cat sat on the [MASK].").first).to_be_visible()
     # a run continued in stages marks where each later stage began

@@ -28,9 +28,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from helpers import ARTIFACTS, REPO, screenshot, stop
-
-TIMEOUT = 120_000
+from helpers import ARTIFACTS, REPO, SLOW_TIMEOUT, screenshot, stop
 
 
 def _repository_files(dest):
@@ -157,7 +155,7 @@ def test_a_space_start_serves_bertviz_and_its_scripts(space_server):
 
     from gradio_client import Client
 
-    from components import vendor
+    from components.shell import vendor
 
     root, url = space_server
     assert not (root / ".cache" / "static").exists()  # nothing was installed from npm
@@ -186,11 +184,11 @@ def test_a_space_start_draws_bertviz_in_the_browser(space_server, browser):
     try:
         page.goto(url)
         page.get_by_role("tab", name="Attention").click()
-        expect(page.locator("#attention-status")).to_contain_text("tokens", timeout=TIMEOUT)
+        expect(page.locator("#attention-status")).to_contain_text("tokens", timeout=SLOW_TIMEOUT)
         page.get_by_role("button", name="Draw with bertviz", exact=True).click()
         frame = page.frame_locator("#attention-bertviz iframe")
         # the head view: d3 (served by the app) drew the example's tokens as SVG text
-        expect(frame.locator("svg text", has_text="deposited").first).to_be_attached(timeout=TIMEOUT)
+        expect(frame.locator("svg text", has_text="deposited").first).to_be_attached(timeout=SLOW_TIMEOUT)
         screenshot(page, "space-start")
         drawn = page.locator("#attention-bertviz iframe")  # a sandboxed frame: shot on its own
         drawn.scroll_into_view_if_needed()

@@ -43,3 +43,19 @@ def test_ci_runs_the_readme_test_command():
     assert re.search(r"^make run\b", commands, re.M) and re.search(r"^make test\b", commands, re.M)
     ci = (REPO / ".ci" / "run").read_text()
     assert re.search(r"^\s*(exec\s+)?make test\s*$", ci, re.M)
+
+
+def test_make_screenshots_refreshes_one_picture_per_tab():
+    from components.shell.links import TABS
+    from scripts.readme_screenshots import PICTURES, TAB_PICTURES
+
+    assert list(TAB_PICTURES) == [tab.slug for tab in TABS] and len(TABS) == 11
+    readme = (REPO / "README.md").read_text()
+    browser_tests = "".join(p.read_text() for p in (REPO / "tests" / "e2e").glob("test_*.py"))
+    for picture, source in PICTURES.items():
+        assert f"(docs/screenshots/{picture}.png)" in readme, f"the README does not show {picture}.png"
+        # a screenshot some browser test saves under that name (the arrival walk names each tab's)
+        saved = f'"{source}"' in browser_tests or (source.startswith("arrival-") and '"arrival-"' in browser_tests)
+        assert saved, f"no browser test saves {source}.png"
+    makefile = (REPO / "Makefile").read_text()
+    assert re.search(r"^screenshots:.*\n\t.*pytest tests/e2e.*\n\t.*-m scripts\.readme_screenshots", makefile, re.M)

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 import models
 from models import EncoderLabError
-from models.capabilities import first_capable
-from models.benchmark import MIN_LENGTH  # the shortest sequence length a benchmark takes
+from models.registry.capabilities import first_capable
+from models.compare.benchmark import MIN_LENGTH  # the shortest sequence length a benchmark takes
 
 from helpers import MAX_CHARS, half_valid, masks_in, valid_text
 
@@ -196,7 +196,7 @@ def test_extract_attention(encoder_key, text, pair):
     if result is not None:
         layers, heads, t, t2 = result.weights.shape
         assert t == t2 == len(result.tokens)
-        stats = models.attention_head_stats(result)
+        stats = models.head_statistics(result)
         assert stats is not None
 
 

@@ -1,0 +1,312 @@
+"""Tables, HTML and Plotly builders for the Compare tab: core results in, views out.
+
+No Gradio and no model calls here. Every token, word and reason that reaches HTML or a
+figure is escaped first (``escape``): a token such as ``<s>`` must stay text.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+from plotly.subplots import make_subplots
+
+from models import (
+    ArchitectureFacts,
+    BenchmarkResult,
+    CompareFillMaskResult,
+    CompareTokensResult,
+    SkippedModel,
+    TrainingRecipe,
+    ZooEntry,
+    continues_word,
+)
+
+
+from ..shell.common import count, escape, show_token
+
+ARCHITECTURE_COLUMNS = {
+    "model_key": "model",
+    "family": "family",
+    "params_total": "params (encoder)",
+    "params_embedding": "embedding",
+    "params_encoder": "layers & norms",
+    "params_pooler": "pooler",
+    "params_mlm_head": "MLM head",
+    "mlm_head_released": "MLM head released",
+    "layers": "layers",
+    "weight_sets": "layer weight sets",
+    "hidden": "hidden",
+    "heads": "heads",
+    "ffn": "FFN",
+    "embedding_size": "embedding width",
+    "vocab_size": "vocab",
+    "tokenizer_kind": "tokenizer",
+    "max_context": "max context",
+    "position_scheme": "positions",
+    "activation": "activation",
+    "attention_pattern": "attention",
+    "tokenizer_kind_from": "tokenizer kind from",
+    "config_source": "config",
+}
+
+
+def architecture_frame(facts: tuple[ArchitectureFacts, ...]) -> pd.DataFrame:
+    """One row per model, the columns of ``ARCHITECTURE_COLUMNS`` (parameter counts with
+    thousands separators)."""
+    rows = [{label: count(getattr(f, name)) if name.startswith("params_") else getattr(f, name)
+             for name, label in ARCHITECTURE_COLUMNS.items()} for f in facts]
+    frame = pd.DataFrame(rows, columns=list(ARCHITECTURE_COLUMNS.values()))
+    frame["MLM head released"] = frame["MLM head released"].map({True: "yes", False: "no"})
+    return frame
+
+
+NOT_TRANSCRIBED = "not transcribed"  # null in data/training_recipes.json
+
+
+def recipes_frame(recipes: tuple[TrainingRecipe, ...]) -> pd.DataFrame:
+    """The papers' pre-training recipes; a figure not transcribed (null) shows as such."""
+
+    def shown(value: str | None) -> str:
+        return value or NOT_TRANSCRIBED
+
+    rows = [
+        {
+            "model": r.model,
+            "registry keys": ", ".join(r.applies_to),
+            "data": f"{r.data} ({r.data_size})" if r.data_size else r.data,
+            "objective": r.objective,
+            "NSP": r.nsp,
+            "masking": shown(r.masking),
+            "masking rate": shown(r.masking_rate),
+            "distillation": r.distillation,
+            "batch size": shown(r.batch_size),
+            "steps": shown(r.steps),
+            "sequence length": shown(r.sequence_length),
+            "notes": r.notes,
+            "paper": r.citation,
+        }
+        for r in recipes
+    ]
+    return pd.DataFrame(rows)
+
+
+def fill_mask_frame(result: CompareFillMaskResult) -> pd.DataFrame:
+    """One row per (mask, rank); one column per model: "token (probability)"."""
+    rows = []
+    for index in range(len(result.agreement)):
+        depth = max(len(r.masks[index].predictions) for r in result.results)
+        for rank in range(depth):
+            row = {"mask": index + 1, "rank": rank + 1}
+            for r in result.results:
+                preds = r.masks[index].predictions
+                row[r.model_key] = f"{show_token(preds[rank].token)} ({preds[rank].score:.1%})" if rank < len(preds) else ""
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["mask", "rank", *(r.model_key for r in result.results)])
+
+
+def _words(words) -> str:
+    return ", ".join(f"<b>{escape(w)}</b>" for w in words) if words else "<i>none</i>"
+
+
+def agreement_html(result: CompareFillMaskResult) -> str:
+    """Per mask: the words every model has in its top-k, and how many models list each word."""
+    n = len(result.results)
+    items = []
+    for a in result.agreement:
+        votes = ", ".join(f"{escape(w)} ×{c}" for w, c in a.votes if c > 1) or "no word in two lists"
+        items.append(
+            f"<li>Mask {a.index + 1}: in all {n} top-k lists: {_words(a.shared)}; "
+            f"first guesses {'agree' if a.top1_agree else 'differ'}; "
+            f"listed by several models: {votes}.</li>"
+        )
+    texts = "".join(
+        f"<li><code>{escape(key)}</code> read: {escape(text)}</li>" for key, text in result.model_texts
+    )
+    return (
+        f"<div class='compare-agreement'><p>Agreement across {n} model(s) "
+        "(words compared without ##, Ġ or ▁ markers, lower-cased):</p>"
+        f"<ul>{''.join(items)}</ul><p>Each model's own mask token:</p><ul>{texts}</ul></div>"
+    )
+
+
+def skipped_html(skipped: tuple[SkippedModel, ...]) -> str:
+    """The models left out of a comparison, each with why."""
+    if not skipped:
+        return ""
+    items = "".join(f"<li><b>{escape(s.model_key)}</b>: {escape(s.reason)}</li>" for s in skipped)
+    return f"<div class='compare-skipped'><p>Not compared:</p><ul>{items}</ul></div>"
+
+
+# dark text of its own: on the dark theme the page's text colour is light, and the chips stay light
+_PIECE = ("display:inline-block;margin:2px;padding:1px 6px;border-radius:4px;font-family:ui-monospace,monospace;"
+          "color:#111;")
+_WORD_START = _PIECE + "background:#dbe9f6;"
+_CONTINUES = _PIECE + "background:#fde2c8;"
+
+
+def tokens_html(result: CompareTokensResult) -> str:
+    """Each model's pieces as chips; pieces that continue a word in orange."""
+    rows = []
+    for m in result.models:
+        chips = "".join(
+            f"<span class='piece' style='{_CONTINUES if i and continues_word(p, m.tokenizer_kind) else _WORD_START}'>"
+            f"{escape(show_token(p))}</span>"
+            for i, p in enumerate(m.pieces)
+        )
+        rows.append(
+            f"<div class='compare-tokens-row'>"
+            f"<p><b>{escape(m.model_key)}</b> ({escape(m.tokenizer_kind)}): "
+            f"{m.piece_count} pieces, {m.continuation_count} continue a word</p>{chips}</div>"
+        )
+    return "".join(rows)
+
+
+def tokens_frame(result: CompareTokensResult) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "model": m.model_key,
+                "tokenizer": m.tokenizer_kind,
+                "pieces": m.piece_count,
+                "continue a word": m.continuation_count,
+                "with special tokens": len(m.tokens),
+                "pieces (space separated)": " ".join(m.pieces),
+            }
+            for m in result.models
+        ],
+        columns=["model", "tokenizer", "pieces", "continue a word", "with special tokens", "pieces (space separated)"],
+    )
+
+
+def benchmark_frame(results: list[BenchmarkResult]) -> pd.DataFrame:
+    """One row per (model, length): median and best time, throughput, peak memory."""
+    rows = [
+        {
+            "model": r.model_key,
+            "weights": r.weights,
+            "device": f"{r.device} ({r.dtype}, {r.attention})",
+            "length": p.length,
+            "batch": p.batch_size,
+            "median ms": round(p.median_ms, 2),
+            "best ms": round(p.min_ms, 2),
+            "runs": p.runs,
+            "tokens/s": count(round(p.tokens_per_s)),
+            "peak MiB": p.peak_memory_mb,
+        }
+        for r in results
+        for p in r.points
+    ]
+    return pd.DataFrame(
+        rows,
+        columns=["model", "weights", "device", "length", "batch", "median ms", "best ms", "runs", "tokens/s", "peak MiB"],
+    )
+
+
+def benchmark_figure(results: list[BenchmarkResult]) -> go.Figure:
+    """Median forward time vs sequence length, one line per model; random-init lines dashed."""
+    fig = go.Figure()
+    for r in results:
+        fig.add_trace(
+            go.Scatter(
+                x=[p.length for p in r.points],
+                y=[p.median_ms for p in r.points],
+                mode="lines+markers",
+                name=escape(r.label),
+                line=dict(dash="dash" if r.random_init else "solid"),
+                customdata=[[p.min_ms, p.peak_memory_mb, p.runs] for p in r.points],
+                hovertemplate=(
+                    f"{escape(r.label)}<br>length %{{x}}<br>median %{{y:.1f}} ms"
+                    "<br>best %{customdata[0]:.1f} ms, %{customdata[2]} runs"
+                    "<br>peak %{customdata[1]:.1f} MiB<extra></extra>"
+                ),
+            )
+        )
+    device = results[0].device if results else ""
+    batch = results[0].points[0].batch_size if results and results[0].points else 1
+    fig.update_layout(
+        title=escape(f"Forward pass on {device}, batch {batch}: median of the timed runs"),
+        xaxis=dict(title="sequence length (tokens)", type="log", tickvals=sorted({p.length for r in results for p in r.points})),
+        yaxis=dict(title="milliseconds", type="log"),
+        template="plotly_white",
+        height=420,
+        margin=dict(l=10, r=10, t=50, b=10),
+        legend=dict(orientation="h", y=-0.2),
+    )
+    return fig
+
+
+def benchmark_notes_html(results: list[BenchmarkResult], refused: tuple[SkippedModel, ...]) -> str:
+    """What was measured, which rows are random-init, and what was skipped and why."""
+    items = []
+    for r in results:
+        skipped = "; ".join(f"{n} tokens: {escape(why)}" for n, why in r.skipped)
+        items.append(
+            f"<li><b>{escape(r.model_key)}</b>: {escape(r.weights_detail)}, {r.params:,} parameters, "
+            f"{escape(r.device)} {escape(r.dtype)}, attention {escape(r.attention)}, "
+            f"{r.warmup_runs} warm-up run(s) per length"
+            + (f"; skipped: {skipped}" if skipped else "") + "</li>"
+        )
+    items += [f"<li><b>{escape(s.model_key)}</b>: not run: {escape(s.reason)}</li>" for s in refused]
+    memory = escape(results[0].memory_measure) if results else ""
+    return f"<div class='compare-bench-notes'><ul>{''.join(items)}</ul><p>Peak memory: {memory}.</p></div>"
+
+
+# --- "Same data, same budget": the mini zoo ------------------------------------------------
+
+_ZOO_COLOURS = qualitative.Plotly  # one colour per family, the same in both panels
+
+
+def zoo_frame(entries: tuple[ZooEntry, ...]) -> pd.DataFrame:
+    """One row per family: budget, costs, size and scores (fractions shown as percentages)."""
+    rows = []
+    for e in entries:
+        rows.append({
+            "model": e.key,
+            "family": e.family,
+            "tokenizer": e.tokenizer_kind,
+            "training tokens": count(e.tokens),
+            "steps": count(e.steps),
+            "wall minutes": round(e.wall_minutes, 1),
+            "tokens/s": count(round(e.tokens_per_s)),
+            "CPU minutes": round(e.cpu_minutes, 1),
+            "training TFLOPs": round(e.flops / 1e12, 1),
+            "parameters": count(e.parameters),
+            "held-out whole-word top-1 %": round(100 * e.score, 1),
+            "score of": e.scored_model,
+            "everyday cloze top-5 %": round(100 * e.everyday_top5, 1),
+            "NSP / SOP held-out %": "" if e.pair_accuracy is None else round(100 * e.pair_accuracy, 1),
+            "the family's idea here": e.idea,
+        })
+    return pd.DataFrame(rows)
+
+
+def zoo_curves_figure(entries: tuple[ZooEntry, ...]) -> go.Figure:
+    """Learning curves of every family against tokens seen: the score (top) and the training loss."""
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=(
+        "held-out whole-word top-1 (%): comparable across families",
+        "training loss: each family's own objective (the sum of its parts), not comparable across them",
+    ))
+    dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid"]
+    for k, e in enumerate(entries):
+        x = [p[0] / 1e6 for p in e.curve]
+        style = dict(mode="lines+markers", legendgroup=e.key,
+                     line=dict(dash=dashes[k % len(dashes)], width=2, color=_ZOO_COLOURS[k % len(_ZOO_COLOURS)]))
+        fig.add_trace(go.Scatter(
+            x=x, y=[100 * p[1] for p in e.curve], name=escape(e.key), **style,
+            hovertemplate=f"{escape(e.key)}<br>%{{x:.2f}} M tokens<br>%{{y:.1f}} % words right<extra></extra>",
+        ), row=1, col=1)
+        fig.add_trace(go.Scatter(
+            x=x, y=[p[2] for p in e.curve], name=escape(e.key), showlegend=False, **style,
+            hovertemplate=f"{escape(e.key)}<br>%{{x:.2f}} M tokens<br>training loss %{{y:.3f}}<extra></extra>",
+        ), row=2, col=1)
+    fig.update_layout(
+        title="Same corpus, same token budget: learning curves while training",
+        template="plotly_white", height=640, margin=dict(l=10, r=10, t=70, b=10),
+        legend=dict(orientation="h", y=-0.12),
+    )
+    fig.update_annotations(font_size=12)
+    fig.update_yaxes(title_text="words right (%)", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="loss (log scale)", type="log", row=2, col=1)  # ELECTRA's 50 x RTD sits far above
+    fig.update_xaxes(title_text="training tokens seen (millions)", row=2, col=1)
+    return fig

@@ -1,0 +1,1 @@
+"""The finetune tab: tab.py (layout and events), plots.py (views), copy.py (text)."""

@@ -1,0 +1,1 @@
+"""The lessons tab: tab.py (layout and events), plots.py (views), copy.py (text)."""

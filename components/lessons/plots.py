@@ -1,0 +1,40 @@
+"""The Lessons tab's own small builders: the lines under each step's view and the pair
+table. Plain data in, text or a DataFrame out: no Gradio, no model calls (the charts come
+from the tabs' own ``*_plots`` modules)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..shell.common import quoted
+
+
+def encoder_decoder_note(model_key: str, top_guess: str) -> str:
+    return (f"`{model_key}`, top-5 per mask. Reading both sides, its first guess is {quoted(top_guess)}; "
+            "the right-hand chart is the same model seeing only the left.")
+
+
+def attention_note(model_key: str, tokens: int, layers: int, heads: int, layer: int, head: int) -> str:
+    return (f"`{model_key}`: {tokens} tokens, {layers} layers × {heads} heads; showing layer {layer}, "
+            f"head {head} (counted from 0).")
+
+
+def masking_note(eligible: int, selected_per_epoch: list[int]) -> str:
+    counts = ", ".join(map(str, selected_per_epoch))
+    return (f"{eligible} tokens can be selected (special tokens never are); selected in each of the "
+            f"{len(selected_per_epoch)} epochs (a fresh draw each time): {counts}.")
+
+
+def loss_note(model_key: str, loss: float, positions: int, arithmetic_text: str) -> str:
+    return (f"**Loss = {loss:.4f} nats**: the mean of −log p over the {positions} selected position(s) "
+            f"(`{model_key}`).  \n" + arithmetic_text)
+
+
+def pair_frame(rows, column: str) -> pd.DataFrame:
+    """rows: (which pair, first sentence, second sentence, probability)."""
+    return pd.DataFrame([{"pair": name, "first": a, "second": b, column: round(p, 4)} for name, a, b, p in rows])
+
+
+def search_note(model_key: str, hits: int, corpus_size: int, pooling: str) -> str:
+    return (f"`{model_key}`, last layer. Search: the {hits} closest of {corpus_size:,} held-out corpus "
+            f"sentences, {pooling} pooling, exact FAISS index.")

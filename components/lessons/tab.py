@@ -1,0 +1,225 @@
+"""The Lessons tab: a guided path through the app's story, one live view per step.
+
+Layout and event wiring only; the copy is in ``lessons_copy``, the views in
+``lesson_views``. A step is shown already computed (its default example is cached per
+process); its inputs stay editable and its button recomputes. Models are chosen by
+capability, so the mini zoo's models are used once trained.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import gradio as gr
+
+from models import MAX_TEXT_CHARS, first_capable, list_models
+
+from ..shell.common import api_parameters, escape, readable_errors
+from ..shell.deep_links import LinkTarget, model_shape
+from ..shell.server import on_gpu
+from . import views
+from . import copy
+
+SLUGS = [s.slug for s in copy.STEPS]
+
+
+@dataclass
+class StepView:
+    """One step's live view: its inputs, outputs, and the function from one to the other."""
+
+    slug: str
+    run: object = None  # (*inputs) -> outputs; None while the step waits for a model
+    inputs: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+    main_text: object = None  # the input a link's ``text`` fills
+    group: object = None
+
+
+def step_models(models) -> dict[str, str | None]:
+    """The model each step runs, chosen by what the step needs."""
+    pair = next((m.key for m in sorted(models, key=lambda m: m.pair_head != "nsp")  # NSP first, then SOP
+                 if m.available and m.can("pair")), None)
+    return {
+        "mlm": first_capable(models, "mlm"),
+        "any": first_capable(models, "any"),
+        "attention": first_capable(models, "attention"),
+        "pair": pair,
+        "embeddings": first_capable(models, "embeddings") or first_capable(models, "any"),
+    }
+
+
+def _text(label: str, value: str, lines: int = 1):
+    return gr.Textbox(label=label, value=value, lines=lines, max_length=MAX_TEXT_CHARS)
+
+
+def _bound(run, model_key):
+    """``run`` with its model fixed (a step's view), or None when no model can run it."""
+    if model_key is None:
+        return None
+    return lambda *args: run(model_key, *args)
+
+
+def _build_views(keys: dict):
+    """Each step's inputs and outputs (in the order ``lesson_views`` takes them), built when
+    the caller asks for the next one: inside that step's group."""
+    s = StepView("encoder-vs-decoder", _bound(views.encoder_decoder, keys["mlm"]))
+    s.main_text = _text("Text with a [MASK]", copy.ENCODER_DECODER_TEXT)
+    s.inputs = [s.main_text]
+    with gr.Row():
+        s.outputs = [gr.Plot(label="Both sides (as trained)"), gr.Plot(label="Left only (causal mask)")]
+    s.outputs.append(gr.Markdown())
+    yield s
+
+    s = StepView("tokens-embeddings", _bound(views.tokens_embeddings, keys["any"]))
+    s.main_text = _text("Text", copy.EMBEDDINGS_TEXT)
+    s.inputs = [s.main_text, _text("Second text (optional)", "")]
+    s.outputs = [gr.Plot(label="Token + position + segment, per token"),
+                          gr.Dataframe(label="Rows used and vector lengths", interactive=False),
+                          gr.Markdown()]
+    yield s
+
+    s = StepView("attention", _bound(views.attention, keys["attention"]))
+    s.main_text = _text("Text", copy.ATTENTION_TEXT)
+    layers, heads = model_shape(keys["attention"]) if keys["attention"] else (12, 12)
+    with gr.Row():
+        s.inputs = [s.main_text, gr.Slider(0, layers - 1, value=min(2, layers - 1), step=1, label="Layer"),
+                    gr.Slider(0, heads - 1, value=0, step=1, label="Head")]
+    s.outputs = [gr.Plot(label="Attention weights of one head"), gr.Markdown()]
+    yield s
+
+    s = StepView("masking", _bound(views.masking, keys["mlm"]))
+    s.main_text = _text("Text to corrupt", copy.MASKING_TEXT, 2)
+    with gr.Row():
+        s.inputs = [s.main_text, gr.Slider(0, 1, value=0.15, step=0.01, label="Selection rate"),
+                    gr.Number(value=0, precision=0, minimum=0, label="Seed")]
+    s.outputs = [gr.HTML(), gr.Markdown()]
+    yield s
+
+    s = StepView("mlm-loss", _bound(views.mlm_loss, keys["mlm"]))
+    s.main_text = _text("Text", copy.MASKING_TEXT, 2)
+    s.inputs = [s.main_text, gr.Number(value=0, precision=0, minimum=0, label="Seed")]
+    s.outputs = [gr.Dataframe(label="Selected positions", interactive=False),
+                 gr.Dataframe(label="Softmax at the first selected position, step by step", interactive=False),
+                 gr.Markdown()]
+    yield s
+
+    s = StepView("nsp", _bound(views.sentence_pair, keys["pair"]))
+    s.main_text = _text("Sentence A", copy.NSP_A)
+    s.inputs = [s.main_text, _text("Sentence B", copy.NSP_B)]
+    s.outputs = [gr.Dataframe(label="The pair and its contrast", interactive=False), gr.Markdown()]
+    yield s
+
+    s = StepView("variants", views.variants)
+    s.main_text = _text("A masked sentence for every miniature", copy.VARIANTS_TEXT)
+    s.inputs = [s.main_text]
+    s.outputs = [gr.Plot(label="Learning curves"),
+                 gr.Dataframe(label="Same data, same budget", interactive=False, wrap=True),
+                 gr.Dataframe(label="Top 3 per model", interactive=False, wrap=True), gr.Markdown()]
+    yield s
+
+    s = StepView("pooling-retrieval", _bound(views.pooling_retrieval, keys["embeddings"]))
+    s.main_text = _text("Sentences (a blank line starts a new group)", copy.POOLING_SENTENCES, 8)
+    with gr.Row():
+        s.inputs = [s.main_text, _text("Search query", copy.SEARCH_QUERY),
+                    gr.Radio(["mean", "cls"], value="mean", label="Pooling for search")]
+    s.outputs = [gr.Plot(label="Cosine similarity: [CLS] (left), mean (right)"),
+                 gr.Dataframe(label="How well each pooling separates the groups", interactive=False),
+                 gr.Dataframe(label="Search hits", interactive=False, wrap=True), gr.Markdown()]
+    yield s
+
+    s = StepView("fine-tuning", _bound(views.fine_tuning, keys["embeddings"]))
+    s.main_text = _text("Classify my sentence", copy.HEAD_SENTENCE)
+    s.inputs = [gr.Textbox(value=copy.HEAD_TASK, visible=False), s.main_text]
+    s.outputs = [gr.Plot(label="Training and held-out accuracy"), gr.Markdown(), gr.HTML()]
+    yield s
+
+
+def _step(slug: str) -> int:
+    return SLUGS.index(slug) if slug in SLUGS else 0
+
+
+def previous_step(slug: str) -> str:
+    return SLUGS[max(_step(slug) - 1, 0)]
+
+
+def next_step(slug: str) -> str:
+    return SLUGS[min(_step(slug) + 1, len(SLUGS) - 1)]
+
+
+def step_text(slug: str, waiting: bool = False) -> str:
+    step = copy.STEPS[_step(slug)]
+    text = f"### Step {_step(slug) + 1} of {len(SLUGS)}: {step.title}\n{step.text}"
+    if waiting:
+        text += "\n\n" + copy.WAITING.format(what="a model with the head this step uses")
+    return text + f"\n\n**Try this:** {step.try_this}"
+
+
+def build_lessons_tab() -> LinkTarget:
+    """The tab's layout and events; call inside ``gr.Blocks`` and ``gr.Tabs``."""
+    keys = step_models(list_models())
+    with gr.Tab(copy.TAB_LABEL, id="lessons") as tab:
+        gr.Markdown(copy.INTRO)
+        with gr.Row():
+            back = gr.Button("← Previous", scale=1, interactive=False)
+            step = gr.Dropdown([(f"{i}. {s.title}", s.slug) for i, s in enumerate(copy.STEPS, 1)],
+                               value=SLUGS[0], label="Step", scale=4, elem_id="lesson-step")
+            forward = gr.Button("Next →", scale=1)
+        body = gr.Markdown(step_text(SLUGS[0]), elem_id="lesson-text")
+        step_views, builders = [], _build_views(keys)
+        for i, lesson in enumerate(copy.STEPS):
+            # a class, not an id: Gradio puts a group's elem_id on two nested elements
+            with gr.Group(visible=i == 0, elem_classes=[f"lesson-{lesson.slug}"]) as group:
+                view = next(builders)
+                view.group = group
+                button = gr.Button("Recompute", variant="primary")
+                with gr.Accordion(f"Check yourself: {lesson.question}", open=False):
+                    gr.Markdown(lesson.answer)
+            step_views.append(view)
+            if view.run is not None:
+                gr.on([button.click, view.main_text.submit], _runner(view), view.inputs, view.outputs,
+                      api_visibility="private", trigger_mode="always_last")
+
+        all_inputs = [c for v in step_views for c in v.inputs]
+        all_outputs = [c for v in step_views for c in v.outputs]
+        back.click(previous_step, step, step, api_visibility="private", queue=False)
+        forward.click(next_step, step, step, api_visibility="private", queue=False)
+        show = api_parameters(show_step(step_views), ["slug", *(
+            f"{v.slug}_{getattr(c, 'label', None) or type(c).__name__}" for v in step_views for c in v.inputs)])
+        inputs = [step, *all_inputs]
+        outputs = [body, back, forward, *[v.group for v in step_views], *all_outputs]
+        step.change(show, inputs, outputs, api_name="lesson_step", trigger_mode="always_last")
+    return LinkTarget("lessons", tab, {"lesson": step}, [(show, inputs, outputs)])
+
+
+def _runner(view: StepView):
+    @on_gpu
+    def run(*args):
+        with readable_errors(f"Lesson step “{view.slug}”"):
+            return view.run(*args)
+
+    return run
+
+
+def show_step(step_views: list[StepView]):
+    """The handler that shows one step (text, buttons, its group) computed on its inputs."""
+    sizes = [len(v.inputs) for v in step_views]
+
+    @on_gpu
+    def show(slug, *values):
+        index = _step(slug)
+        view = step_views[index]
+        start = sum(sizes[:index])
+        waiting = view.run is None
+        if waiting:
+            results = (gr.skip(),) * len(view.outputs)
+        else:
+            with readable_errors(f"Lesson step “{escape(view.slug)}”"):
+                results = tuple(view.run(*values[start:start + sizes[index]]))
+        updates = [step_text(slug, waiting), gr.update(interactive=index > 0),
+                   gr.update(interactive=index < len(SLUGS) - 1)]
+        updates += [gr.update(visible=i == index) for i in range(len(step_views))]
+        for i, v in enumerate(step_views):
+            updates += list(results) if i == index else [gr.skip()] * len(v.outputs)
+        return tuple(updates)
+
+    return show

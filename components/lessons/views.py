@@ -1,0 +1,162 @@
+"""The Lessons tab's live views: each step's inputs in, its figures and tables out.
+
+Adapters of a few lines over the core (``models``) and the tabs' own plot builders; every
+view is cached per process (``cached_view``), so a step's default example is computed once
+per model, however many students open it. No Gradio here: errors are the core's own
+``EncoderLabError``, turned into a message by the tab.
+"""
+
+from __future__ import annotations
+
+import random
+
+from models import (
+    EncoderLabError,
+    classify,
+    compare_fill_mask,
+    compare_poolings,
+    default_selection,
+    explain_masked_position,
+    extract_attention,
+    fill_mask,
+    get_spec,
+    head_model_key,
+    heldout_sentences,
+    input_embeddings,
+    masked_lm_loss,
+    next_sentence,
+    parse_groups,
+    search,
+    sentence_order,
+    separation_score,
+    simulate_masking,
+    train_classifier,
+    zoo_comparison,
+)
+
+from ..attention import plots as attention_plots
+from ..compare import plots as compare_plots
+from ..compare.copy import ZOO_MISSING
+from ..embeddings import plots as embeddings_plots
+from ..fill_mask import plots as fill_mask_plots
+from ..finetune import plots as finetune_plots
+from ..finetune.copy import TOKEN_COLOURS
+from ..masking import objectives_plots, plots as masking_plots
+from ..shell.common import error_figure
+from ..shell.view_cache import cached_view
+from ..views import arithmetic_plots, input_embeddings_plots
+from . import plots
+
+
+@cached_view()
+def encoder_decoder(model_key: str, text: str):
+    """The same blank filled reading both sides, then the left only."""
+    both = fill_mask(model_key, text, 5)
+    if get_spec(model_key).can("causal"):
+        left = fill_mask_plots.fill_mask_figure(fill_mask(model_key, text, 5, True))
+    else:
+        left = error_figure(f"{model_key} cannot run with a causal mask.")
+    note = plots.encoder_decoder_note(model_key, both.masks[0].predictions[0].token)
+    return fill_mask_plots.fill_mask_figure(both), left, note
+
+
+@cached_view()
+def tokens_embeddings(model_key: str, text: str, text_pair: str):
+    result = input_embeddings(model_key, text, text_pair or None)
+    return (input_embeddings_plots.input_embeddings_figure(result),
+            input_embeddings_plots.input_embeddings_frame(result),
+            input_embeddings_plots.input_embeddings_summary(result))
+
+
+@cached_view()
+def attention(model_key: str, text: str, layer: float, head: float):
+    result = extract_attention(model_key, text)
+    layer = max(0, min(int(layer or 0), result.num_layers - 1))
+    head = max(0, min(int(head or 0), result.num_heads - 1))
+    note = plots.attention_note(model_key, len(result.tokens), result.num_layers, result.num_heads, layer, head)
+    return attention_plots.attention_heatmap(result, layer, head, "head"), note
+
+
+@cached_view()
+def masking(model_key: str, text: str, rate: float, seed: float):
+    sim = simulate_masking(model_key, text, float(rate), 0.8, 0.1, 0.1, False, 3, True, int(seed or 0))
+    note = plots.masking_note(sum(not s for s in sim.special), [len(e.selected) for e in sim.epochs])
+    return masking_plots.token_strip_html(sim), note
+
+
+@cached_view()
+def mlm_loss(model_key: str, text: str, seed: float):
+    sim = simulate_masking(model_key, text, 0.15, 0.8, 0.1, 0.1, False, 1, True, int(seed or 0))
+    loss = masked_lm_loss(model_key, sim)
+    arithmetic = explain_masked_position(model_key, sim)
+    note = plots.loss_note(model_key, loss.loss, len(loss.positions), arithmetic_plots.arithmetic_text(arithmetic))
+    return masking_plots.loss_frame(loss), arithmetic_plots.arithmetic_frame(arithmetic), note
+
+
+def _pair_kind(model_key: str) -> str:
+    spec = get_spec(model_key)
+    return spec.pair_head
+
+
+@cached_view()
+def sentence_pair(model_key: str, a: str, b: str):
+    """The pair as written, against the contrast its head was trained to reject."""
+    kind = _pair_kind(model_key)
+    if kind == "nsp":
+        other = random.Random(0).choice(heldout_sentences())
+        rows = [("A, then your B", a, b, next_sentence(model_key, a, b)),
+                ("A, then a random sentence", a, other, next_sentence(model_key, a, other))]
+        column = "P(IsNext)"
+    else:
+        rows = [("A, B as written", a, b, sentence_order(model_key, a, b)),
+                ("B, A swapped", b, a, sentence_order(model_key, b, a))]
+        column = "P(in order)"
+    heldout, majority = next(((e.pair_accuracy, e.pair_majority) for e in zoo_comparison() if e.key == model_key),
+                             (None, None))
+    frame = plots.pair_frame(rows, column)
+    head = "next-sentence prediction" if kind == "nsp" else "sentence-order prediction"
+    note = f"`{model_key}`, its {head} head.  \n" + objectives_plots.pair_markdown(kind, rows[0][3], heldout, majority)
+    return frame, note
+
+
+@cached_view()
+def variants(text: str):
+    entries = zoo_comparison()
+    compared = compare_fill_mask(default_selection(None, "mlm"), text, 3)
+    if not entries:
+        return error_figure(ZOO_MISSING), None, compare_plots.fill_mask_frame(compared), ZOO_MISSING
+    note = (f"{len(entries)} families trained here under one budget; the table says how long and on "
+            "what. Below: each model's top 3 for your sentence.")
+    return (compare_plots.zoo_curves_figure(entries), compare_plots.zoo_frame(entries),
+            compare_plots.fill_mask_frame(compared), note)
+
+
+@cached_view()
+def pooling_retrieval(model_key: str, sentences_text: str, query: str, pooling: str):
+    sentences, groups, topics = parse_groups(sentences_text)
+    results = compare_poolings(model_key, sentences, -1, ("cls", "mean"))
+    frame = None
+    if 1 < len(set(groups)) < len(groups):
+        frame = embeddings_plots.separation_frame(
+            {r.pooling: separation_score(r.matrix, groups, topics) for r in results})
+    hits = search(model_key, query, k=5, pooling=pooling)
+    note = plots.search_note(model_key, len(hits.hits), hits.corpus_size, hits.pooling)
+    return embeddings_plots.similarity_heatmaps(results, groups), frame, finetune_plots.hits_frame(hits), note
+
+
+@cached_view(maxsize=4)
+def _probe(model_key: str, task: str):
+    return train_classifier(model_key, task, pooling="mean", freeze=True)
+
+
+def fine_tuning(model_key: str, task: str, sentence: str):
+    """A probe on the frozen encoder (trained once per process), then your sentence."""
+    result = _probe(model_key, task)
+    try:
+        head_model_key(result.head_id)  # still in the core's small store of trained heads?
+    except EncoderLabError:  # pushed out by other trainings: train again
+        _probe.cache_clear()
+        result = _probe(model_key, task)
+    answer = classify(result.head_id, sentence)  # a bad sentence's error is the user's, once
+    return (finetune_plots.training_curves(result), finetune_plots.summary_markdown(result),
+            finetune_plots.classification_html(answer, TOKEN_COLOURS))

@@ -1,0 +1,60 @@
+"""HTML builders for the Masking lab's NSP / SOP / replaced-token views (no Gradio, no models)."""
+
+from __future__ import annotations
+
+from models import ReplacedTokens
+
+from ..shell.common import escape
+
+
+def pair_markdown(kind: str, p: float, heldout: float | None, majority: float | None = None) -> str:
+    """The answer of a sentence-pair head, with the head's held-out accuracy when known.
+
+    ``majority``: the share of the held-out pairs' more frequent label (what always guessing
+    it scores), from the training record; the baseline the accuracy is shown against.
+    """
+    if kind == "nsp":
+        verdict = "follows" if p >= 0.5 else "does not follow"
+        text = f"**P(IsNext) = {p:.3f}**: the model thinks B {verdict} A."
+    else:
+        verdict = "in their original order" if p >= 0.5 else "swapped"
+        text = f"**P(in order) = {p:.3f}**: the model thinks A, B are {verdict}."
+    if heldout is not None:
+        text += f"  \nThis head's accuracy on held-out pairs: {heldout:.1%}"
+        text += (f" (always guessing the majority label: {majority:.1%})." if majority is not None else ".")
+    return text
+
+
+def _shade(p: float) -> str:
+    """White (0) to orange-red (1): a background light enough for dark text throughout."""
+    g = int(245 - 120 * p)
+    b = int(240 - 180 * p)
+    return f"rgb(255,{g},{b})"
+
+
+def replaced_html(result: ReplacedTokens) -> str:
+    """Each token in a box shaded by P(replaced), with the number under it; swaps marked."""
+    swapped = dict(zip(result.swapped, result.originals))
+    cells = []
+    for i, (tok, p, special) in enumerate(zip(result.tokens, result.p_replaced, result.special)):
+        mark = ""
+        if i in swapped:
+            mark = f"<div class='rtd-was'>swapped (was {escape(swapped[i])})</div>"
+        style = "background:#eee;color:#555" if special else f"background:{_shade(p)};color:#111"
+        cells.append(
+            f"<span class='rtd-token' style='display:inline-block;margin:3px;padding:3px 6px;"
+            f"border-radius:4px;{style};{'outline:2px solid #000;' if i in swapped else ''}'>"
+            f"<span style='font-family:ui-monospace,monospace'>{escape(tok)}</span>"
+            f"<div style='font-size:0.8em'>{'special' if special else f'{p:.2f}'}</div>{mark}</span>"
+        )
+    return f"<div class='rtd-view' role='group' aria-label='P(replaced) for every token'>{''.join(cells)}</div>"
+
+
+def replaced_rows(result: ReplacedTokens) -> list[list]:
+    """Table rows: position, token, P(replaced), verdict, what the generator replaced."""
+    swapped = dict(zip(result.swapped, result.originals))
+    return [
+        [i, tok, round(p, 4), "special" if special else ("replaced" if p >= 0.5 else "original"),
+         swapped.get(i, "")]
+        for i, (tok, p, special) in enumerate(zip(result.tokens, result.p_replaced, result.special))
+    ]

@@ -1,0 +1,176 @@
+"""Server guards: bounded request bodies, ZeroGPU's ``spaces.GPU`` when it is there, and
+per-request costs of Gradio's taken out (``lazy_session_configs``)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+# The largest request body the server reads. Texts are capped at 20,000 characters by the
+# core (at most 80 kB of UTF-8); 1 MiB leaves room for JSON and a list of sentences.
+MAX_REQUEST_BYTES = 1 << 20
+
+
+class RequestSizeLimit:
+    """ASGI middleware: a request whose body exceeds ``max_bytes`` gets 413, unread."""
+
+    def __init__(self, app, max_bytes: int = MAX_REQUEST_BYTES):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None:
+            if not length.isdigit() or int(length) > self.max_bytes:
+                return await self._refuse(send)
+            return await self.app(scope, receive, send)
+        if scope.get("method") in ("GET", "HEAD", "OPTIONS"):
+            return await self.app(scope, receive, send)
+        # No length given (a chunked body): read it up to the limit first, then replay it.
+        messages, seen = [], 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                return await self._refuse(send)
+            if not message.get("more_body", False):
+                break
+
+        async def replay():
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send):
+        body = f"Request body too large: the limit is {self.max_bytes:,} bytes.".encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def queue_live_events() -> bool:
+    """Whether per-keystroke events go through Gradio's queue: only under ZeroGPU.
+
+    The queue's bookkeeping per event (its stream messages, estimations, the join request)
+    cost more than the fill-mask forward itself: with 30 students typing, live fill-mask
+    answered at p95 1,383 ms queued and 372 ms unqueued, back to back on the same busy
+    machine (bench/classroom.py). Unqueued events still meet in one forward (the fill-mask
+    micro-batcher) and the page still sends one at a time (``trigger_mode="always_last"``).
+    ZeroGPU's ``spaces.GPU`` runs its functions through the queue, so there they stay queued.
+    """
+    return importlib.util.find_spec("spaces") is not None
+
+
+def on_gpu(fn):
+    """ZeroGPU's ``spaces.GPU`` on a Hugging Face Space that has the package; else ``fn``."""
+    if importlib.util.find_spec("spaces") is None:
+        return fn
+    import spaces
+
+    return spaces.GPU(fn)
+
+
+def limit_malloc_arenas(arenas: int = 2) -> bool:
+    """Cap glibc's malloc arenas (as MALLOC_ARENA_MAX does) for a threaded server.
+
+    Gradio answers requests from a pool of threads; glibc gives busy threads arenas of
+    their own (up to 8 per core) and rarely returns their memory, so the server's RSS
+    creeps up with traffic. Measured with bench/load.py (20 users x 25 requests a round):
+    +130, +69, +78, +30 MB over four rounds by default; +81, +30, +1, +28 with 2 arenas.
+    Linux/glibc only; elsewhere nothing happens. Returns whether the cap was set.
+    """
+    import ctypes
+    import ctypes.util
+    import os
+
+    if "MALLOC_ARENA_MAX" in os.environ:  # the operator chose
+        return False
+    name = ctypes.util.find_library("c")
+    if not name:
+        return False
+    try:
+        libc = ctypes.CDLL(name)
+        m_arena_max = -8  # from glibc's malloc.h
+        return bool(libc.mallopt(m_arena_max, arenas))
+    except (OSError, AttributeError):
+        return False
+
+
+class _LazyConfigs(dict):
+    """A session's per-component configs, each computed when first read (see ``lazy_session_configs``).
+
+    Reads in full (iteration, ``keys``, ``values``, ``items``, ``len``) see every component,
+    in the order Gradio's eager dict has them (the app's components, then any added later).
+    """
+
+    def __init__(self, blocks_config, ids):
+        super().__init__()
+        self._blocks_config, self._ids = blocks_config, dict.fromkeys(ids)  # ordered
+
+    def __missing__(self, key):
+        if key not in self._ids:
+            raise KeyError(key)
+        config = self._blocks_config.config_for_block(key, [], self._blocks_config.blocks[key])
+        self[key] = config
+        return config
+
+    def __contains__(self, key):
+        return key in self._ids or dict.__contains__(self, key)
+
+    def keys(self):
+        return [*self._ids, *(k for k in dict.keys(self) if k not in self._ids)]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return len(self.keys())
+
+    def items(self):
+        return [(k, self[k]) for k in self.keys()]
+
+    def values(self):
+        return [self[k] for k in self.keys()]
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+
+def lazy_session_configs() -> bool:
+    """Gradio's per-session copy of every component's config, built when read, not at once.
+
+    For each new session (each page, each ``gradio_client``, each call of the queued API
+    route) Gradio's ``SessionState`` builds a config dict for every component of the app
+    (``get_config``, ``inspect.signature`` per component): 26 % of the server's samples under
+    a burst of 30 new pages (bench/classroom.py --mode burst, py-spy). Gradio reads that
+    dict only for a component a request changes and for its own ``gr.DeepLinkButton`` (this
+    app has its own links), so here each entry is computed when first read; a full read
+    (``items``, iteration) computes the rest first, so every reader sees what it did before.
+    For gradio 6.31's ``SessionState.__init__``; a test compares it with the original.
+    Returns whether the patch was applied (once).
+    """
+    from gradio import state_holder
+
+    cls = state_holder.SessionState
+    if getattr(cls, "_encoder_lab_lazy", False):
+        return False
+    original = cls.__init__
+
+    def __init__(self, blocks):
+        self.blocks_config = state_holder.copy(blocks.default_config)
+        self.config_values = _LazyConfigs(self.blocks_config,
+                                          [k for k in self.blocks_config.blocks if k in blocks.blocks])
+        self.state_data = {}
+        self._state_ttl = {}
+        self.is_closed = False
+        self.STATE_TTL_WHEN_CLOSED = 1 if state_holder.os.getenv("GRADIO_IS_E2E_TEST", None) else 3600
+
+    cls.__init__ = __init__
+    cls._encoder_lab_original_init = original
+    cls._encoder_lab_lazy = True
+    return True

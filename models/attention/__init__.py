@@ -1,0 +1,1 @@
+"""What the layers look at: attention weights, head statistics, rollout; input embeddings."""

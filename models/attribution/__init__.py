@@ -1,0 +1,1 @@
+"""Why this guess / this class: attribution methods, deletion curves, faithfulness."""

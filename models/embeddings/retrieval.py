@@ -1,0 +1,279 @@
+"""Search by meaning: sentence vectors in a FAISS index, exact or approximate.
+
+The searchable corpus is the project's committed held-out split, ``data/heldout.txt``
+(3,191 sentences from the corpus's twelve sources, ``data/corpus_sources.json``), so the
+index builds anywhere the repository is. Vectors come from ``models.embed`` (the
+Embeddings tab's pooling), L2-normalised, so an inner product is a cosine:
+
+* ``index="exact"``: ``faiss.IndexFlatIP``, every vector compared (brute force);
+* ``index="ann"``: ``faiss.IndexHNSWFlat`` (a navigable small-world graph, M = 32,
+  efSearch = 64), approximate nearest neighbours.
+
+Vectors and both indexes are cached on disk under ``.cache/retrieval/``, named by model,
+pooling and a hash of the corpus; the first search of a (model, pooling) builds them,
+reporting progress through a callback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..errors import CapabilityError, InputError
+from ..registry import catalogue
+from ..validation import check_int, check_text
+from .pooling import check_pooling, embed
+from .sentence_sets import sentence_groups
+
+CORPUS_FILE = catalogue.REPO_ROOT / "data" / "heldout.txt"
+SOURCES_FILE = catalogue.REPO_ROOT / "data" / "tasks" / "heldout_sources.txt"  # line by line
+QUERIES_FILE = catalogue.REPO_ROOT / "data" / "train_sample.txt"
+CACHE_DIR = catalogue.REPO_ROOT / ".cache" / "retrieval"
+INDEXES = ("exact", "ann")
+MAX_K = 100
+HNSW_M = 32
+HNSW_EF_SEARCH = 64
+HNSW_EF_CONSTRUCTION = 80
+EMBED_CHUNK = 256  # sentences per progress step
+REPORT_QUERIES = 200  # training-sample sentences used as queries by retrieval_report
+
+Progress = Callable[[int, int, str], None]  # (done, total, what)
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    rank: int  # 1 = best
+    score: float  # cosine similarity (the vectors are L2-normalised)
+    text: str
+    source: str  # the corpus source it comes from, or "" where unknown
+    corpus_index: int  # line number (0-based) in data/heldout.txt
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    model_key: str
+    query: str
+    pooling: str
+    index: str  # "exact" or "ann"
+    corpus_size: int
+    hits: tuple[SearchHit, ...]
+    milliseconds: float  # this query's search time, the query's embedding excluded
+
+
+@dataclass(frozen=True)
+class RetrievalReport:
+    """How the ANN index compares with exact search, and what pooling and normalising do."""
+
+    model_key: str
+    pooling: str
+    k: int
+    corpus_size: int
+    queries: int  # sentences of data/train_sample.txt used as queries
+    ann_recall: float  # mean |ANN top-k ∩ exact top-k| / k
+    exact_ms: float  # mean time per query (one batch of all queries, divided), milliseconds
+    ann_ms: float
+    dot_overlap: float  # mean |dot-product top-k ∩ cosine top-k| / k on unnormalised vectors
+    norm_spread: tuple[float, float, float]  # min, median, max vector length before normalising
+    pooling_recall: dict  # pooling -> recall@k of finding a paraphrase among the distractors
+    pooling_queries: int  # paraphrase queries behind pooling_recall
+    note: str
+
+
+# --- corpus ---------------------------------------------------------------------------------
+
+
+def corpus() -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """(sentences, source of each, sha1 of the file): the searchable slice."""
+    data = CORPUS_FILE.read_bytes()
+    sentences = tuple(data.decode("utf-8").splitlines())
+    sources = SOURCES_FILE.read_text(encoding="utf-8").splitlines() if SOURCES_FILE.exists() else []
+    if len(sources) != len(sentences):  # written for another version of the corpus: unknown
+        sources = [""] * len(sentences)
+    return sentences, tuple(sources), hashlib.sha1(data).hexdigest()[:12]
+
+
+def _faiss():
+    try:
+        import faiss
+    except ImportError:  # pinned in requirements.txt; say what to do when it is missing
+        raise CapabilityError("Search needs the faiss-cpu package: pip install -r requirements.txt.") from None
+    return faiss
+
+
+# --- vectors and indexes, cached on disk -------------------------------------------------------
+
+_BUILD_LOCK = threading.Lock()  # one build at a time: two requests never write the same files
+_LOADED: dict[tuple, tuple] = {}  # (model, pooling, corpus hash) -> (vectors, exact, ann)
+
+
+def _vectors(model_key: str, sentences, pooling: str, normalize: bool, progress: Progress | None):
+    parts = []
+    for start in range(0, len(sentences), EMBED_CHUNK):
+        if progress:
+            progress(start, len(sentences), "embedding the corpus")
+        parts.append(embed(model_key, sentences[start:start + EMBED_CHUNK], pooling=pooling, normalize=normalize))
+    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+
+
+def _build_indexes(vectors: np.ndarray):
+    faiss = _faiss()
+    exact = faiss.IndexFlatIP(vectors.shape[1])
+    exact.add(vectors)
+    ann = faiss.IndexHNSWFlat(vectors.shape[1], HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    ann.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    ann.add(vectors)
+    return exact, ann
+
+
+def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
+    """(unit vectors (N, d), exact index, ann index), from memory, disk, or built now."""
+    faiss = _faiss()
+    sentences, _, digest = corpus()
+    key = (model_key, pooling, digest)
+    if key in _LOADED:
+        return _LOADED[key]
+    with _BUILD_LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+        stem = CACHE_DIR / f"{model_key}-{pooling}-{digest}"
+        files = [Path(f"{stem}.npy"), Path(f"{stem}.exact.faiss"), Path(f"{stem}.hnsw.faiss")]
+        transient = catalogue.is_transient(model_key)  # trained in this process: never on disk
+        if not transient and all(f.exists() for f in files):
+            vectors = np.load(files[0])
+            exact, ann = (faiss.read_index(str(f)) for f in files[1:])
+        else:
+            vectors = _vectors(model_key, sentences, pooling, True, progress)
+            if progress:
+                progress(len(sentences), len(sentences), "building the FAISS indexes")
+            exact, ann = _build_indexes(vectors)
+            if not transient:
+                CACHE_DIR.mkdir(parents=True, exist_ok=True)
+                np.save(files[0], vectors)
+                faiss.write_index(exact, str(files[1]))
+                faiss.write_index(ann, str(files[2]))
+        ann.hnsw.efSearch = HNSW_EF_SEARCH
+        _LOADED[key] = (vectors, exact, ann)
+        return _LOADED[key]
+
+
+# --- public API -------------------------------------------------------------------------------
+
+
+def _check_k(k) -> int:
+    return check_int(k, "k", 1, MAX_K)
+
+
+def _check_index(index) -> str:
+    if index not in INDEXES:
+        raise InputError(f"Unknown index {index!r}; choose one of: {', '.join(INDEXES)}.")
+    return index
+
+
+def build_index(model_key: str, pooling: str = "mean", progress: Progress | None = None) -> int:
+    """Build (or load) the cached vectors and indexes now; returns the corpus size."""
+    catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
+    return len(_indexes(model_key, check_pooling(pooling), progress)[0])
+
+
+def search(model_key: str, query: str, k: int = 10, pooling: str = "mean", index: str = "exact",
+           progress: Progress | None = None) -> SearchResult:
+    """The k corpus sentences closest to the query (cosine), with score and source."""
+    catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
+    query = check_text(query, what="query")
+    k, pooling, index = _check_k(k), check_pooling(pooling), _check_index(index)
+    vectors, exact, ann = _indexes(model_key, pooling, progress)
+    q = embed(model_key, [query], pooling=pooling, normalize=True)
+    started = time.perf_counter()
+    scores, ids = (exact if index == "exact" else ann).search(q, k)
+    ms = (time.perf_counter() - started) * 1000
+    sentences, sources, _ = corpus()
+    hits = tuple(
+        SearchHit(rank, float(s), sentences[i], sources[i], int(i))
+        for rank, (s, i) in enumerate(zip(scores[0], ids[0]), start=1) if i >= 0
+    )
+    return SearchResult(model_key, query, pooling, index, len(vectors), hits, ms)
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean share of each row of a found in the same row of b."""
+    return float(np.mean([len(set(x) & set(y)) / len(x) for x, y in zip(a, b)]))
+
+
+def recall_at_k(approx_ids: np.ndarray, exact_ids: np.ndarray) -> float:
+    """Mean |approximate top-k ∩ exact top-k| / k over queries (rows)."""
+    return _overlap(exact_ids, approx_ids)
+
+
+def _paraphrase_recall(model_key: str, pooling: str, k: int, distractors: np.ndarray) -> tuple[float, int]:
+    """Recall@k of a same-group sentence, each grouped sentence a query, among the distractors."""
+    texts, groups = [], []
+    for s in sentence_groups().values():
+        for number, group in enumerate(s["groups"]):
+            texts += group["sentences"]
+            groups += [f"{s['name']}/{number}"] * len(group["sentences"])
+    own = embed(model_key, texts, pooling=pooling, normalize=True)  # (G, d)
+    pool = np.concatenate([own, distractors])  # (G + N, d)
+    scores = own @ pool.T  # (G, G + N)
+    np.fill_diagonal(scores[:, :len(own)], -np.inf)  # a query never finds itself
+    top = np.argsort(-scores, axis=1)[:, :k]
+    groups = np.array(groups)
+    hits = [any(j < len(own) and groups[j] == groups[i] for j in row) for i, row in enumerate(top)]
+    return float(np.mean(hits)), len(own)
+
+
+def retrieval_report(model_key: str, k: int = 10, pooling: str = "mean", queries: int = REPORT_QUERIES,
+                     progress: Progress | None = None) -> RetrievalReport:
+    """Recall@k of the ANN index against exact search and each one's latency; cosine vs dot
+    product on unnormalised vectors; [CLS] vs mean pooling as paraphrase-search quality."""
+    catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
+    k, pooling = _check_k(k), check_pooling(pooling)
+    queries = check_int(queries, "queries", 10, 2000)
+    vectors, exact, ann = _indexes(model_key, pooling, progress)
+    query_texts = QUERIES_FILE.read_text(encoding="utf-8").splitlines()[:queries]
+    q = embed(model_key, query_texts, pooling=pooling, normalize=True)
+    started = time.perf_counter()
+    _, exact_ids = exact.search(q, k)
+    exact_ms = (time.perf_counter() - started) * 1000 / len(q)
+    started = time.perf_counter()
+    _, ann_ids = ann.search(q, k)
+    ann_ms = (time.perf_counter() - started) * 1000 / len(q)
+    # Unnormalised: the dot product favours long vectors, the cosine does not.
+    sentences, _, _ = corpus()
+    if progress:
+        progress(0, 1, "unnormalised vectors for the dot-product comparison")
+    raw = _cached_raw(model_key, pooling, sentences)
+    raw_q = embed(model_key, query_texts, pooling=pooling, normalize=False)
+    dot_ids = np.argsort(-(raw_q @ raw.T), axis=1)[:, :k]
+    norms = np.linalg.norm(raw, axis=1)
+    pooling_recall, n_para = {}, 0
+    for p in ("cls", "mean"):
+        distractors = vectors if p == pooling else _indexes(model_key, p, progress)[0]
+        pooling_recall[p], n_para = _paraphrase_recall(model_key, p, k, distractors)
+    return RetrievalReport(
+        model_key=model_key, pooling=pooling, k=k, corpus_size=len(vectors), queries=len(q),
+        ann_recall=recall_at_k(ann_ids, exact_ids), exact_ms=exact_ms, ann_ms=ann_ms,
+        dot_overlap=_overlap(exact_ids, dot_ids),
+        norm_spread=(float(norms.min()), float(np.median(norms)), float(norms.max())),
+        pooling_recall=pooling_recall, pooling_queries=n_para,
+        note=(f"Corpus: data/heldout.txt ({len(vectors):,} sentences). Queries: the first {len(q)} "
+              f"sentences of data/train_sample.txt. HNSW M={HNSW_M}, efSearch={HNSW_EF_SEARCH}. "
+              "Paraphrase recall: each sentence of the Embeddings tab's groups as a query, a hit when "
+              f"a sentence of its own group is in the top {k} among the groups and the whole corpus."),
+    )
+
+
+_RAW: dict[tuple, np.ndarray] = {}
+
+
+def _cached_raw(model_key: str, pooling: str, sentences) -> np.ndarray:
+    key = (model_key, pooling, len(sentences))
+    if key not in _RAW:
+        _RAW[key] = _vectors(model_key, sentences, pooling, False, None)
+    return _RAW[key]
+

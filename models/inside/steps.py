@@ -1,0 +1,570 @@
+"""One forward pass of a real encoder, step by step, every number checked against the model.
+
+``forward_steps`` runs the model once with forward hooks on its own modules
+(``capture.Recorder``; which modules, per family: ``families``) and returns, for one layer
+and one head, each step the data goes through: the layer's input, Q, K and V, the scores,
+the weights, the weighted values, the heads concatenated, the output projection, the
+residual sums and LayerNorms, the feed-forward's hidden activation and the layer's output;
+with an MLM head, the head's steps at one position down to its top-k. What the hooks see
+is what the model computed; what is recomputed here (the scores and the softmax, which
+the eager attention function computes between modules, and the sums) is compared with
+what the model returned (``output_attentions``, ``hidden_states``, the logits) and each
+comparison is returned as a ``StepCheck``.
+
+The attention scores exist only in transformers' "eager" attention: the default SDPA
+kernel computes softmax(QKᵀ/√d)V in one fused call and never builds them. The model is
+therefore loaded with ``attn_implementation="eager"`` (same weights, same outputs).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..registry import catalogue
+from ..errors import InputError
+from ..mlm.fill_mask import MASK_PATTERN
+from ..runtime.loading import RESULT_CACHES, ModelCache, check_token_count, get_device, load_model, require_head
+from ..validation import check_int, check_texts
+from .families import base_model, embedding_projection, head_modules, layer_modules, num_heads, num_layers
+from .capture import Recorder
+
+DEFAULT_TOP_K = 5
+EAGER_NOTE = ("Loaded with attn_implementation=\"eager\": transformers' default (SDPA) computes "
+              "attention in one fused kernel and never builds the scores or the weights.")
+
+
+@dataclass(frozen=True, eq=False)
+class Step:
+    """One step of the pass: its value for the chosen layer and head."""
+
+    name: str  # stable key, e.g. "query", "weights", "deberta_c2p"
+    title: str
+    formula: str  # the one formula this step applies
+    shape: str  # symbolic, e.g. "(T, d_head)"
+    value: np.ndarray  # float32 (ints for position ids); masked scores are -inf
+    family: str = ""  # "" for every encoder; the family's name for its own twist
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class StepCheck:
+    """A recomputed step against what the model itself returned."""
+
+    name: str
+    against: str  # what the model returned, e.g. "output_attentions[1][head 0]"
+    max_abs_error: float
+    tolerance: float
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.max_abs_error <= self.tolerance)
+
+
+@dataclass(frozen=True, eq=False)
+class ForwardSteps:
+    """``forward_steps``' result."""
+
+    model_key: str
+    family: str
+    network: str  # which network ran, e.g. "the MLM model" or "ELECTRA's generator"
+    text: str
+    text_pair: str | None
+    tokens: tuple[str, ...]
+    token_ids: tuple[int, ...]
+    layer: int
+    head: int
+    position: int  # the chosen token (its row; the head's steps are at this position)
+    num_layers: int
+    num_heads: int
+    d_model: int
+    d_head: int
+    d_ff: int
+    scale: float  # the number the scores are divided by (√d_head; DeBERTa: √(3·d_head))
+    attn_implementation: str
+    steps: tuple[Step, ...]
+    head_steps: tuple[Step, ...]  # empty without an MLM head
+    predictions: tuple[tuple[str, float], ...]  # the head's top-k at ``position`` (token, probability)
+    layer_norms: np.ndarray  # (layers + 1, T): ‖hidden_states[i][t]‖, 0 = the embeddings
+    checks: tuple[StepCheck, ...]
+    facts: tuple[str, ...]  # the family's twists, in words, with their numbers
+    notes: tuple[str, ...] = field(default=())
+
+    def step(self, name: str) -> Step:
+        for s in (*self.steps, *self.head_steps):
+            if s.name == name:
+                return s
+        names = ", ".join(s.name for s in (*self.steps, *self.head_steps))
+        raise InputError(f"No step {name!r} for {self.model_key}; its steps are: {names}.")
+
+    @property
+    def all_steps(self) -> tuple[Step, ...]:
+        return self.steps + self.head_steps
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(s.value.nbytes for s in self.all_steps) + self.layer_norms.nbytes)
+
+
+RESULT_CACHE = ModelCache(64 * 2**20)
+RESULT_CACHES.append(RESULT_CACHE)
+
+
+# --- entry point ----------------------------------------------------------------------------
+
+
+def forward_steps(model_key: str, text: str, text_pair: str | None = None, layer: int = 0,
+                  head: int = 0, position: int | None = None, mlm_head: bool | None = None,
+                  top_k: int = DEFAULT_TOP_K) -> ForwardSteps:
+    """One forward pass of ``model_key`` on ``text`` (or a pair), step by step.
+
+    layer, head: which layer and head to open (0-based). position: the chosen token (default:
+    the first mask, else the first token that is not special). mlm_head: run the MLM head's
+    steps too (default: when the model has one; True on a model without one is a
+    ``CapabilityError``). Bad input (a layer, head or position out of range, a text over the
+    model's limit) is an ``InputError`` naming the valid range.
+    """
+    spec = catalogue.get_spec(model_key)
+    text, text_pair = check_texts(text, text_pair)
+    with_head = spec.has_mlm_head if mlm_head is None else bool(mlm_head)
+    if with_head:
+        require_head(spec, "mlm")
+    top_k = check_int(top_k, "top_k", 1, 50)
+    loaded = load_model(model_key, "mlm" if with_head else "base", attn_implementation="eager")
+    inputs, ids = _encode(loaded, text, text_pair)
+    n_layers, n_heads = num_layers(loaded.model), num_heads(loaded.model)
+    layer = check_int(layer, "layer", 0, n_layers - 1)
+    head = check_int(head, "head", 0, n_heads - 1)
+    if position is None:
+        position = _default_position(loaded.tokenizer, ids)
+    position = check_int(position, "position (token index)", 0, len(ids) - 1)
+    key = (model_key, text, text_pair, layer, head, position, with_head, top_k, str(get_device()))
+    return RESULT_CACHE.get(key, lambda: _run(loaded, inputs, ids, text, text_pair, layer, head,
+                                              position, with_head, top_k))
+
+
+def _encode(loaded, text: str, text_pair: str | None):
+    tokenizer = loaded.tokenizer
+    if tokenizer.mask_token:
+        text = MASK_PATTERN.sub(lambda _: tokenizer.mask_token, text)
+        text_pair = text_pair and MASK_PATTERN.sub(lambda _: tokenizer.mask_token, text_pair)
+    enc = tokenizer(text, text_pair, truncation=False, return_tensors="pt", verbose=False)
+    ids = enc["input_ids"][0].tolist()
+    check_token_count(loaded, len(ids))
+    inputs = {k: v.to(loaded.device) for k, v in enc.items() if k in tokenizer.model_input_names}
+    return inputs, ids
+
+
+def _default_position(tokenizer, ids: list[int]) -> int:
+    if tokenizer.mask_token_id is not None and tokenizer.mask_token_id in ids:
+        return ids.index(tokenizer.mask_token_id)
+    special = set(tokenizer.all_special_ids)
+    return next((i for i, t in enumerate(ids) if t not in special), 0)
+
+
+# --- the pass -----------------------------------------------------------------------------
+
+
+def _np(x: torch.Tensor) -> np.ndarray:
+    out = x.detach().float().cpu().numpy()
+    out.flags.writeable = False
+    return out
+
+
+def _f(x: torch.Tensor) -> torch.Tensor:
+    """A captured tensor without its batch dimension, as float32 on the CPU."""
+    return x[0].detach().float().cpu()
+
+
+def _err(a: torch.Tensor, b: torch.Tensor) -> float:
+    a, b = a.detach().float().cpu(), b.detach().float().cpu()
+    finite = torch.isfinite(a) & torch.isfinite(b)
+    if not torch.equal(torch.isfinite(a), torch.isfinite(b)):
+        return math.inf
+    return float((a[finite] - b[finite]).abs().max()) if finite.any() else 0.0
+
+
+class _Builder:
+    """Collects steps, checks and facts while one family's layer is read."""
+
+    def __init__(self, family: str, tolerance: float):
+        self.family, self.tolerance = family, tolerance
+        self.steps: list[Step] = []
+        self.checks: list[StepCheck] = []
+        self.facts: list[str] = []
+
+    def add(self, name, title, formula, shape, value, twist=False, note=""):
+        array = value if isinstance(value, np.ndarray) else _np(value)
+        self.steps.append(Step(name, title, formula, shape, array, self.family if twist else "", note))
+
+    def check(self, name, against, ours, theirs, tolerance=None):
+        self.checks.append(StepCheck(name, against, _err(ours, theirs), tolerance or self.tolerance))
+
+
+def _run(loaded, inputs, ids, text, text_pair, layer, head, position, with_head, top_k) -> ForwardSteps:
+    model, tokenizer = loaded.model, loaded.tokenizer
+    family = model.config.model_type.replace("_", "-")
+    mods = layer_modules(family, model, layer)
+    heads = head_modules(family, model) if with_head else None
+    base = base_model(model)
+    projection_in = embedding_projection(family, model)
+    recorder = Recorder().watch(
+        mods.layer, mods.attention, mods.query, mods.key, mods.value, mods.qkv, mods.projection,
+        mods.attn_norm, mods.ffn_in, mods.ffn_act, mods.ffn_out, mods.out_norm, mods.pre_attn_norm,
+        base.embeddings, getattr(base.embeddings, "position_embeddings", None),
+        getattr(base.embeddings, "word_embeddings", None), projection_in,
+        getattr(base, "rotary_emb", None), getattr(base, "final_norm", None),
+        *((heads.dense, heads.norm, heads.decoder) if heads else ()),
+    )
+    with recorder, torch.inference_mode():
+        out = model(**inputs, output_hidden_states=True, output_attentions=True)
+    tolerance = 1e-4 if loaded.dtype == torch.float32 else 3e-2
+    b = _Builder(family, tolerance)
+    n_heads = num_heads(model)
+    d_model = int(_f(recorder.input(mods.layer, mods.call)).shape[-1])
+    d_head = d_model // n_heads
+
+    _embedding_twists(b, family, model, recorder, inputs, projection_in, out)
+    x = _f(recorder.input(mods.layer, mods.call))
+    b.add("layer_input", f"Input to layer {layer}",
+          "x = the embeddings" if layer == 0 else f"x = output of layer {layer - 1}", "(T, d_model)", x)
+    if mods.pre_attn_norm is not None:  # ModernBERT: normalise a copy, keep x for the residual
+        b.add("attention_input_norm", "LayerNorm before attention (pre-LN)",
+              "x̂ = LayerNorm(x)" + (" (layer 0: identity, the embeddings are already normalised)"
+                                    if layer == 0 else ""), "(T, d_model)",
+              _f(recorder.output(mods.pre_attn_norm)), twist=True)
+
+    q, k, v, scale = _qkv(b, family, mods, recorder, head, d_head, n_heads, layer, base)
+    weights = _scores(b, family, mods, recorder, q, k, head, scale, n_heads, d_head)
+    reference = out.attentions[layer][0, head]
+    b.check("weights", f"output_attentions[{layer}][0, {head}]", weights, reference)
+
+    weighted = weights @ v
+    b.add("weighted_values", "Weighted values", "z = A V  (row i: Σⱼ A[i, j] · V[j])", "(T, d_head)", weighted)
+    context = _f(recorder.input(mods.projection, mods.call))
+    b.check("weighted_values", f"the heads concatenated, columns of head {head}",
+            weighted, context[:, head * d_head:(head + 1) * d_head])
+    b.add("heads_concatenated", "All heads side by side", f"concat(z₀, …, z_{n_heads - 1})", "(T, d_model)",
+          context)
+    o = _f(recorder.output(mods.projection, mods.call))
+    b.add("output_projection", "Output projection", "O = concat · W_O + b_O", "(T, d_model)", o)
+    residual = x + o
+    b.add("attention_residual", "Residual sum", "x + O", "(T, d_model)", residual)
+    b.check("attention_residual", "the input of the next LayerNorm",
+            residual, _f(recorder.input(mods.attn_norm, mods.call)))
+    h = _f(recorder.output(mods.attn_norm, mods.call))
+    if mods.out_norm is not None:
+        b.add("attention_layernorm", "Add & LayerNorm", "h = LayerNorm(x + O)", "(T, d_model)", h)
+        stream = h
+    else:
+        b.add("feed_forward_norm", "LayerNorm before the feed-forward (pre-LN)",
+              "ĥ = LayerNorm(x + O); the stream itself stays x + O", "(T, d_model)", h, twist=True)
+        stream = residual
+    hidden = _ffn_hidden(b, family, mods, recorder)
+    f = _f(recorder.output(mods.ffn_out, mods.call))
+    b.add("ffn_output", "Feed-forward output", "f = a W₂ + b₂", "(T, d_model)", f)
+    out_sum = stream + f
+    b.add("ffn_residual", "Residual sum", ("h + f" if mods.out_norm is not None else "(x + O) + f"),
+          "(T, d_model)", out_sum)
+    if mods.out_norm is not None:
+        b.check("ffn_residual", "the input of the last LayerNorm", out_sum,
+                _f(recorder.input(mods.out_norm, mods.call)))
+        y = _f(recorder.output(mods.out_norm, mods.call))
+        b.add("layer_output", f"Output of layer {layer}", "y = LayerNorm(h + f)", "(T, d_model)", y)
+    else:
+        y = _f(recorder.output(mods.layer, mods.call))
+        b.check("ffn_residual", "the layer's output", out_sum, y)
+        b.add("layer_output", f"Output of layer {layer}", "y = (x + O) + f", "(T, d_model)", y)
+    n_layers = num_layers(model)
+    if family == "modernbert" and layer == n_layers - 1:  # hidden_states[-1] is after final_norm
+        final = _f(recorder.output(base.final_norm))
+        b.add("final_norm", "Final LayerNorm", "LayerNorm(y), after the last layer", "(T, d_model)", final, twist=True)
+        b.check("layer_output", f"hidden_states[{layer + 1}] (after ModernBERT's final norm)",
+                final, out.hidden_states[layer + 1][0])
+    else:
+        b.check("layer_output", f"hidden_states[{layer + 1}]", y, out.hidden_states[layer + 1][0])
+
+    head_steps, predictions = (), ()
+    if heads is not None:
+        head_steps, predictions = _head(b, family, model, tokenizer, heads, recorder, out, position, top_k)
+    if family == "albert":
+        _albert_shared(b, model, mods, recorder, n_layers)
+    norms = np.stack([_np(hs[0].float().norm(dim=-1)) for hs in out.hidden_states])
+    norms.flags.writeable = False
+    network = "ELECTRA's generator (its MLM network)" if family == "electra" and heads else (
+        "the MLM model" if heads else "the encoder")
+    return ForwardSteps(
+        model_key=loaded.spec.key, family=family, network=network, text=text, text_pair=text_pair,
+        tokens=tuple(tokenizer.convert_ids_to_tokens(ids)), token_ids=tuple(ids), layer=layer, head=head,
+        position=position, num_layers=n_layers, num_heads=n_heads, d_model=d_model, d_head=d_head,
+        d_ff=int(hidden.shape[-1]), scale=float(scale),
+        attn_implementation=str(model.config._attn_implementation),
+        steps=tuple(s for s in b.steps if s.name not in {h.name for h in head_steps}),
+        head_steps=head_steps, predictions=predictions, layer_norms=norms, checks=tuple(b.checks),
+        facts=tuple(b.facts), notes=(EAGER_NOTE,),
+    )
+
+
+# --- attention ---------------------------------------------------------------------------------
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """(x₁, x₂) -> (-x₂, x₁): the 90° turn of each pair (i, i + d/2) that rotary uses."""
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary position embedding: each pair of dimensions turned by its angle (position × frequency)."""
+    return x * cos + rotate_half(x) * sin
+
+
+def _qkv(b, family, mods, recorder, head, d_head, n_heads, layer, base):
+    cols = slice(head * d_head, (head + 1) * d_head)
+    if mods.qkv is None:
+        q = _f(recorder.output(mods.query, mods.call))[:, cols]
+        k = _f(recorder.output(mods.key, mods.call))[:, cols]
+        v = _f(recorder.output(mods.value, mods.call))[:, cols]
+        b.add("query", f"Query, head {head}", "Q = x W_Q + b_Q  (head h: its d_head columns)", "(T, d_head)", q)
+        b.add("key", f"Key, head {head}", "K = x W_K + b_K", "(T, d_head)", k)
+        b.add("value", f"Value, head {head}", "V = x W_V + b_V", "(T, d_head)", v)
+        if family == "deberta-v2":
+            factor = 1 + sum(t in mods.attention.pos_att_type for t in ("c2p", "p2c"))
+            return q, k, v, math.sqrt(d_head * factor)
+        return q, k, v, 1.0 / float(mods.attention.scaling)
+    # ModernBERT: one fused matrix, then the rotation of Q and K by position
+    qkv = _f(recorder.output(mods.qkv)).view(-1, 3, n_heads, d_head)
+    q0, k0, v = qkv[:, 0, head], qkv[:, 1, head], qkv[:, 2, head]
+    layer_type = mods.layer.attention_type
+    cos, sin = _rotary(recorder, base.rotary_emb, layer_type)
+    q, k = rotate(q0, cos, sin), rotate(k0, cos, sin)
+    b.add("query_before_rotation", f"Query before rotation, head {head}", "q = x̂ W_Q (a third of Wqkv)",
+          "(T, d_head)", q0, twist=True)
+    b.add("query", f"Query after rotation, head {head}",
+          "q'ₜ = qₜ cos(t θ) + rotate_half(qₜ) sin(t θ)", "(T, d_head)", q, twist=True,
+          note="Each pair of dimensions (i, i + d_head/2) turns by the angle t·θᵢ, "
+               "θᵢ = base^(−2i/d_head): a dot product q'·k' then depends on the distance between tokens.")
+    b.add("key_before_rotation", f"Key before rotation, head {head}", "k = x̂ W_K", "(T, d_head)", k0, twist=True)
+    b.add("key", f"Key after rotation, head {head}", "k'ₜ = kₜ cos(t θ) + rotate_half(kₜ) sin(t θ)",
+          "(T, d_head)", k, twist=True)
+    b.add("value", f"Value, head {head}", "V = x̂ W_V (not rotated)", "(T, d_head)", v)
+    from transformers.models.modernbert import modeling_modernbert as mm
+
+    theirs_q, _ = mm.apply_rotary_pos_emb(q0[None, None], k0[None, None], cos[None], sin[None])
+    b.check("rotary_query", "transformers' apply_rotary_pos_emb on the same query", q, theirs_q[0, 0])
+    t = q.shape[0]
+    b.facts.append(f"ModernBERT layer {layer} is a {'local (sliding-window)' if layer_type == 'sliding_attention' else 'global'} "
+                   f"layer; rotary angle of token 1 in pair 0: {float(torch.atan2(sin[min(1, t - 1), 0], cos[min(1, t - 1), 0])):.4f} rad.")
+    return q, k, v, math.sqrt(d_head)
+
+
+def _rotary(recorder, rotary_emb, layer_type: str):
+    for call in recorder.calls.get(id(rotary_emb), []):
+        called_with = call.kwargs.get("layer_type", call.args[2] if len(call.args) > 2 else None)
+        if called_with == layer_type:
+            cos, sin = call.output
+            return cos[0].float().cpu(), sin[0].float().cpu()
+    raise RuntimeError(f"ModernBERT's rotary embedding was not computed for {layer_type!r} in this pass.")
+
+
+def _mask(call_mask, t: int) -> torch.Tensor:
+    """The model's mask as an additive (T, T) float: 0 where a key is seen, -inf where not."""
+    if call_mask is None:
+        return torch.zeros(t, t)
+    m = call_mask[0]
+    m = m[0] if m.dim() == 3 else m
+    m = m.float().cpu() if m.dtype != torch.bool else m.cpu()
+    if m.dtype == torch.bool or _is_keep_mask(m):
+        return torch.where(m.bool(), 0.0, -math.inf)
+    return torch.where(m < -1e4, -math.inf, m)  # transformers writes the dtype's minimum
+
+
+def _is_keep_mask(m: torch.Tensor) -> bool:
+    """DeBERTa passes its mask as 1 (seen) / 0 (not seen), not as an additive mask."""
+    return bool(((m == 0) | (m == 1)).all()) and bool((m == 1).any())
+
+
+def _scores(b, family, mods, recorder, q, k, head, scale, n_heads, d_head) -> torch.Tensor:
+    call = recorder.call(mods.attention, mods.call)
+    raw_mask = call.args[mods.mask_arg] if isinstance(mods.mask_arg, int) else call.kwargs.get(mods.mask_arg)
+    t = q.shape[0]
+    mask = _mask(raw_mask, t)
+    raw = q @ k.T
+    b.add("raw_scores", "Raw scores", "S = Q Kᵀ  (S[i, j] = qᵢ · kⱼ)", "(T, T)", raw)
+    if family == "deberta-v2":
+        scores = _deberta_terms(b, mods, recorder, call, head, scale, n_heads)
+        formula = "S̃ = c2c + c2p + p2c (each ÷ √(3·d_head)); masked keys −∞"
+    else:
+        scores = raw / scale
+        formula = f"S̃ = S / √d_head (= S / {scale:.3f}); masked keys −∞"
+    scaled = scores + mask
+    b.add("scaled_scores", "Scaled and masked scores", formula, "(T, T)", scaled)
+    if family == "modernbert" and mods.layer.attention_type == "sliding_attention":
+        window = int(mods.attention.sliding_window) - 1
+        allowed = torch.isfinite(mask)
+        b.add("local_window", f"Local window (±{window} tokens)", f"key j seen from i only when |i − j| ≤ {window}",
+              "(T, T)", allowed.float(), twist=True,
+              note="Every other ModernBERT layer attends globally; this one only within its window.")
+        b.facts.append(f"ModernBERT local window: ±{window} tokens; {int((~allowed).sum())} of {t * t} "
+                       "(query, key) pairs masked in this text.")
+    weights = torch.softmax(scaled, dim=-1)
+    b.add("weights", f"Attention weights, head {head}", "A = softmax(S̃) over each row (each row sums to 1)",
+          "(T, T)", weights)
+    return weights
+
+
+def _deberta_terms(b, mods, recorder, call, head, scale, n_heads) -> torch.Tensor:
+    """DeBERTa's three score terms, each from the module's own code (``disentangled_attention_bias``
+    run on a copy of the module that keeps one relative term)."""
+    att = mods.attention
+    q_full = recorder.output(mods.query, 0)
+    k_full = recorder.output(mods.key, 0)
+    qh = att.transpose_for_scores(q_full, n_heads)  # (heads, T, d_head), as the module does
+    kh = att.transpose_for_scores(k_full, n_heads)
+    rel_pos, rel_emb = call.kwargs.get("relative_pos"), call.kwargs.get("rel_embeddings")
+    factor = 1 + sum(t in att.pos_att_type for t in ("c2p", "p2c"))
+    terms = {"c2c": torch.bmm(qh, kh.transpose(-1, -2)) / scale}
+    with torch.inference_mode():
+        for term in ("c2p", "p2c"):
+            if term in att.pos_att_type and att.relative_attention:
+                one = copy.copy(att)  # the same parameters; only the list of terms differs
+                one.pos_att_type = [term]
+                terms[term] = one.disentangled_attention_bias(qh, kh, rel_pos, rel_emb, factor)
+    titles = {"c2c": ("Content → content", "c2c[i, j] = qᵢ · kⱼ / √(3·d_head)"),
+              "c2p": ("Content → position", "c2p[i, j] = qᵢ · k^r_δ(i,j) / √(3·d_head)  (δ: relative distance bucket)"),
+              "p2c": ("Position → content", "p2c[i, j] = kⱼ · q^r_δ(j,i) / √(3·d_head)")}
+    total = 0
+    for name, value in terms.items():
+        title, formula = titles[name]
+        value = value[head].float().cpu()
+        b.add(f"deberta_{name}", title, formula, "(T, T)", value, twist=True)
+        total = total + value
+    if rel_pos is not None:
+        b.add("deberta_relative_positions", "Relative positions (bucketed)", "δ(i, j) = bucket(i − j)",
+              "(T, T)", rel_pos[0].float().cpu(), twist=True)
+    i, j = _quoted_pair(total.shape[0])
+    parts = " + ".join(f"{name} {float(terms[name][head, i, j]):+.4f}" for name in terms)
+    b.facts.append(f"DeBERTa at (i={i}, j={j}), head {head}: {parts} = {float(total[i, j]):+.4f}.")
+    return total
+
+
+def _quoted_pair(t: int) -> tuple[int, int]:
+    """A (query, key) pair to quote: the second token looking at the third (or what exists)."""
+    return min(1, t - 1), min(2, t - 1)
+
+
+# --- feed-forward ------------------------------------------------------------------------------
+
+
+def _ffn_hidden(b, family, mods, recorder) -> torch.Tensor:
+    hidden = _f(recorder.input(mods.ffn_out, mods.call))
+    if family == "modernbert":
+        wi = _f(recorder.output(mods.ffn_in))
+        value_half, gate = wi.chunk(2, dim=-1)
+        b.add("glu_input", "GeGLU: input half", "u = ĥ W_in (first half of Wi)", "(T, d_ff)", value_half, twist=True)
+        b.add("glu_gate", "GeGLU: gate half", "g = ĥ W_gate (second half of Wi)", "(T, d_ff)", gate, twist=True)
+        act = _f(recorder.output(mods.ffn_act))
+        b.add("ffn_hidden", "Hidden activation (GeGLU)", "a = GELU(u) ⊙ g", "(T, d_ff)", hidden, twist=True)
+        b.check("ffn_hidden", "the input of Wo", act * gate, hidden)
+        return hidden
+    b.add("ffn_hidden", "Hidden activation", "a = GELU(h W₁ + b₁)", "(T, d_ff)", hidden)
+    return hidden
+
+
+# --- embeddings: each family's twist ----------------------------------------------------------
+
+
+def _embedding_twists(b, family, model, recorder, inputs, projection_in, out) -> None:
+    base = base_model(model)
+    emb = base.embeddings
+    if family == "roberta":
+        ids = recorder.input(emb.position_embeddings)[0].cpu()
+        pad = int(emb.padding_idx)
+        expected = torch.arange(ids.shape[0]) + pad + 1
+        b.add("roberta_position_ids", "Position ids (offset by the padding index)",
+              f"position(t) = padding_idx + 1 + t = {pad + 1} + t", "(T,)", ids.float(), twist=True,
+              note=f"Rows 0..{pad} of RoBERTa's position table are never used by a token: "
+                   "positions count from padding_idx + 1.")
+        b.check("roberta_position_ids", f"padding_idx + 1 + t ({pad + 1}, {pad + 2}, …)", ids.float(), expected.float(), 0.0)
+        b.facts.append(f"RoBERTa: padding_idx = {pad}, so the first token reads position row {int(ids[0])}, "
+                       f"the last row {int(ids[-1])}.")
+    if family == "distilbert":
+        word = _f(recorder.output(emb.word_embeddings))
+        pos = _f(recorder.output(emb.position_embeddings))
+        total = word + pos
+        b.add("distilbert_embedding_sum", "Word + position (no token types)",
+              "e = LayerNorm(word + position)  (no segment term)", "(T, d_model)", total, twist=True)
+        recomputed = torch.nn.functional.layer_norm(total, emb.LayerNorm.normalized_shape,
+                                                    emb.LayerNorm.weight.float().cpu(),
+                                                    emb.LayerNorm.bias.float().cpu(), emb.LayerNorm.eps)
+        b.check("distilbert_embedding_sum", "DistilBERT's embeddings output", recomputed,
+                _f(recorder.output(emb)))
+        given = "token_type_ids" in inputs
+        b.facts.append("DistilBERT has no token-type table (hasattr(embeddings, 'token_type_embeddings') = "
+                       f"{hasattr(emb, 'token_type_embeddings')}); its tokenizer "
+                       f"{'still returns token_type_ids, which the model ignores' if given else 'returns no token_type_ids'}.")
+    if projection_in is not None:
+        small = _f(recorder.input(projection_in))
+        big = _f(recorder.output(projection_in))
+        e, d = small.shape[-1], big.shape[-1]
+        name = {"albert": "albert", "electra": "electra", "deberta-v2": "deberta"}[family]
+        b.add(f"{name}_factorised_embedding", f"Embedding, size {e}", f"e = LayerNorm(word + position + type), width E = {e}",
+              "(T, E)", small, twist=True)
+        b.add(f"{name}_embedding_projection", f"Projected to the hidden size {d}", f"x = e W_proj + b  (E = {e} → d = {d})",
+              "(T, d_model)", big, twist=True)
+        vocab = model.get_input_embeddings().weight.shape[0]
+        saving = f" ({vocab * e + e * d:,} weights instead of {vocab * d:,})" if e < d else ""
+        b.facts.append(f"{family}: the word table is {vocab:,} × {e}, then a {e} × {d} projection to the "
+                       f"hidden size{saving}.")
+        if family == "albert":
+            b.check(f"{name}_embedding_projection", "hidden_states[0] (the first layer's input)", big,
+                    out.hidden_states[0][0])
+
+
+def _albert_shared(b, model, mods, recorder, n_layers) -> None:
+    """ALBERT's layers share weights: every layer of a group is the same module object."""
+    group = [i for i in range(n_layers) if layer_modules("albert", model, i).layer is mods.layer]
+    same = all(layer_modules("albert", model, i).query.weight is mods.query.weight for i in group)
+    calls = recorder.times_called(mods.attention)
+    groups = model.config.num_hidden_groups
+    b.facts.append(f"ALBERT: {n_layers} layers, {groups} set(s) of weights; layers {group[0]}–{group[-1]} are one "
+                   f"module whose query matrix is the same tensor object in each: {same} (id "
+                   f"{id(mods.query.weight)}); that module ran {calls} times in this pass.")
+    b.checks.append(StepCheck("albert_shared_layer", f"one module called once per layer of its group ({len(group)})",
+                              0.0 if same and calls == len(group) else math.inf, 0.0))
+
+
+# --- the MLM head ----------------------------------------------------------------------------------
+
+
+def _head(b, family, model, tokenizer, heads, recorder, out, position, top_k):
+    dense = _f(recorder.output(heads.dense))[position]
+    act = _f(recorder.input(heads.norm))[position]
+    normed = _f(recorder.output(heads.norm))[position]
+    embeddings = model.get_input_embeddings().weight
+    tied = heads.decoder.weight is embeddings or heads.decoder.weight.data_ptr() == embeddings.data_ptr()
+    bias = heads.decoder.bias if heads.decoder.bias is not None else torch.zeros(embeddings.shape[0])
+    logits = normed @ embeddings.detach().float().cpu().T + bias.detach().float().cpu()
+    model_logits = out.logits[0, position].float().cpu()
+    probs = torch.softmax(model_logits, dim=-1)
+    top = torch.topk(probs, top_k)
+    predictions = tuple((tokenizer.convert_ids_to_tokens(int(i)), float(p)) for p, i in zip(top.values, top.indices))
+    steps = (
+        Step("head_dense", "MLM head: dense", "z = y W_h + b_h  (at the chosen position)", "(d_model,)", _np(dense)),
+        Step("head_activation", "MLM head: activation", "GELU(z)", "(d_model,)", _np(act)),
+        Step("head_layernorm", "MLM head: LayerNorm", "u = LayerNorm(GELU(z))", "(E,)", _np(normed)),
+        Step("head_logits", "Logits over the vocabulary",
+             f"logits = u Eᵀ + b  (E: the word-embedding table{', tied' if tied else ''}; V = {embeddings.shape[0]:,})",
+             "(V,)", _np(logits)),
+        Step("head_top_k", f"Top {top_k} after softmax", "p = softmax(logits); the k largest", f"({top_k},)",
+             _np(top.values)),
+    )
+    b.facts.append(f"MLM head: the decoder's weight is the word-embedding table itself (tied): {tied}; "
+                   f"logits over {embeddings.shape[0]:,} tokens.")
+    b.check("head_logits", f"the model's logits at position {position}", logits, model_logits,
+            tolerance=b.tolerance * 10)
+    return steps, predictions

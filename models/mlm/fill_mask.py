@@ -1,0 +1,331 @@
+"""Fill-mask: the model's top-k guesses at each masked position.
+
+Three steps, as in transformers' fill-mask pipeline: ``encode_masks`` (normalise the mask
+spellings, tokenise, check), ``_forward`` (the model call: the only step that touches the
+device), ``_decode`` (softmax over the whole vocabulary, top-k, token strings).
+
+All masks of a text are predicted in one forward pass, each independently of the others
+(as the pipeline does): the model does not see its own guess for mask 1 when guessing mask 2.
+Requests that arrive while the model is busy share its next forward (``models.runtime.batching``):
+a class typing at once costs a few forwards a second, not one per keystroke.
+With ``causal=True`` the same model reads through a causal mask (``models.mlm.causal``): each
+position sees only itself and the tokens to its left.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import CapabilityError, InputError
+from ..registry import catalogue
+from ..runtime.batching import MicroBatcher
+from ..runtime.loading import LoadedModel, check_token_count, load_model, require_head
+from ..runtime.onednn import onednn_linears
+from ..validation import check_int, check_text
+from .causal import require_causal, with_causal_mask
+from .results import FillMaskResult, MaskPrediction, Prediction
+
+# Users may write either spelling, whatever the model's own mask token is.
+MASK_PATTERN = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
+MAX_MASKS = 10
+MAX_TOP_K = 50
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    inputs: dict  # tensors for the model, on the CPU
+    positions: list[int]  # token positions of the masks, in text order
+    spans: list[tuple[int, int]]  # character spans of the masks in the user's text
+    model_text: str
+
+
+def fill_mask(model_key: str, text: str, top_k: int = 5, causal: bool = False) -> FillMaskResult:
+    """One entry per mask, in text order, each with its top-k (token, score), best first.
+
+    Scores are probabilities: the softmax over the whole vocabulary at that position.
+    causal: add a causal attention mask (each position sees only itself and its left), a
+    way this model was never trained to read; a ``CapabilityError`` for families that
+    cannot take one.
+    Raises ``EncoderLabError`` subclasses on bad input (unknown model, a model with no MLM
+    head, empty text, no mask, too many masks, text too long, top_k out of range).
+    """
+    spec = catalogue.get_spec(model_key)  # the request's one look-up: the spec travels down
+    require_head(spec, "mlm")  # before any work on the text
+    if causal:
+        require_causal(spec)
+    top_k = check_int(top_k, "top_k", 1, MAX_TOP_K)
+    text = check_text(text)
+    spans = mask_spans(text)
+    loaded = load_model(spec, head="mlm")
+    encoded = encode_masks(loaded, text, spans)
+    logits = _forward(loaded, encoded, bool(causal))
+    return _decode(loaded, text, encoded, logits, top_k, bool(causal))
+
+
+def mask_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the masks of a checked text; an ``InputError`` for none or too many."""
+    spans = [m.span() for m in MASK_PATTERN.finditer(text)]
+    if not spans:
+        raise InputError(
+            "Your text has no mask. Write [MASK] (or <mask>) where the model should guess "
+            "a word, e.g. 'The capital of France is [MASK].'"
+        )
+    if len(spans) > MAX_MASKS:
+        raise InputError(
+            f"Your text has {len(spans)} masks; the limit is {MAX_MASKS}. Remove some."
+        )
+    return spans
+
+
+def encode_masks(loaded: LoadedModel, text: str, spans: list[tuple[int, int]]) -> _Encoded:
+    """The text as the model reads it (its own mask token), tokenised, with the masks' positions."""
+    tokenizer = loaded.tokenizer
+    mask_token = tokenizer.mask_token
+    if mask_token is None or tokenizer.mask_token_id is None:
+        raise CapabilityError(f"{loaded.spec.key}'s tokenizer has no mask token.")
+    model_text = MASK_PATTERN.sub(lambda _: mask_token, text)
+    inputs = tokenizer(model_text, return_tensors="pt", truncation=False, verbose=False)
+    ids = inputs["input_ids"][0]
+    check_token_count(loaded, ids.shape[0])
+    positions = torch.nonzero(ids == tokenizer.mask_token_id).flatten().tolist()
+    if len(positions) != len(spans):
+        raise InputError(
+            f"Found {len(spans)} mask(s) in the text but {len(positions)} mask token(s) after "
+            f"tokenisation by {loaded.spec.key}; write each mask as a separate [MASK]."
+        )
+    return _Encoded(dict(inputs), positions, spans, model_text)
+
+
+def _forward(loaded: LoadedModel, encoded: _Encoded, causal: bool = False) -> torch.Tensor:
+    """Logits at the mask positions: (masks, vocab), float32, on the CPU."""
+    if not causal:  # shares a forward with concurrent requests for this model
+        n_tokens = int(encoded.inputs["input_ids"].shape[1])
+        return _BATCHER.submit(id(loaded.model), (loaded, encoded), cost=n_tokens)
+    inputs = {k: v.to(loaded.device) for k, v in encoded.inputs.items()}
+    inputs = with_causal_mask(loaded.model, inputs)
+    return masked_logits(loaded.model, inputs, encoded.positions).float().cpu()
+
+
+def _forward_batch(requests: list[tuple[LoadedModel, _Encoded]]) -> list[torch.Tensor]:
+    """One forward for several texts of one model: (masks, vocab) float32 CPU logits per text.
+
+    The texts are padded on the right to the longest, with an attention mask, so each real
+    token attends to its own text only and keeps its position ids; the MLM head then runs
+    on every text's mask positions together.
+    """
+    loaded = requests[0][0]
+    if len(requests) == 1:  # one text, no padding: an all-ones attention mask is no mask
+        encoded = requests[0][1]
+        inputs = {k: v.to(loaded.device) for k, v in encoded.inputs.items() if k != "attention_mask"}
+        return [masked_logits(loaded.model, inputs, encoded.positions).float().cpu()]
+    pad_id = loaded.tokenizer.pad_token_id or 0
+    width = max(int(enc.inputs["input_ids"].shape[1]) for _, enc in requests)
+    names = requests[0][1].inputs.keys()
+    batch = {}
+    for name in names:  # (B, T) each: input_ids, attention_mask, token_type_ids, ...
+        fill = pad_id if name == "input_ids" else 0
+        rows = [torch.nn.functional.pad(enc.inputs[name], (0, width - enc.inputs[name].shape[1]), value=fill)
+                for _, enc in requests]
+        batch[name] = torch.cat(rows).to(loaded.device)
+    rows = [b for b, (_, enc) in enumerate(requests) for _ in enc.positions]
+    cols = [p for _, enc in requests for p in enc.positions]
+    logits = batch_masked_logits(loaded.model, batch, rows, cols).float().cpu()  # (P, V)
+    counts = [len(enc.positions) for _, enc in requests]
+    return list(logits.split(counts))
+
+
+# Texts batched per forward are bounded by padded tokens (memory and the wait of the first).
+_BATCHER = MicroBatcher(_forward_batch, max_cost=4096, max_items=32)
+
+
+# --- the MLM head at the masked positions only -------------------------------------------
+# The vocabulary projection (hidden x ~30k) costs about as much as the whole encoder of a
+# small model. The pipeline projects every position and then keeps the masked ones; here a
+# forward hook on the encoder keeps only the masked positions' hidden states, so the head
+# runs on those alone. The head acts position by position, so the logits are the same.
+# The positions travel in a thread-local: one hook per model serves concurrent requests.
+
+_gather = threading.local()
+_hook_lock = threading.Lock()
+
+
+def _keep_positions(_module, _args, output):
+    positions = getattr(_gather, "positions", None)
+    if positions is None:
+        return None
+    hidden = output[0] if isinstance(output, tuple) else output.last_hidden_state
+    if isinstance(positions, tuple):  # (rows, cols) of a batch: all kept states in one row
+        rows, cols = positions
+        kept = hidden[rows, cols].unsqueeze(0)  # (1, P, H)
+    else:
+        kept = hidden[:, positions]  # (B, M, H)
+    if isinstance(output, tuple):
+        return (kept,) + output[1:]
+    output.last_hidden_state = kept
+    return output
+
+
+# The vocabulary projection of a few kept positions (1-8 rows of hidden x ~30k words):
+# nn.Linear computes x @ W.T, for which the CPU's matrix library takes a slow path with a
+# handful of rows (two threads: 9.5 ms for 3 rows of 384 against 30,522 words); W @ x.T reads
+# the weight in its stored order (1.4 ms for 3 rows). One row is a matrix-vector product,
+# which the library runs on one thread at 3.4 ms; padded with a zero row to a two-column
+# product it takes 1.0 ms. Same products, float rounding aside. Above 8 rows one thread
+# does better with nn.Linear. Only while positions are gathered, without gradients:
+# training and pipelines sharing the model are untouched. (Splitting the weight's rows
+# across the two cores by hand was tried: bimodal, no gain.)
+FEW_ROWS = 8
+
+
+def _project_few(decoder: torch.nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
+    rows = hidden.reshape(-1, hidden.shape[-1])
+    count = rows.shape[0]
+    if (getattr(_gather, "positions", None) is None or not 0 < count <= FEW_ROWS
+            or torch.is_grad_enabled()):
+        return torch.nn.Linear.forward(decoder, hidden)
+    if count == 1:
+        rows = torch.cat((rows, rows.new_zeros(1, rows.shape[1])))
+    if decoder.bias is None:
+        out = decoder.weight @ rows.T
+    else:
+        out = torch.addmm(decoder.bias.unsqueeze(1), decoder.weight, rows.T)
+    return out[:, :count].T.reshape(*hidden.shape[:-1], out.shape[0])
+
+
+def _ensure_hook(model) -> None:
+    with _hook_lock:
+        if not getattr(model, "_encoder_lab_gather", False):
+            model.base_model.register_forward_hook(_keep_positions)
+            decoder = model.get_output_embeddings()
+            if type(decoder) is torch.nn.Linear:
+                decoder.forward = functools.partial(_project_few, decoder)
+            model._encoder_lab_gather = True
+
+
+@contextmanager
+def gather_positions(model, positions: list[int], device, rows: list[int] | None = None):
+    """Within this block (and this thread), ``model``'s MLM head projects only ``positions``.
+
+    Yields the positions as an index tensor. With ``rows`` (one per position: which text
+    of the batch), the kept states of a batch come out as one row (1, P, H). A caller must
+    check the logits' second dimension: a head that re-pads its output gives every position
+    (index it then).
+    """
+    _ensure_hook(model)
+    index = torch.as_tensor(positions, dtype=torch.long, device=device)
+    if rows is not None:
+        index = (torch.as_tensor(rows, dtype=torch.long, device=device), index)
+    _gather.positions = index
+    try:
+        yield index
+    finally:
+        _gather.positions = None
+
+
+def masked_logits(model, inputs: dict, positions: list[int]) -> torch.Tensor:
+    """(M, V) logits of an MLM model for one input (batch of 1), at ``positions`` only."""
+    with gather_positions(model, positions, inputs["input_ids"].device) as index, onednn_linears(model):
+        with torch.inference_mode():
+            logits = model(**inputs).logits  # (1, M, V)
+    if logits.shape[1] != len(positions):  # a head that re-pads its output: project all
+        with torch.inference_mode():
+            logits = model(**inputs).logits[:, index]
+    return logits[0]
+
+
+def batch_masked_logits(model, inputs: dict, rows: list[int], cols: list[int]) -> torch.Tensor:
+    """(P, V) logits of an MLM model for a padded batch, at the (row, column) pairs only."""
+    with (gather_positions(model, cols, inputs["input_ids"].device, rows=rows) as (row_index, col_index),
+          onednn_linears(model)):
+        with torch.inference_mode():
+            logits = model(**inputs).logits  # (1, P, V)
+    if logits.shape[1] != len(cols):  # a head that re-pads its output: project all
+        with torch.inference_mode():
+            return model(**inputs).logits[row_index, col_index]
+    return logits[0]
+
+
+def _decode(
+    loaded: LoadedModel, text: str, encoded: _Encoded, logits: torch.Tensor, top_k: int,
+    causal: bool = False,
+) -> FillMaskResult:
+    tokenizer = loaded.tokenizer
+    probs = logits.softmax(dim=-1)  # (M, V): over the whole vocabulary
+    scores, ids = probs.topk(min(top_k, probs.shape[-1]), dim=-1)  # (M, k)
+    masks = []
+    for index, (position, row_scores, row_ids) in enumerate(
+        zip(encoded.positions, scores.tolist(), ids.tolist())
+    ):
+        raw = tokenizer.convert_ids_to_tokens(row_ids)
+        predictions = tuple(
+            Prediction(token=tokenizer.decode([tid]), token_id=int(tid), score=float(s), raw_token=r)
+            for tid, s, r in zip(row_ids, row_scores, raw)
+        )
+        masks.append(MaskPrediction(index=index, position=int(position), predictions=predictions))
+    tokens = tuple(tokenizer.convert_ids_to_tokens(encoded.inputs["input_ids"][0].tolist()))
+    return FillMaskResult(
+        model_key=loaded.spec.key,
+        text=encoded.model_text,
+        tokens=tokens,
+        masks=tuple(masks),
+        filled_text=_fill_in(text, encoded.spans, [m.predictions[0] for m in masks]),
+        causal=causal,
+    )
+
+
+def _fill_in(text: str, spans: list[tuple[int, int]], best: list[Prediction]) -> str:
+    """The user's text with each mask replaced by its top prediction."""
+    out, last = [], 0
+    for (start, end), pred in zip(spans, best):
+        word = pred.token.strip()
+        before = text[last:start]
+        if pred.raw_token.startswith("##"):  # a WordPiece continuation joins the word before
+            word = word.removeprefix("##")
+            before = before.rstrip(" ")
+        out += [before, word]
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+# --- click a word to mask it ------------------------------------------------------------
+
+_WORD = re.compile(r"\[mask\]|<mask>|\w+(?:['’]\w+)*|[^\w\s]", re.IGNORECASE)
+
+
+def text_segments(text: str) -> list[tuple[str, str | None]]:
+    """The text cut into words, punctuation and the spaces between them.
+
+    Each item is (segment, kind) with kind "word", "mask" or None (spaces): joined, the
+    segments give back the text. The UI shows them as clickable words.
+    """
+    segments: list[tuple[str, str | None]] = []
+    last = 0
+    for m in _WORD.finditer(text):
+        if m.start() > last:
+            segments.append((text[last : m.start()], None))
+        kind = "mask" if MASK_PATTERN.fullmatch(m.group()) else "word"
+        segments.append((m.group(), kind))
+        last = m.end()
+    if last < len(text):
+        segments.append((text[last:], None))
+    return segments
+
+
+def mask_word(text: str, segment_index: int, mask: str = "[MASK]") -> str:
+    """The text with the word at ``segment_index`` (of ``text_segments``) replaced by a mask.
+
+    Spaces, and words that are already masks, leave the text unchanged.
+    """
+    segments = text_segments(text)
+    if not 0 <= segment_index < len(segments) or segments[segment_index][1] != "word":
+        return text
+    return "".join(
+        mask if i == segment_index else seg for i, (seg, _) in enumerate(segments)
+    )

@@ -1,0 +1,1 @@
+"""Pre-training objectives: masking, the masking lab, NSP/SOP/RTD heads, loss arithmetic, the trainer."""

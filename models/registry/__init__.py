@@ -1,0 +1,1 @@
+"""The model catalogue: ModelSpec and its capabilities, the specs, availability, opt-in models."""

@@ -1,0 +1,150 @@
+"""The mini zoo: seven encoder families trained by this project under one budget.
+
+Light on purpose (no torch import): the registry builds its specs from here, and
+``zoo_comparison`` reads the records the training script wrote next to the weights
+(``weights/zoo/<key>/record.json``, made by ``scripts/train_zoo.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .spec import ModelSpec
+
+# Where the trained miniatures live: weights/zoo in the repository (what the training script
+# writes), or ENCODER_LAB_ZOO_DIR (the test suite points it at a tiny zoo it trains itself).
+SHIPPED_ZOO_DIR = Path(__file__).resolve().parents[2] / "weights" / "zoo"
+ZOO_DIR = Path(os.environ.get("ENCODER_LAB_ZOO_DIR") or SHIPPED_ZOO_DIR)
+
+# key -> (family, mask token, the family's idea in miniature, capability flags)
+_ZOO: dict[str, tuple[str, str, str, dict]] = {
+    "mini-bert": ("bert", "[MASK]", "BertForPreTraining: masked LM + next-sentence prediction, "
+                  "static masking (each example's masks drawn once), WordPiece", {"has_nsp_head": True}),
+    "mini-roberta": ("roberta", "<mask>", "RobertaForMaskedLM: dynamic masking, no NSP, inputs "
+                     "packed with full consecutive sentences, byte-level BPE", {}),
+    "mini-distilbert": ("distilbert", "[MASK]", "DistilBertForMaskedLM: 2 layers initialised from "
+                        "every other layer of mini-bert, trained with the triple loss (soft targets "
+                        "from mini-bert, MLM, hidden-state cosine), WordPiece", {}),
+    "mini-albert": ("albert", "[MASK]", "AlbertForPreTraining: factorised embedding (64), one "
+                    "layer shared by all 4, masked LM + sentence-order prediction, Unigram "
+                    "(SentencePiece-style) vocabulary", {"has_sop_head": True}),
+    "mini-electra": ("electra", "[MASK]", "ElectraForPreTraining discriminator trained jointly with "
+                     "a 32-wide ElectraForMaskedLM generator (shared embeddings): replaced-token "
+                     "detection; fill-mask uses the generator, WordPiece",
+                     {"has_rtd_head": True, "mlm_subfolder": "generator"}),
+    "mini-deberta": ("deberta-v2", "[MASK]", "DebertaV2ForMaskedLM: disentangled attention with "
+                     "relative positions (content-to-position and position-to-content), masked-LM "
+                     "objective as DeBERTa-v2 (not v3's replaced-token detection), Unigram vocabulary", {}),
+    "mini-modernbert": ("modernbert", "[MASK]", "ModernBertForMaskedLM: rotary positions, GeGLU, "
+                        "global attention in layers 1 and 3 and a 32-token local window in layers 2 "
+                        "and 4, 30 % masking, byte-level BPE", {}),
+}
+ZOO_KEYS: tuple[str, ...] = tuple(_ZOO)
+
+
+def recipe_of(key: str) -> str:
+    """The family's idea in miniature, one line (for cards and tables)."""
+    return _ZOO[key][2]
+
+
+def zoo_folder(key: str) -> Path:
+    return ZOO_DIR / key
+
+
+def _record(key: str) -> dict | None:
+    try:
+        return json.loads((zoo_folder(key) / "record.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _provenance(key: str, idea: str) -> str:
+    record = _record(key)
+    if record is None:
+        return (f"Miniature trained by this project, not the published checkpoint: {idea}; not "
+                "trained on this checkout yet (run python -m scripts.train_zoo).")
+    shape = record["config"]["shape"]
+    amount = (f"{record['tokens']:,} training tokens, {record['steps']:,} steps, "
+              f"{record['wall_minutes']:.0f} minutes on {record['device'].upper()}")
+    return (f"Miniature trained by this project, not the published checkpoint: {idea}; "
+            f"{shape['layers']} layers, {shape['hidden']} wide, {shape['heads']} heads, "
+            f"{shape['vocab']:,}-token vocabulary, trained from random init on the project's "
+            f"public-domain / permissive English corpus ({amount}). See its MODEL_CARD.md.")
+
+
+def zoo_specs() -> tuple[ModelSpec, ...]:
+    """The registry entries of the mini zoo (available once their folders are present)."""
+    out = []
+    for key, (family, mask, idea, flags) in _ZOO.items():
+        out.append(ModelSpec(
+            key=key,
+            display_name=f"{key} (miniature {family}, trained here)",
+            family=family,
+            source=str(zoo_folder(key)),
+            source_kind="local",
+            mask_token=mask,
+            has_mlm_head=True,
+            returns_attention=True,
+            provenance=_provenance(key, idea),
+            embedded=True,
+            miniature=True,
+            **flags,
+        ))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """One family's run under the shared budget, as recorded by the training script."""
+
+    key: str
+    family: str
+    idea: str  # what this family's recipe changes, in miniature
+    tokenizer_kind: str  # wordpiece, bytelevel-bpe, modernbert-bpe, unigram-albert, unigram-deberta
+    tokens: int  # training tokens seen (non-padding inputs of the trained model)
+    steps: int
+    wall_minutes: float
+    tokens_per_s: float  # training tokens / wall seconds of the run
+    cpu_minutes: float  # process CPU time of the training run (all threads of rank 0)
+    flops: float  # training FLOPs: torch's FlopCounterMode on one real step (forward + backward), times tokens
+    parameters: int  # the shipped model (ELECTRA: discriminator + generator)
+    score_name: str
+    score: float  # held-out whole-word accuracy (fraction)
+    scored_model: str  # whose score: "the model", or ELECTRA's "its 32-wide generator" (fills the masks)
+    everyday_top5: float  # everyday cloze: a top-5 token is an acceptable answer (fraction)
+    pair_accuracy: float | None  # NSP (mini-bert) or SOP (mini-albert) on held-out pairs
+    pair_majority: float | None  # the held-out pairs' majority class share (the baseline to beat)
+    curve: tuple[tuple[int, float, float], ...]  # (tokens, whole-word accuracy, train loss)
+
+
+SCORE_NAME = ("held-out whole-word accuracy: 15 % of the words of each held-out sentence (the same "
+              "words for every tokenizer) have every piece masked; a word counts when every piece "
+              "is the top-1 guess")
+
+
+def zoo_comparison() -> tuple[ZooEntry, ...]:
+    """Per family: budget, costs, size, the comparable score and its learning curve."""
+    out = []
+    for key, (family, _, idea, _) in _ZOO.items():
+        r = _record(key)
+        if r is None:
+            continue
+        pair = r.get("pair_heldout")
+        scored = (f"its {r['config']['shape']['electra_generator_hidden']}-wide generator"
+                  if "generator" in r["parameters"] else "the model")
+        out.append(ZooEntry(
+            key=key, family=family, idea=idea, tokenizer_kind=r["tokenizer_kind"],
+            tokens=int(r["tokens"]), steps=int(r["steps"]), wall_minutes=float(r["wall_minutes"]),
+            tokens_per_s=float(r["tokens"]) / (60 * float(r["wall_minutes"])),
+            cpu_minutes=float(r["cpu_minutes_rank0"]), flops=float(r["flops"]),
+            parameters=int(sum(r["parameters"].values())), score_name=SCORE_NAME,
+            score=float(r["heldout"]["word_top1"]), scored_model=scored, everyday_top5=float(r["everyday"]["hit_rate"]),
+            pair_accuracy=None if pair is None else float(pair["accuracy"]),
+            pair_majority=None if pair is None else float(pair["majority"]),
+            curve=tuple((int(p["tokens"]), float(p["word_top1"]), float(p["train_loss"]))
+                        for p in r["curve"]),
+        ))
+    return tuple(out)

@@ -1,0 +1,352 @@
+"""Cached loading of tokenizers and models: device, dtype, eval(), attention implementation.
+
+* Device: CUDA, then Apple MPS, then CPU; overridable with ``set_device`` or the
+  ``ENCODER_LAB_DEVICE`` environment variable.
+* Half precision (float16) on a GPU, float32 on the CPU.
+* Models are kept in an LRU cache bounded by a memory budget, and each one is loaded only
+  once even when many requests ask for it at the same moment.
+* ``trust_remote_code`` is never set: only the model code shipped with transformers runs.
+* With no network, a Hub model that is not cached fails at once with a
+  ``ModelUnavailableError`` that says how to fetch it, instead of retrying for a minute.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+# Imported eagerly: transformers' lazy imports are not safe from concurrent worker threads.
+from transformers import (
+    AutoModel,
+    AutoModelForMaskedLM,
+    AutoModelForNextSentencePrediction,
+    AutoModelForPreTraining,
+    AutoTokenizer,
+)
+
+from ..errors import CapabilityError, InputError, ModelUnavailableError
+from ..registry import catalogue
+from ..registry.spec import ModelSpec
+
+# Building a model touches process-wide state in transformers (e.g. ``no_init_weights``
+# swaps torch's init functions and skips weight tying for every thread while it is active).
+# Every place that builds a model (loading, the meta-device architecture table, random-init
+# timing models) does so under this one lock, so no build sees another's patches.
+BUILD_LOCK = threading.RLock()
+_DEVICE_NAMES = ("auto", "cpu", "cuda", "mps")
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model ready for inference, with the tokenizer and device it goes with."""
+
+    spec: ModelSpec
+    model: Any  # a transformers PreTrainedModel in eval mode
+    tokenizer: Any  # a transformers (fast) tokenizer
+    device: torch.device
+    dtype: torch.dtype
+    nbytes: int  # parameters + buffers, what the cache budget counts
+
+
+# --- device ---------------------------------------------------------------------------
+
+_device_override: str | None = None
+
+
+def set_device(name: str | None) -> torch.device:
+    """Choose the device for models loaded from now on ("auto", "cpu", "cuda", "mps")."""
+    global _device_override
+    if name is not None and name not in _DEVICE_NAMES:
+        raise ValueError(f"Unknown device {name!r}; choose one of {', '.join(_DEVICE_NAMES)}.")
+    _device_override = None if name in (None, "auto") else name
+    clear_cache()
+    return get_device()
+
+
+def get_device() -> torch.device:
+    """The device models run on: the override, else CUDA, then MPS, then CPU."""
+    name = _device_override or os.environ.get("ENCODER_LAB_DEVICE", "auto")
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ModelUnavailableError("The device 'cuda' was asked for, but no CUDA GPU is visible.")
+    if name == "mps" and not torch.backends.mps.is_available():
+        raise ModelUnavailableError("The device 'mps' was asked for, but Apple MPS is not available.")
+    return torch.device(name)
+
+
+def dtype_for(device: torch.device) -> torch.dtype:
+    """Half precision on a GPU, full precision on the CPU."""
+    return torch.float16 if device.type in ("cuda", "mps") else torch.float32
+
+
+# --- where the files come from ----------------------------------------------------------
+
+
+def _pretrained_args(spec: ModelSpec) -> tuple[str, dict]:
+    """(name or path, extra from_pretrained kwargs) for a spec, or ModelUnavailableError."""
+    available, why = catalogue.availability(spec)
+    if not available:
+        raise ModelUnavailableError(f"{spec.display_name} ({spec.key}) is not available: {why}")
+    if spec.source_kind == "hub":
+        # Available but not reachable means cached: never let transformers retry the network.
+        offline = catalogue.hub_offline() or not catalogue.hub_reachable()
+        kwargs = {"local_files_only": offline}
+        if catalogue.is_operator_added(spec):
+            kwargs["use_safetensors"] = True  # never unpickle an unvetted checkpoint
+        return spec.source, kwargs
+    return str(catalogue.local_path(spec)), {"local_files_only": True}
+
+
+def _load_failed(spec: ModelSpec, exc: Exception) -> ModelUnavailableError:
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return ModelUnavailableError(
+        f"{spec.display_name} ({spec.key}) could not be loaded: {reason[:300]}"
+    )
+
+
+# --- caches -----------------------------------------------------------------------------
+
+
+class ModelCache:
+    """An LRU cache of loaded models bounded by a memory budget (bytes).
+
+    Each key is loaded once: concurrent callers of the same key wait for the first load.
+    The most recent model always stays, even when it alone exceeds the budget.
+    """
+
+    def __init__(self, budget_bytes: int):
+        self.budget_bytes = budget_bytes
+        self._items: OrderedDict[tuple, LoadedModel] = OrderedDict()
+        self._lock = threading.Lock()
+        self._key_locks: dict[tuple, threading.Lock] = {}
+        self.loads = 0  # how many times a loader actually ran (for tests and stats)
+
+    def get(self, key: tuple, loader: Callable[[], LoadedModel]) -> LoadedModel:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                if key in self._items:  # loaded by another thread while we waited
+                    self._items.move_to_end(key)
+                    return self._items[key]
+            try:
+                loaded = loader()
+            except BaseException:
+                with self._lock:  # waiters keep their reference; no lock outlives its load
+                    self._key_locks.pop(key, None)
+                raise
+            with self._lock:  # stored and unlocked at once: a newcomer finds the item
+                self.loads += 1
+                self._items[key] = loaded
+                self._key_locks.pop(key, None)
+                self._evict()
+            return loaded
+
+    def _evict(self) -> None:
+        while len(self._items) > 1 and self.total_bytes() > self.budget_bytes:
+            self._items.popitem(last=False)
+
+    def total_bytes(self) -> int:
+        return sum(item.nbytes for item in self._items.values())
+
+    def keys(self) -> list[tuple]:
+        with self._lock:
+            return list(self._items)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+def _default_budget() -> int:
+    mb = os.environ.get("ENCODER_LAB_CACHE_MB")
+    return int(float(mb) * 2**20) if mb else 4 * 2**30
+
+
+MODEL_CACHE = ModelCache(_default_budget())
+_tokenizers: dict[str, Any] = {}
+_tokenizer_lock = threading.Lock()
+_tokenizer_key_locks: dict[str, threading.Lock] = {}
+
+
+# Other caches of results computed by models (e.g. attention weights), emptied with them.
+RESULT_CACHES: list[ModelCache] = []
+
+
+def clear_cache() -> None:
+    """Forget every loaded model, tokenizer and cached result (e.g. after a device change)."""
+    MODEL_CACHE.clear()
+    for cache in RESULT_CACHES:
+        cache.clear()
+    with _tokenizer_lock:
+        _tokenizers.clear()
+
+
+def load_tokenizer(model: str | ModelSpec):
+    """The model's fast tokenizer (``model``: its key, or its spec), loaded once (one slow
+    load never blocks other models)."""
+    return _tokenizer_for(catalogue.resolve(model))
+
+
+def _tokenizer_for(spec: ModelSpec, pretrained: tuple[str, dict] | None = None):
+    """``load_tokenizer`` for a resolved spec; ``pretrained``: its ``_pretrained_args`` when the
+    caller has them already (a model load checks availability once, not twice)."""
+    model_key = spec.key
+    with _tokenizer_lock:
+        if model_key in _tokenizers:
+            return _tokenizers[model_key]
+        key_lock = _tokenizer_key_locks.setdefault(model_key, threading.Lock())
+    with key_lock:
+        with _tokenizer_lock:
+            if model_key in _tokenizers:
+                return _tokenizers[model_key]
+        name, kwargs = pretrained or _pretrained_args(spec)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=False, **kwargs)
+        except Exception as exc:  # a corrupt or incomplete folder: say which model and why
+            raise _load_failed(spec, exc) from exc
+        _serialise_encoding(tokenizer)
+        with _tokenizer_lock:
+            _tokenizers[model_key] = tokenizer
+        return tokenizer
+
+
+def _serialise_encoding(tokenizer) -> None:
+    """Make one shared fast tokenizer safe for concurrent requests.
+
+    Every encode first writes the call's truncation/padding settings into the one Rust
+    tokenizer object, then encodes: two threads interleaving there get each other's
+    settings (ragged batches, "Already borrowed"). Encoding takes microseconds, so calls
+    are simply serialised per tokenizer.
+    """
+    encode = getattr(tokenizer, "_encode_plus", None)
+    if encode is None:  # not a fast tokenizer of this transformers version: nothing shared
+        return
+    lock = threading.Lock()
+
+    def locked(*args, **kwargs):
+        with lock:
+            return encode(*args, **kwargs)
+
+    tokenizer._encode_plus = locked
+
+
+def max_input_tokens(loaded: LoadedModel) -> int:
+    """The longest input (in tokens, specials included) the model reads."""
+    limits = [getattr(loaded.model.config, "max_position_embeddings", None)]
+    model_max = getattr(loaded.tokenizer, "model_max_length", None)
+    if model_max is not None and model_max < 1_000_000:  # "unset" is a huge sentinel
+        limits.append(model_max)
+    limits = [int(x) for x in limits if x]
+    return min(limits) if limits else 512
+
+
+def check_token_count(loaded: LoadedModel, n_tokens: int, what: str = "Your text") -> None:
+    """An ``InputError`` when an input is longer than the model reads (one wording for all)."""
+    limit = max_input_tokens(loaded)
+    if n_tokens > limit:
+        raise InputError(
+            f"{what} is {n_tokens} tokens long; {loaded.spec.key} reads at most {limit} tokens. "
+            "Shorten it."
+        )
+
+
+# The heads a model loads with, named by their capability word (``ModelSpec.can``), and
+# what a checkpoint without one lacks, for the message (NSP has its own story).
+_HEAD_MISSING = {
+    "mlm": ("no trained masked-LM head, so it cannot fill masks", "Models that can"),
+    "nsp": ("no next-sentence-prediction head. Original BERT was pre-trained with NSP; RoBERTa showed "
+            "that dropping it (and training on longer contiguous text) works as well or better, and most "
+            "later encoders dropped it too", "Models that have one"),
+    "sop": ("no sentence-order-prediction head (ALBERT's replacement for NSP)", "Models that have one"),
+    "rtd": ("no replaced-token-detection discriminator (ELECTRA's objective)", "Models that have one"),
+}
+HEADS = ("base", *_HEAD_MISSING)
+
+
+def require_head(spec: ModelSpec, head: str) -> None:
+    """A ``CapabilityError`` that says why, when the checkpoint lacks the asked-for head."""
+    if head not in HEADS:
+        raise ValueError(f"Unknown head {head!r}; choose one of {', '.join(HEADS)}.")
+    if head == "base" or spec.can(head):
+        return
+    lacks, which = _HEAD_MISSING[head]
+    having = [s.key for s in catalogue.SPECS if s.can(head)]
+    raise CapabilityError(f"{spec.display_name} ({spec.key}) has {lacks}. {which}: {', '.join(having)}.")
+
+
+def load_model(model: str | ModelSpec, head: str = "base", attn_implementation: str | None = None):
+    """A cached ``LoadedModel``.
+
+    model: a registry key, or its spec when the request has resolved it already.
+    head: "base" (the bare encoder), "mlm" (with the masked-LM head), "nsp" (BERT's
+    next-sentence-prediction head), "sop" (ALBERT's sentence-order head, with its MLM head)
+    or "rtd" (ELECTRA's discriminator). ELECTRA's MLM head is its generator, a smaller
+    model in the spec's ``mlm_subfolder``.
+    attn_implementation: None (transformers' default, e.g. SDPA) or "eager", which is
+    what returns attention weights.
+    """
+    spec = catalogue.resolve(model)
+    require_head(spec, head)
+    device = get_device()
+    key = (spec.key, head, attn_implementation, str(device))
+    return MODEL_CACHE.get(key, lambda: _load(spec, head, attn_implementation, device))
+
+
+def _load(spec: ModelSpec, head: str, attn_implementation: str | None, device) -> LoadedModel:
+    name, kwargs = _pretrained_args(spec)  # availability, once per load
+    tokenizer = _tokenizer_for(spec, (name, dict(kwargs)))
+    dtype = dtype_for(device)
+    if attn_implementation:
+        kwargs["attn_implementation"] = attn_implementation
+    auto = {"mlm": AutoModelForMaskedLM, "nsp": AutoModelForNextSentencePrediction,
+            "sop": AutoModelForPreTraining, "rtd": AutoModelForPreTraining}.get(head, AutoModel)
+    if head == "mlm" and spec.mlm_subfolder:
+        kwargs["subfolder"] = spec.mlm_subfolder
+    try:
+        with BUILD_LOCK:
+            model, info = auto.from_pretrained(
+                name, dtype=dtype, trust_remote_code=False, output_loading_info=True, **kwargs
+            )
+        model.to(device).eval()
+    except torch.OutOfMemoryError as exc:
+        raise ModelUnavailableError(
+            f"{spec.display_name} ({spec.key}) does not fit in the memory of {device}: "
+            "choose a smaller model or free memory."
+        ) from exc
+    except Exception as exc:  # a corrupt folder, missing files, a bad config
+        raise _load_failed(spec, exc) from exc
+    # The pooler (BERT's [CLS] dense + tanh for NSP) is absent from MLM-only checkpoints and
+    # the app never reads its output; any other missing weight would be random: refuse.
+    missing = [k for k in info.get("missing_keys", ()) if k and "pooler." not in k]
+    if missing:
+        raise CapabilityError(
+            f"{spec.display_name} ({spec.key}) has no trained weights for "
+            f"{len(missing)} parameter(s) of its {head} model (e.g. {sorted(missing)[0]}); "
+            f"it cannot be used for this."
+        )
+    nbytes = sum(t.numel() * t.element_size() for t in model.parameters())
+    nbytes += sum(t.numel() * t.element_size() for t in model.buffers())
+    return LoadedModel(spec, model, tokenizer, device, dtype, nbytes)
+
+
+def is_loaded(model_key: str, head: str = "base", attn_implementation: str | None = None) -> bool:
+    """Is this model already in memory (no load wait)?"""
+    try:
+        device = str(get_device())
+    except ModelUnavailableError:
+        return False
+    return (model_key, head, attn_implementation, device) in MODEL_CACHE.keys()

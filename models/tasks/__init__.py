@@ -1,0 +1,1 @@
+"""Labelled tasks: task data, classifier heads and probes, their features, fine-tuning."""

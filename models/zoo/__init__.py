@@ -1,0 +1,1 @@
+"""The mini zoo's training: tokenizers, families, data, training loop, scores, cards."""

@@ -1,0 +1,142 @@
+"""Model cards and the README table of the mini zoo, from the records the trainer wrote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..registry.zoo_entries import SCORE_NAME, ZOO_KEYS, recipe_of, zoo_comparison, zoo_folder
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+CLASS = {
+    "mini-bert": "BertForPreTraining", "mini-roberta": "RobertaForMaskedLM",
+    "mini-distilbert": "DistilBertForMaskedLM", "mini-albert": "AlbertForPreTraining",
+    "mini-electra": "ElectraForPreTraining (discriminator) + ElectraForMaskedLM (generator/)",
+    "mini-deberta": "DebertaV2ForMaskedLM", "mini-modernbert": "ModernBertForMaskedLM",
+}
+
+# What a family's run did that its recipe line alone does not say.
+NOTES = {
+    "mini-modernbert": (
+        "No unpadding in this run: in transformers 5 ModernBERT unpads only inside its flash-attn "
+        "attention path (flash-attn is not installed here); with PyTorch's SDPA on a CPU, as trained, "
+        "each batch is padded to its longest sequence and the local window is a mask over full "
+        "attention (16 tokens each side). Padding is kept out of the loss, and the MLM head runs at "
+        "the masked positions only."),
+}
+
+
+def card(key: str, record: dict, idea: str) -> str:
+    cfg, shape = record["config"], record["config"]["shape"]
+    sources = json.loads((REPO_ROOT / "data" / "corpus_sources.json").read_text(encoding="utf-8"))
+    folder = zoo_folder(key)
+    size = sum(p.stat().st_size for p in folder.rglob("*.safetensors")) / 2**20
+    masking = record["masking"]
+    held = record["heldout"]
+    generator = (f" This is the score of its {shape['electra_generator_hidden']}-wide generator: the "
+                 "discriminator cannot fill masks.") if "generator" in record["parameters"] else ""
+    lines = [
+        f"# `{key}`: a miniature trained by Encoder Lab (not the published checkpoint)",
+        "",
+        f"**What it is.** `{CLASS[key]}` from transformers, trained **from random initialisation** by",
+        f"this project: {idea}.",
+        f"Shape shared by the whole zoo: {shape['layers']} layers (DistilBERT: half), {shape['hidden']} wide, "
+        f"{shape['heads']} heads, feed-forward {shape['ffn']}, vocabulary {shape['vocab']:,}, sequences of at most "
+        f"{shape['max_len']} tokens. {sum(record['parameters'].values()):,} parameters "
+        f"({', '.join(f'{k}: {v:,}' for k, v in record['parameters'].items())}); float16 safetensors, {size:.1f} MiB.",
+        "",
+        f"**Tokenizer.** `{record['tokenizer_kind']}`, trained on the corpus's training split with the "
+        "`tokenizers` library (`models/zoo/tokenizers.py`), saved with the family's transformers class.",
+        "",
+        "**How it was trained** (`python -m scripts.train_zoo`, `models/zoo/train.py`). The same corpus,",
+        "seed, shape and number of training tokens as every other miniature:",
+        f"{record['tokens']:,} training tokens (padding excluded), {record['steps']:,} steps of "
+        f"{cfg['batch_size']} sequences; AdamW (lr {cfg['lr']}, betas 0.9/0.98, weight decay "
+        f"{cfg['weight_decay']}), linear warm-up over {cfg['warmup']:.0%} of the budget then linear decay to "
+        f"zero; {'bfloat16 autocast' if cfg['autocast'] == 'bf16' else 'float32'}; seed {cfg['seed']}; "
+        f"{record['device']} (torch {record['torch']}), {record['world_size']} process(es); "
+        f"{record['wall_minutes']:.1f} wall minutes ({record['tokens'] / (60 * record['wall_minutes']):,.0f} "
+        f"tokens/s), {record['cpu_minutes_rank0']:.1f} CPU minutes; about "
+        f"{record['flops'] / 1e12:.1f} TFLOPs ({record['flops_per_token'] / 1e6:.2f} MFLOPs per token: torch's "
+        "FlopCounterMode over the first training step, forward and backward in one count, a teacher's "
+        "forward included where there is one; `scripts/zoo_flops.py`).",
+        f"Masking: {masking['rate']:.0%} of the tokens selected, {masking['mask']:.0%} [MASK] / "
+        f"{masking['random']:.0%} random / {masking['keep']:.0%} kept, "
+        + ("static (each example's masks drawn once from its own seed)" if record["static_masking"]
+           else "dynamic (a fresh draw per batch)")
+        + (f"; pair objective: {record['pair_objective'].upper()}" if record.get("pair_objective") else "")
+        + "; the MLM head runs at the selected positions only.",
+        *([NOTES[key]] if key in NOTES else []),
+        "",
+        "**Scores.**",
+        f"- Held-out whole-word top-1: **{held['word_top1']:.1%}** of {held['words']:,} words ({SCORE_NAME}; "
+        "the held-out split `data/heldout.txt`, never trained on). Mean loss per masked piece "
+        f"{held['piece_loss']:.3f} nats (depends on the tokenizer: not comparable across families).{generator}",
+        f"- Everyday cloze (`data/everyday_cloze.json`, written for the project): an accepted answer among the "
+        f"top 5 at the mask in {record['everyday']['hit_rate']:.0%} of {len(record['everyday']['items'])} sentences.",
+    ]
+    if record.get("pair_heldout"):
+        p = record["pair_heldout"]
+        lines.append(f"- {record['pair_objective'].upper()} on {p['pairs']:,} held-out pairs (2 % of the corpus's "
+                     f"chunks, never trained on): **{p['accuracy']:.1%}** (majority class {p['majority']:.1%}).")
+    if record.get("rtd_heldout"):
+        r = record["rtd_heldout"]
+        lines.append(f"- Replaced-token detection on held-out chunks corrupted by its generator: mean P(replaced) "
+                     f"{r['replaced_mean_p']:.2f} at the {r['replaced']:,} replaced tokens and "
+                     f"{r['original_mean_p']:.2f} at the {r['original']:,} original ones; recall at 0.5 "
+                     f"{r['replaced_recall']:.1%}, specificity {r['original_specificity']:.1%}.")
+    lines += [
+        "",
+        "**Learning curve** (held-out whole-word top-1 on the first "
+        f"{cfg['eval_sentences']} held-out sentences):",
+        "",
+        "| tokens | whole-word top-1 | train loss |",
+        "|---|---|---|",
+        *[f"| {p['tokens']:,} | {p['word_top1']:.1%} | {p['train_loss']:.3f} |" for p in record["curve"]],
+        "",
+        f"**Corpus.** {record['corpus']['sentences']:,} training sentences of public-domain and permissively "
+        "licensed English (`python -m scripts.build_corpus`; `data/corpus_sources.json`):",
+        "",
+        "| source | package | licence |",
+        "|---|---|---|",
+        *[f"| {s['name']}: {s['description']} | {s['package']} {s['version']} | {s['licence'][:90]} |" for s in sources],
+        "",
+        "**Licence.** The weights are released under the project's terms; the corpus texts are public domain "
+        "or permissively licensed (table above).",
+        "",
+        f"**Limits.** A miniature: {record['tokens'] / 1e6:.1f} million training tokens on CPU, a tiny fraction "
+        "of any published run. It shows its family's idea at this scale; it is not the published model and "
+        "knows little English beyond frequent words and patterns.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_cards(log=print) -> None:
+    """MODEL_CARD.md for every miniature that has a record."""
+    for key in ZOO_KEYS:
+        path = zoo_folder(key) / "record.json"
+        if not path.is_file():
+            log(f"{key}: no record, skipped")
+            continue
+        record = json.loads(path.read_text(encoding="utf-8"))
+        (zoo_folder(key) / "MODEL_CARD.md").write_text(card(key, record, recipe_of(key)), encoding="utf-8")
+        log(f"{key}: MODEL_CARD.md written")
+
+
+
+
+def summary_table() -> str:
+    """The README's table: one row per miniature, from the records."""
+    rows = ["| model | tokenizer | tokens | steps | wall min | tokens/s | CPU min | MFLOP/token | TFLOPs | parameters "
+            "| fp16 MiB | held-out whole-word top-1 | everyday top-5 | NSP / SOP held-out (majority) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for e in zoo_comparison():
+        size = sum(p.stat().st_size for p in zoo_folder(e.key).rglob("*.safetensors")) / 2**20
+        pair = "" if e.pair_accuracy is None else f"{e.pair_accuracy:.1%} ({e.pair_majority:.1%})"
+        scored = "" if e.scored_model == "the model" else f" ({e.scored_model})"
+        rows.append(f"| `{e.key}` | {e.tokenizer_kind} | {e.tokens:,} | {e.steps:,} | {e.wall_minutes:.1f} | "
+                    f"{e.tokens_per_s:,.0f} | {e.cpu_minutes:.1f} | {e.flops / e.tokens / 1e6:.2f} | "
+                    f"{e.flops / 1e12:.1f} | {e.parameters:,} | {size:.1f} | "
+                    f"{e.score:.1%}{scored} | {e.everyday_top5:.0%} | {pair} |")
+    return "\n".join(rows)

@@ -1,0 +1,213 @@
+"""The mini zoo's models: each family's transformers class in the shared shape, its encoder
+body and MLM head, and its pre-training objective (the module DDP wraps)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ..pretraining.masking import MaskingPolicy
+
+FAMILIES = ("mini-bert", "mini-roberta", "mini-distilbert", "mini-albert", "mini-electra",
+            "mini-deberta", "mini-modernbert")
+
+TOKENIZER_OF = {
+    "mini-bert": "wordpiece", "mini-distilbert": "wordpiece", "mini-electra": "wordpiece",
+    "mini-roberta": "bytelevel-bpe", "mini-modernbert": "modernbert-bpe",
+    "mini-albert": "unigram-albert", "mini-deberta": "unigram-deberta",
+}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The one small shape every family shares (DistilBERT halves the layers)."""
+
+    layers: int = 4
+    hidden: int = 128  # 256 wide trained ~4.5x fewer tokens/s here: 128 sees more data per CPU hour
+    heads: int = 4
+    ffn: int = 512  # feed-forward width (ModernBERT: GeGLU's input projection, 2 x 256)
+    vocab: int = 8192
+    max_len: int = 128  # tokens per training sequence, specials included
+    albert_embedding: int = 64  # ALBERT's factorised embedding size (and ELECTRA's)
+    electra_generator_hidden: int = 32  # the generator: a quarter of the discriminator
+    modernbert_window: int = 32  # local attention window (tokens) of ModernBERT's local layers
+
+
+def build_models(family: str, tokenizer, shape: Shape, teacher=None) -> dict[str, nn.Module]:
+    """The family's transformers model(s), randomly initialised in the shared shape."""
+    import transformers as T
+
+    V, H, L, A, F_ = shape.vocab, shape.hidden, shape.layers, shape.heads, shape.ffn
+    ids = dict(pad_token_id=tokenizer.pad_token_id)
+    common = dict(vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=A,
+                  intermediate_size=F_, max_position_embeddings=shape.max_len, **ids)
+    if family == "mini-bert":
+        return {"model": T.BertForPreTraining(T.BertConfig(**common))}
+    if family == "mini-roberta":
+        cfg = T.RobertaConfig(**{**common, "max_position_embeddings": shape.max_len + 2},
+                              type_vocab_size=1, bos_token_id=tokenizer.cls_token_id,
+                              eos_token_id=tokenizer.sep_token_id)
+        return {"model": T.RobertaForMaskedLM(cfg)}
+    if family == "mini-distilbert":
+        cfg = T.DistilBertConfig(vocab_size=V, dim=H, n_layers=L // 2, n_heads=A, hidden_dim=F_,
+                                 max_position_embeddings=shape.max_len, **ids)
+        student = T.DistilBertForMaskedLM(cfg)
+        if teacher is not None:
+            init_distilbert_from_bert(student, teacher)
+        return {"model": student}
+    if family == "mini-albert":
+        cfg = T.AlbertConfig(**common, embedding_size=shape.albert_embedding, num_hidden_groups=1,
+                             inner_group_num=1, hidden_act="gelu_new",
+                             bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id)
+        return {"model": T.AlbertForPreTraining(cfg)}
+    if family == "mini-electra":
+        disc = T.ElectraForPreTraining(T.ElectraConfig(**common, embedding_size=shape.albert_embedding))
+        g = shape.electra_generator_hidden
+        gen = T.ElectraForMaskedLM(T.ElectraConfig(
+            vocab_size=V, embedding_size=shape.albert_embedding, hidden_size=g, num_hidden_layers=L,
+            num_attention_heads=max(1, g // 64), intermediate_size=4 * g,
+            max_position_embeddings=shape.max_len, **ids))
+        # ELECTRA shares the token and position embeddings between generator and discriminator
+        gen.electra.embeddings = disc.electra.embeddings
+        gen.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight
+        return {"model": disc, "generator": gen}
+    if family == "mini-deberta":
+        cfg = T.DebertaV2Config(**common, relative_attention=True, position_buckets=64,
+                                max_relative_positions=-1, pos_att_type=["p2c", "c2p"],
+                                position_biased_input=False, share_att_key=True,
+                                norm_rel_ebd="layer_norm", type_vocab_size=0)
+        return {"model": T.DebertaV2ForMaskedLM(cfg)}
+    if family == "mini-modernbert":
+        cfg = T.ModernBertConfig(
+            vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=A,
+            intermediate_size=F_ // 2, max_position_embeddings=shape.max_len,
+            global_attn_every_n_layers=2, local_attention=shape.modernbert_window,
+            pad_token_id=tokenizer.pad_token_id, cls_token_id=tokenizer.cls_token_id,
+            sep_token_id=tokenizer.sep_token_id, bos_token_id=tokenizer.cls_token_id,
+            eos_token_id=tokenizer.sep_token_id, mask_token_id=tokenizer.mask_token_id)
+        return {"model": T.ModernBertForMaskedLM(cfg)}
+    raise ValueError(f"Unknown family {family!r}; choose one of {', '.join(FAMILIES)}.")
+
+
+@torch.no_grad()
+def init_distilbert_from_bert(student, teacher) -> None:
+    """DistilBERT's initialisation: embeddings and every other layer of the teacher.
+
+    The teacher's segment-0 embedding (DistilBERT has no segments) is folded into the
+    position embeddings, so single-segment inputs embed exactly as in the teacher.
+    """
+    t, s = teacher.bert, student.distilbert
+    s.embeddings.word_embeddings.weight.copy_(t.embeddings.word_embeddings.weight)
+    s.embeddings.position_embeddings.weight.copy_(
+        t.embeddings.position_embeddings.weight + t.embeddings.token_type_embeddings.weight[0])
+    s.embeddings.LayerNorm.load_state_dict(t.embeddings.LayerNorm.state_dict())
+    for k, layer in enumerate(s.transformer.layer):
+        src = t.encoder.layer[2 * k]
+        layer.attention.q_lin.load_state_dict(src.attention.self.query.state_dict())
+        layer.attention.k_lin.load_state_dict(src.attention.self.key.state_dict())
+        layer.attention.v_lin.load_state_dict(src.attention.self.value.state_dict())
+        layer.attention.out_lin.load_state_dict(src.attention.output.dense.state_dict())
+        layer.sa_layer_norm.load_state_dict(src.attention.output.LayerNorm.state_dict())
+        layer.ffn.lin1.load_state_dict(src.intermediate.dense.state_dict())
+        layer.ffn.lin2.load_state_dict(src.output.dense.state_dict())
+        layer.output_layer_norm.load_state_dict(src.output.LayerNorm.state_dict())
+    head = teacher.cls.predictions
+    student.vocab_transform.load_state_dict(head.transform.dense.state_dict())
+    student.vocab_layer_norm.load_state_dict(head.transform.LayerNorm.state_dict())
+    student.vocab_projector.bias.copy_(head.bias)
+
+
+def encode(family: str, model, ids, attention, types=None):
+    """(hidden states (B, T, H), pooled [CLS] or None) of a family's encoder body."""
+    if family in ("mini-bert", "mini-albert"):
+        body = model.bert if family == "mini-bert" else model.albert
+        out = body(input_ids=ids, attention_mask=attention, token_type_ids=types)
+        return out.last_hidden_state, out.pooler_output
+    body = {"mini-roberta": lambda m: m.roberta, "mini-distilbert": lambda m: m.distilbert,
+            "mini-electra": lambda m: m.electra, "mini-deberta": lambda m: m.deberta,
+            "mini-modernbert": lambda m: m.model}[family](model)
+    return body(input_ids=ids, attention_mask=attention).last_hidden_state, None
+
+
+def mlm_logits(family: str, model, hidden):
+    """The family's MLM head on selected hidden states (N, H) -> (N, V)."""
+    if family == "mini-bert":
+        return model.cls.predictions(hidden)
+    if family == "mini-albert":
+        return model.predictions(hidden)
+    if family == "mini-roberta":
+        return model.lm_head(hidden)
+    if family == "mini-distilbert":
+        return model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(hidden))))
+    if family == "mini-electra":  # the generator
+        return model.generator_lm_head(model.generator_predictions(hidden))
+    if family == "mini-deberta":
+        return model.cls(hidden)
+    if family == "mini-modernbert":
+        return model.decoder(model.head(hidden))
+    raise ValueError(family)
+
+
+class Objective(nn.Module):
+    """One family's pre-training loss; DDP wraps this (so every head's gradients sync)."""
+
+    def __init__(self, family: str, models: dict[str, nn.Module], teacher=None):
+        super().__init__()
+        self.family = family
+        self.model = models["model"]
+        self.generator = models.get("generator")
+        self.teacher = teacher  # frozen, never trained (DistilBERT's mini-bert)
+        if teacher is not None:
+            for p in teacher.parameters():
+                p.requires_grad_(False)
+
+    def forward(self, ids, attention, types, inputs, labels, pair_labels=None, generator=None):
+        fam, sel = self.family, labels != -100
+        parts = {}
+        if fam == "mini-electra":
+            hidden_g, _ = encode(fam, self.generator, inputs, attention)
+            g_logits = mlm_logits(fam, self.generator, hidden_g[sel])  # (N, V)
+            parts["mlm"] = F.cross_entropy(g_logits.float(), labels[sel])
+            with torch.no_grad():  # sample replacements from the generator (temperature 1)
+                sampled = torch.multinomial(g_logits.float().softmax(-1), 1, generator=generator).squeeze(-1)
+            corrupted = ids.clone()
+            corrupted[sel] = sampled
+            replaced = (corrupted != ids).float()
+            hidden_d, _ = encode(fam, self.model, corrupted, attention)
+            d_logits = self.model.discriminator_predictions(hidden_d)  # (B, T)
+            real = attention.bool()
+            parts["rtd"] = F.binary_cross_entropy_with_logits(d_logits[real].float(), replaced[real])
+            return parts["mlm"] + 50.0 * parts["rtd"], parts
+        hidden, pooled = encode(fam, self.model, inputs, attention, types)
+        logits = mlm_logits(fam, self.model, hidden[sel])  # (N, V)
+        parts["mlm"] = F.cross_entropy(logits.float(), labels[sel])
+        loss = parts["mlm"]
+        if fam == "mini-bert":
+            parts["nsp"] = F.cross_entropy(self.model.cls.seq_relationship(pooled).float(), pair_labels)
+            loss = loss + parts["nsp"]
+        elif fam == "mini-albert":
+            parts["sop"] = F.cross_entropy(self.model.sop_classifier(pooled).float(), pair_labels)
+            loss = loss + parts["sop"]
+        elif fam == "mini-distilbert":
+            with torch.no_grad():
+                t_hidden, _ = encode("mini-bert", self.teacher, inputs, attention, torch.zeros_like(inputs))
+                t_logits = mlm_logits("mini-bert", self.teacher, t_hidden[sel]).float()
+            temperature = 2.0
+            parts["kd"] = F.kl_div(F.log_softmax(logits.float() / temperature, -1),
+                                   F.softmax(t_logits / temperature, -1),
+                                   reduction="batchmean") * temperature ** 2
+            real = attention.bool()
+            parts["cos"] = 1.0 - F.cosine_similarity(hidden[real].float(), t_hidden[real].float(), dim=-1).mean()
+            loss = 5.0 * parts["kd"] + 2.0 * parts["mlm"] + 1.0 * parts["cos"]
+        return loss, parts
+
+
+def masking_policy(family: str) -> MaskingPolicy:
+    if family == "mini-modernbert":
+        return MaskingPolicy(rate=0.30)  # ModernBERT raised the masking rate to 30 %
+    if family == "mini-electra":
+        return MaskingPolicy(rate=0.15, mask=1.0, random=0.0, keep=0.0)  # the generator's input
+    return MaskingPolicy(rate=0.15)

@@ -1,0 +1,153 @@
+"""The attention view builders on small hand-made results: escaping, bounds, bertviz HTML."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+import numpy as np
+import pytest
+
+from components.attention import plots
+from models import AttentionResult
+
+HOSTILE = "</script><img src=x onerror=alert(1)>"
+URLS = {
+    "require": "gradio_api/file=/v/requirejs/require.js",
+    "d3": "gradio_api/file=/v/d3/dist/d3.min.js",
+    "jquery": "gradio_api/file=/v/jquery/dist/jquery.min.js",
+}
+
+
+def hand_result(tokens, layers=2, heads=3, pair_from=None) -> AttentionResult:
+    t = len(tokens)
+    rng = np.random.default_rng(0)
+    w = rng.random((layers, heads, t, t)).astype(np.float32)
+    w /= w.sum(-1, keepdims=True)
+    segments = tuple(0 if pair_from is None or i < pair_from else 1 for i in range(t))
+    return AttentionResult("hand-made", "x", None if pair_from is None else "y", tuple(tokens),
+                           tuple(range(t)), segments, "single text", (0,) * t, (0,), (t - 1,), w, "eager")
+
+
+def test_script_safe_json_round_trips_without_markup():
+    value = {"tokens": [HOSTILE, "a & b", "<!--", "\u2028"]}
+    text = plots.script_safe_json(value)
+    assert not re.search("[<>&\u2028]", text)
+    assert json.loads(text) == value
+
+
+@pytest.mark.parametrize("view", ["head", "model"])
+def test_bertviz_page_keeps_a_hostile_token_inside_its_json(view):
+    result = hand_result(["[CLS]", HOSTILE, "bank", "[SEP]"])
+    page = plots.bertviz_page(result, view, URLS)
+    assert HOSTILE not in page and "<img" not in page
+    assert page.count("</script>") == page.count("<script")  # every script ends where it should
+    assert page.count("PYTHON_PARAMS") == 1  # the comment copy is not sent
+    # the tokens survive for bertviz to draw as text
+    params = re.search(r"const params = (\{.*?\}); //", page).group(1)
+    assert json.loads(params)["attention"][0]["left_text"][1] == HOSTILE
+
+
+def test_bertviz_page_loads_only_the_given_urls():
+    page = plots.bertviz_page(hand_result(["a", "b"]), "model", URLS)
+    assert re.findall(r'<script src="([^"]+)"', page) == [URLS["require"]]
+    assert 'd3: "gradio_api/file=/v/d3/dist/d3.min"' in page
+    assert 'jquery: "gradio_api/file=/v/jquery/dist/jquery.min"' in page
+    assert not re.search(r"""(?:src=|d3:|jquery:)\s*["']https?://""", page)
+
+
+def test_bertviz_weights_are_capped_and_rounded():
+    result = hand_result([f"t{i}" for i in range(plots.BERTVIZ_MAX_TOKENS + 10)], layers=1, heads=1)
+    attention, n = plots.bertviz_weights(result)
+    assert n == plots.BERTVIZ_MAX_TOKENS and tuple(attention[0].shape) == (1, 1, n, n)
+    values = attention[0].flatten().tolist()
+    assert all(len(repr(v).split(".")[-1]) <= 3 for v in values)
+    assert plots.truncation_note(result, len(result.tokens), "x") == ""  # exactly at the limit
+    assert "the first 64" in plots.truncation_note(result, plots.BERTVIZ_MAX_TOKENS, "bertviz")
+
+
+def test_iframe_escapes_the_whole_document():
+    frame = plots.iframe('<p title="x">&amp; <script>1</script></p>', 'a "title"')
+    srcdoc = re.fullmatch(r'.*srcdoc="([^"]*)"></iframe>', frame).group(1)
+    assert "<" not in srcdoc and '"' not in srcdoc
+    assert html.unescape(srcdoc) == '<p title="x">&amp; <script>1</script></p>'
+    assert 'sandbox="allow-scripts"' in frame and "allow-same-origin" not in frame
+
+
+def test_heatmap_labels_are_escaped_unique_and_capped():
+    tokens = ["[CLS]", "<b>", "the", "the", "[SEP]"] + ["x"] * 200
+    result = hand_result(tokens, layers=1, heads=1, pair_from=3)
+    fig = plots.attention_heatmap(result, 0, 0)
+    labels = list(fig.data[0].x)
+    assert len(labels) == plots.VIEW_MAX_TOKENS == len(set(labels))
+    assert labels[1] == "1 &lt;b&gt; ·A" and labels[3] == "3 the ·B"
+    assert np.asarray(fig.data[0].z).shape == (plots.VIEW_MAX_TOKENS, plots.VIEW_MAX_TOKENS)
+
+
+def test_heatmap_modes():
+    result = hand_result(["a", "b", "c"])
+    np.testing.assert_allclose(plots.heatmap_matrix(result, 1, None, "mean"), result.weights[1].mean(0))
+    assert "rollout through layers 0–1" in plots.attention_heatmap(result, 1, mode="rollout").layout.title.text
+    with pytest.raises(ValueError, match="Unknown heatmap mode"):
+        plots.heatmap_matrix(result, 0, 0, "sideways")
+
+
+def test_grid_cells_map_back_to_their_head():
+    layout = plots.GridLayout(layers=6, heads=12)
+    for layer, head in [(0, 0), (3, 5), (5, 11)]:
+        x, y = layout.origin(layer, head)
+        assert layout.cell_at(x, y) == (layer, head)
+        assert layout.cell_at(x + layout.cell - 1, y + layout.cell - 1) == (layer, head)
+    assert layout.cell_at(layout.left - 1, layout.top) is None  # the label margin
+    assert layout.cell_at(layout.left + layout.cell, layout.top) is None  # a gap
+    assert layout.cell_at(layout.width + 5, layout.top) is None
+
+
+def test_grid_image_size_depends_on_the_model_not_the_text():
+    short = plots.grid_image(hand_result(["a", "b", "c"]))[0]
+    long = plots.grid_image(hand_result([f"t{i}" for i in range(300)]))[0]
+    assert short.size == long.size == (plots.GridLayout(2, 3).width, plots.GridLayout(2, 3).height)
+    assert short.mode == "P" and len(plots.png_bytes(long)) < 20_000
+
+
+def test_resample_keeps_a_thin_diagonal():
+    eye = np.eye(100, dtype=np.float32)
+    small = plots._resample(eye, 10)  # blocks of 10 x 10: the maximum keeps the diagonal at 1
+    np.testing.assert_array_equal(small, np.eye(10))
+    big = plots._resample(np.eye(3, dtype=np.float32), 6)  # nearest neighbour: 2 x 2 blocks
+    np.testing.assert_array_equal(big, np.kron(np.eye(3), np.ones((2, 2))))
+
+
+def test_stats_frame_columns_and_filter():
+    from models import head_statistics
+
+    stats = head_statistics(np.full((1, 2, 2, 2), 0.5), cls_positions=[0], sep_positions=[1])
+    frame = plots.stats_frame(stats)
+    assert list(frame.columns[:3]) == ["layer", "head", "entropy (bits)"] and len(frame) == 2
+    assert frame["entropy (bits)"].tolist() == [1.0, 1.0]  # two tokens, uniform: 1 bit
+    assert len(plots.stats_frame(stats, [(0, 1)])) == 1
+
+
+def test_missing_libraries_are_said_in_the_ui(monkeypatch, tmp_path):
+    import shutil
+
+    from components.attention import copy as attention_copy
+
+    from components.attention import tab as attention_tab
+
+    from components.shell import vendor
+
+    shutil.copy(vendor.VENDOR_DIR / "package-lock.json", tmp_path)  # the lock, no tarballs
+    monkeypatch.setattr(vendor, "VENDOR_DIR", tmp_path)
+    for cached in (vendor._lock, vendor.script):
+        cached.cache_clear()
+    try:
+        assert vendor.library_urls() is None
+        out = attention_tab.bertviz_view("A text.", "", "splade-tiny", "head")
+    finally:
+        monkeypatch.undo()
+        for cached in (vendor._lock, vendor.script):
+            cached.cache_clear()
+    assert "assets/vendor/" in out and "<iframe" not in out
+    assert html.escape(attention_copy.LIBS_MISSING) in out

@@ -1,0 +1,133 @@
+"""Compare tab views: escaped tokens, honest labels, table shapes (small hand-made results)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from models import (
+    BenchmarkPoint,
+    BenchmarkResult,
+    CompareTokensResult,
+    ModelPieces,
+    SkippedModel,
+    TrainingRecipe,
+    training_recipes,
+)
+from models.compare.architecture import architecture_facts
+from models.compare.benchmark import PRETRAINED, RANDOM_INIT
+from components.compare import plots as views
+
+EVIL = "<img src=x onerror=alert(1)>"
+
+
+def _bench(key: str, weights: str, reason: str = "") -> BenchmarkResult:
+    points = tuple(
+        BenchmarkPoint(n, 1, n / 10, n / 12, n / 8, 5, n / (n / 10000), 1.5) for n in (64, 128)
+    )
+    return BenchmarkResult(
+        key, key, weights, "cpu", "float32", "sdpa", 10, 512, points, ((1024, "beyond"),), 1, "m", reason
+    )
+
+
+def test_benchmark_notes_say_why_weights_are_random():
+    html = views.benchmark_notes_html([_bench("bert-base", RANDOM_INIT, f"offline {EVIL}")], ())
+    assert f"{RANDOM_INIT} (real weights unavailable: offline &lt;img" in html and EVIL not in html
+    assert "1024 tokens: beyond" in html
+    figure = views.benchmark_figure([_bench("bert-base", RANDOM_INIT, "offline")])
+    assert figure.data[0].name == f"bert-base ({RANDOM_INIT})"  # the legend stays short
+
+
+def test_tokens_html_escapes_pieces_and_marks_continuations():
+    pieces = ModelPieces("splade-tiny", "WordPiece", ("[CLS]", EVIL, "##ing", "[SEP]"), (EVIL, "##ing"), 2, 1)
+    html = views.tokens_html(CompareTokensResult("t", (pieces,), ()))
+    assert EVIL not in html and "&lt;img src=x" in html
+    assert html.count("class='piece'") == 2
+    assert "#fde2c8" in html.split("##ing")[0].rsplit("<span", 1)[1]  # the ## piece is orange
+    assert "2 pieces, 1 continue a word" in html
+
+
+def test_skipped_html_escapes_reasons():
+    html = views.skipped_html((SkippedModel("bert-base", EVIL),))
+    assert EVIL not in html and "&lt;img" in html and "bert-base" in html
+    assert views.skipped_html(()) == ""
+
+
+def test_benchmark_figure_marks_random_init():
+    fig = views.benchmark_figure([_bench("splade-tiny", PRETRAINED), _bench("bert-base", RANDOM_INIT)])
+    names = [t.name for t in fig.data]
+    assert names == ["splade-tiny", f"bert-base ({RANDOM_INIT})"]
+    assert fig.data[0].line.dash == "solid" and fig.data[1].line.dash == "dash"
+    assert list(fig.data[1].x) == [64, 128]
+    frame = views.benchmark_frame([_bench("bert-base", RANDOM_INIT)])
+    assert list(frame["weights"]) == [RANDOM_INIT] * 2
+
+
+def test_architecture_frame_columns_and_yes_no():
+    splade = architecture_facts("splade-tiny")
+    no_head = dataclasses.replace(splade, model_key="headless", mlm_head_released=False)
+    frame = views.architecture_frame((splade, no_head))
+    assert list(frame.columns) == [
+        "model", "family", "params (encoder)", "embedding", "layers & norms", "pooler", "MLM head",
+        "MLM head released", "layers", "layer weight sets", "hidden", "heads", "FFN", "embedding width",
+        "vocab", "tokenizer", "max context", "positions", "activation", "attention",
+        "tokenizer kind from", "config",
+    ]
+    assert list(frame["model"]) == ["splade-tiny", "headless"]
+    assert list(frame["MLM head released"]) == ["yes", "no"]  # not True/False
+    assert frame["layers"].tolist() == [2, 2]  # splade-tiny is a 2-layer BERT
+    assert frame["params (encoder)"].tolist() == [f"{splade.params_total:,}"] * 2 and "," in frame["params (encoder)"][0]
+
+
+def test_recipes_frame_marks_figures_not_transcribed():
+    recipe = TrainingRecipe(
+        model="X", applies_to=("a", "b"), paper_title="T", paper_authors="Ann Lee, Bo Chen",
+        paper_year=2020, arxiv="2001.00001", data="web", data_size="1 GB", objective="MLM",
+        nsp="no", masking=None, masking_rate="15 %", distillation="no", batch_size=None,
+        steps="10", sequence_length=None, notes="",
+    )
+    row = views.recipes_frame((recipe,)).iloc[0]
+    assert row["registry keys"] == "a, b" and row["data"] == "web (1 GB)"
+    assert [row["masking"], row["batch size"], row["sequence length"]] == ["not transcribed"] * 3
+    assert row["masking rate"] == "15 %" and row["steps"] == "10"
+    assert row["paper"] == "Ann Lee et al. (2020). T. arXiv:2001.00001"
+    assert all("arXiv:" in c for c in views.recipes_frame(training_recipes())["paper"])
+
+
+def _records() -> dict:
+    import json
+
+    from models.registry.zoo_entries import ZOO_KEYS, zoo_folder
+
+    return {k: json.loads((zoo_folder(k) / "record.json").read_text()) for k in ZOO_KEYS}
+
+
+def test_zoo_curves_show_score_and_training_loss_against_tokens():
+    """Two panels over the same tokens: the score (top) and each record's training loss (bottom)."""
+    from models import zoo_comparison
+
+    entries = zoo_comparison()
+    records = _records()
+    figure = views.zoo_curves_figure(entries)
+    assert len(figure.data) == 2 * len(entries)
+    for e in entries:
+        score, loss = [t for t in figure.data if t.legendgroup == e.key]
+        curve = records[e.key]["curve"]
+        assert list(score.x) == list(loss.x) == [p["tokens"] / 1e6 for p in curve]
+        assert list(score.y) == [100 * p["word_top1"] for p in curve]
+        assert list(loss.y) == [p["train_loss"] for p in curve]
+        assert (score.yaxis, loss.yaxis) == ("y", "y2") and score.line.color == loss.line.color
+        assert loss.showlegend is False  # one legend entry per family
+
+
+def test_zoo_frame_has_tokens_per_second_and_whose_score():
+    from models import zoo_comparison
+
+    frame = views.zoo_frame(zoo_comparison()).set_index("model")
+    for key, r in _records().items():
+        assert frame.loc[key, "tokens/s"] == f"{round(r['tokens'] / (60 * r['wall_minutes'])):,}"
+        assert frame.loc[key, "training tokens"] == f"{r['tokens']:,}"  # thousands separated
+        assert frame.loc[key, "training TFLOPs"] == round(r["flops"] / 1e12, 1)
+        generator = r["parameters"].get("generator")
+        width = r["config"]["shape"]["electra_generator_hidden"]
+        assert frame.loc[key, "score of"] == (f"its {width}-wide generator" if generator else "the model")
+    assert frame.loc["mini-electra", "score of"].endswith("generator")

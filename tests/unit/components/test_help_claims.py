@@ -1,0 +1,29 @@
+"""Numbers quoted in the help texts, measured again (the texts must say what the models do)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from components.embeddings import copy as embeddings_copy
+from models import bank_demo, word_in_context
+
+
+def test_embeddings_help_describes_the_default_curve():
+    word, sentences = bank_demo()
+    result = word_in_context("minilm-l6", list(sentences), word)
+    mean = np.round(result.mean_cosine(), 2)
+    # "falls from 0.98 at layer 0 to 0.83 at layer 3, rises again in layers 4–5 (0.85, 0.87)
+    # and falls to 0.77 at the last layer"
+    assert (mean[0], mean[3], mean[4], mean[5], mean[-1]) == (0.98, 0.83, 0.85, 0.87, 0.77)
+    assert mean[4] > mean[3] and mean[5] > mean[4] and mean[-1] < mean[5]
+    for quoted in ("0.98", "0.83", "0.85, 0.87", "0.77", "0.90 against 0.79"):
+        assert quoted in embeddings_copy.WORD_HELP
+    # the two river sentences (0, 1) vs the two money sentences (2, 3)
+    assert "river" in sentences[0] and "river" in sentences[1] and "river" not in sentences[2] + sentences[3]
+    for layer in range(1, len(result.layers)):
+        c = result.cosine[layer]
+        within = (c[0, 1] + c[2, 3]) / 2
+        across = c[np.ix_([0, 1], [2, 3])].mean()
+        assert within > across, layer
+    c = result.cosine[3]
+    assert round(float((c[0, 1] + c[2, 3]) / 2), 2) == 0.90 and round(float(c[np.ix_([0, 1], [2, 3])].mean()), 2) == 0.79

@@ -1,0 +1,134 @@
+"""Retrieval: exact search against numpy brute force, the HNSW index's recall against exact
+search, the on-disk cache, the progress callback. On a 300-sentence slice of the corpus."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import ENCODER_KEY, REPO
+from models import InputError, embed, search, sentence_groups
+from models.embeddings import retrieval
+
+SLICE = 300
+
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("retrieval")
+    sentences = (REPO / "data/heldout.txt").read_text(encoding="utf-8").splitlines()[:SLICE]
+    sources = (REPO / "data/tasks/heldout_sources.txt").read_text(encoding="utf-8").splitlines()[:SLICE]
+    (folder / "corpus.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    (folder / "sources.txt").write_text("\n".join(sources) + "\n", encoding="utf-8")
+    patch = pytest.MonkeyPatch()
+    patch.setattr(retrieval, "CORPUS_FILE", folder / "corpus.txt")
+    patch.setattr(retrieval, "SOURCES_FILE", folder / "sources.txt")
+    patch.setattr(retrieval, "CACHE_DIR", folder / "cache")
+    patch.setattr(retrieval, "_LOADED", {})
+    steps = []
+    retrieval.build_index(ENCODER_KEY, "mean", progress=lambda done, total, what: steps.append((done, total)))
+    yield sentences, sources, folder, steps
+    patch.undo()
+
+
+def test_exact_search_is_brute_force_cosine(small_corpus):
+    sentences, sources, _, _ = small_corpus
+    query = "The whale dived under the ship."
+    result = search(ENCODER_KEY, query, k=5, pooling="mean", index="exact")
+    vectors = embed(ENCODER_KEY, sentences, pooling="mean")
+    scores = vectors @ embed(ENCODER_KEY, [query], pooling="mean")[0]
+    best = np.argsort(-scores)[:5]
+    assert [h.corpus_index for h in result.hits] == best.tolist()
+    np.testing.assert_allclose([h.score for h in result.hits], scores[best], atol=1e-5)
+    assert [h.source for h in result.hits] == [sources[i] for i in best]
+    assert [h.text for h in result.hits] == [sentences[i] for i in best]
+    assert result.corpus_size == SLICE
+
+
+def test_ann_recall_against_exact_search(small_corpus):
+    vectors, exact, ann = retrieval._indexes(ENCODER_KEY, "mean")
+    queries = embed(ENCODER_KEY, (REPO / "data/train_sample.txt").read_text().splitlines()[:50], pooling="mean")
+    _, exact_ids = exact.search(queries, 10)
+    _, ann_ids = ann.search(queries, 10)
+    truth = np.argsort(-(queries @ vectors.T), axis=1)[:, :10]
+    assert retrieval.recall_at_k(exact_ids, truth) == 1.0
+    assert retrieval.recall_at_k(ann_ids, exact_ids) >= 0.9
+
+
+def test_recall_at_k_counts_shared_ids():
+    assert retrieval.recall_at_k(np.array([[1, 2, 3, 4]]), np.array([[4, 3, 9, 8]])) == 0.5
+
+
+def test_indexes_are_cached_on_disk_and_progress_is_reported(small_corpus, monkeypatch):
+    _, _, folder, steps = small_corpus
+    files = sorted(p.name for p in (folder / "cache").iterdir())
+    assert len(files) == 3 and all(name.startswith(f"{ENCODER_KEY}-mean-") for name in files)
+    assert steps[0] == (0, SLICE) and steps[-1] == (SLICE, SLICE)
+    assert [d for d, _ in steps] == sorted(d for d, _ in steps)
+    first = search(ENCODER_KEY, "A letter from my sister.", k=3, index="ann")
+    monkeypatch.setattr(retrieval, "_LOADED", {})
+    monkeypatch.setattr(retrieval, "_vectors", lambda *a, **k: pytest.fail("rebuilt instead of read from disk"))
+    again = search(ENCODER_KEY, "A letter from my sister.", k=3, index="ann")
+    assert again.hits == first.hits
+
+
+@pytest.mark.parametrize("kwargs, match", [({"k": 0}, "k must"), ({"index": "lsh"}, "Unknown index"),
+                                           ({"pooling": "sum"}, "pooling"), ({"query": "  "}, "query")])
+def test_bad_search_arguments(kwargs, match):
+    args = {"model_key": ENCODER_KEY, "query": "Hello.", "k": 5} | kwargs
+    with pytest.raises(InputError, match=match):
+        search(**args)
+
+
+# --- retrieval_report's dot-vs-cosine and pooling parts, against numpy brute force ---------------
+
+REPORT_QUERIES = 20
+
+
+def _query_texts() -> list[str]:
+    return (REPO / "data/train_sample.txt").read_text(encoding="utf-8").splitlines()[:REPORT_QUERIES]
+
+
+def test_report_dot_product_against_cosine_and_norms_by_brute_force(small_corpus):
+    sentences, _, _, _ = small_corpus
+    report = retrieval.retrieval_report(ENCODER_KEY, k=5, pooling="mean", queries=REPORT_QUERIES)
+    raw = embed(ENCODER_KEY, sentences, pooling="mean", normalize=False)  # (N, d), lengths kept
+    raw_q = embed(ENCODER_KEY, _query_texts(), pooling="mean", normalize=False)  # (Q, d)
+    norms = np.linalg.norm(raw, axis=1)
+    cosine = (raw_q / np.linalg.norm(raw_q, axis=1, keepdims=True)) @ (raw / norms[:, None]).T  # (Q, N)
+    dot = raw_q @ raw.T
+    shared = [len(set(np.argsort(-c)[:5]) & set(np.argsort(-d)[:5])) / 5 for c, d in zip(cosine, dot)]
+    assert report.dot_overlap == pytest.approx(np.mean(shared))
+    assert report.dot_overlap < 1.0  # lengths differ here, so the dot product reorders the hits
+    assert report.norm_spread == pytest.approx((norms.min(), np.median(norms), norms.max()), rel=1e-5)
+    assert (report.corpus_size, report.queries, report.k) == (SLICE, REPORT_QUERIES, 5)
+
+
+def _paraphrase_recall_reference(pooling: str, k: int, sentences) -> tuple[float, int]:
+    """Each grouped sentence as a query: a hit when fewer than k candidates (the other grouped
+    sentences and the corpus slice) score above its best same-group sentence."""
+    texts, group_of = [], []
+    for name, sentence_set in sentence_groups().items():
+        for number, group in enumerate(sentence_set["groups"]):
+            texts += group["sentences"]
+            group_of += [(name, number)] * len(group["sentences"])
+    own = embed(ENCODER_KEY, texts, pooling=pooling)
+    corpus_vectors = embed(ENCODER_KEY, sentences, pooling=pooling)
+    hits = 0
+    for i in range(len(texts)):
+        others = [j for j in range(len(texts)) if j != i]
+        scores = np.concatenate([own[others] @ own[i], corpus_vectors @ own[i]])
+        best_same = max(float(own[j] @ own[i]) for j in others if group_of[j] == group_of[i])
+        hits += int((scores > best_same).sum() < k)
+    return hits / len(texts), len(texts)
+
+
+def test_report_pooling_recall_by_brute_force(small_corpus):
+    sentences, _, _, _ = small_corpus
+    report = retrieval.retrieval_report(ENCODER_KEY, k=3, pooling="mean", queries=10)
+    assert set(report.pooling_recall) == {"cls", "mean"}
+    for pooling in ("cls", "mean"):
+        expected, n = _paraphrase_recall_reference(pooling, 3, sentences)
+        assert report.pooling_queries == n
+        # float noise between batchings may move one borderline query, no more
+        assert report.pooling_recall[pooling] == pytest.approx(expected, abs=1 / n + 1e-9), pooling

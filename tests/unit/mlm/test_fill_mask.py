@@ -1,0 +1,304 @@
+"""fill_mask on the embedded MLM: shapes, order, spellings, parity with the pipeline, errors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from models import (
+    MAX_MASKS,
+    CapabilityError,
+    EncoderLabError,
+    InputError,
+    ModelUnavailableError,
+    UnknownModelError,
+    fill_mask,
+    mask_word,
+    text_segments,
+)
+
+
+def test_one_mask_top_k_sorted_probabilities(mlm_key):
+    result = fill_mask(mlm_key, "The capital of France is [MASK].", top_k=7)
+    assert len(result.masks) == 1
+    preds = result.masks[0].predictions
+    assert len(preds) == 7
+    scores = [p.score for p in preds]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 < s <= 1.0 for s in scores)
+    assert sum(scores) <= 1.0 + 1e-6
+    assert len({p.token_id for p in preds}) == 7
+    assert result.tokens[result.masks[0].position] == "[MASK]"
+
+
+def test_several_masks_in_text_order(mlm_key):
+    result = fill_mask(mlm_key, "The [MASK] sat on the [MASK] near the [MASK].", top_k=3)
+    positions = [m.position for m in result.masks]
+    assert [m.index for m in result.masks] == [0, 1, 2]
+    assert positions == sorted(positions)
+    assert all(result.tokens[p] == "[MASK]" for p in positions)
+    assert "[MASK]" not in result.filled_text
+    # the filled sentence keeps the user's words and puts each top-1 token in place
+    tops = [m.predictions[0].token.strip() for m in result.masks]
+    assert result.filled_text == "The {} sat on the {} near the {}.".format(*tops)
+
+
+def test_mask_spellings_are_equivalent(mlm_key):
+    a = fill_mask(mlm_key, "The cat sat on the [MASK].")
+    b = fill_mask(mlm_key, "The cat sat on the <mask>.")
+    c = fill_mask(mlm_key, "The cat sat on the [mask].")
+    assert a.masks == b.masks == c.masks
+
+
+def test_scores_are_softmax_over_whole_vocabulary(mlm_key, mlm_loaded):
+    text = "She opened the [MASK] and walked in."
+    result = fill_mask(mlm_key, text, top_k=1)
+    enc = mlm_loaded.tokenizer(text, return_tensors="pt").to(mlm_loaded.device)
+    with torch.no_grad():
+        logits = mlm_loaded.model(**enc).logits[0].cpu()
+    pos = result.masks[0].position
+    full = torch.softmax(logits[pos].double(), dim=-1)
+    assert logits.shape[-1] == mlm_loaded.model.config.vocab_size
+    assert result.masks[0].predictions[0].token_id == int(full.argmax())
+    assert math.isclose(result.masks[0].predictions[0].score, float(full.max()), abs_tol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def reference_pipe(mlm_key, mlm_loaded):
+    """transformers' fill-mask pipeline on its own copy of the model, on the same device and dtype.
+
+    The pipeline moves the model it is given to its device; handing it the session's
+    cached model would move that model for every later test.
+    """
+    import copy
+
+    from transformers import pipeline
+
+    model = copy.deepcopy(mlm_loaded.model)
+    return pipeline("fill-mask", model=model, tokenizer=mlm_loaded.tokenizer, device=mlm_loaded.device,
+                    dtype=mlm_loaded.dtype)
+
+
+def test_the_reference_pipeline_leaves_the_shared_model_alone(mlm_loaded, reference_pipe):
+    assert reference_pipe.model is not mlm_loaded.model
+    assert next(mlm_loaded.model.parameters()).device.type == mlm_loaded.device.type
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The capital of France is [MASK].",
+        "The [MASK] sat on the mat.",
+        "The patient [MASK] Warfarin 5mg.",
+        "Paris is the [MASK] of [MASK] and the [MASK] of fashion.",
+    ],
+)
+def test_parity_with_transformers_pipeline(mlm_key, mlm_loaded, reference_pipe, text):
+    expected = reference_pipe(text, top_k=10)
+    if isinstance(expected[0], dict):  # the pipeline un-nests a single mask
+        expected = [expected]
+    ours = fill_mask(mlm_key, text, top_k=10)
+    assert len(ours.masks) == len(expected)
+    # same device and dtype on both sides; half precision on a GPU rounds to ~1e-3
+    tolerance = 1e-5 if mlm_loaded.dtype == torch.float32 else 2e-3
+    for mask, ref in zip(ours.masks, expected):
+        if mlm_loaded.dtype == torch.float32:  # in half precision near-ties may swap
+            assert [p.token_id for p in mask.predictions] == [r["token"] for r in ref]
+            assert [p.token for p in mask.predictions] == [r["token_str"] for r in ref]
+        else:
+            assert mask.predictions[0].token_id == ref[0]["token"]
+        ref_scores = {r["token"]: r["score"] for r in ref}
+        for p in mask.predictions:
+            if p.token_id in ref_scores:
+                assert abs(p.score - ref_scores[p.token_id]) <= tolerance
+
+
+def test_deterministic(mlm_key):
+    assert fill_mask(mlm_key, "A [MASK] day.") == fill_mask(mlm_key, "A [MASK] day.")
+
+
+def test_records_are_flat_json(mlm_key):
+    import json
+
+    result = fill_mask(mlm_key, "The [MASK] sat on the [MASK].", top_k=2)
+    records = result.to_records()
+    assert len(records) == 4
+    assert [(r["mask"], r["rank"]) for r in records] == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    json.dumps(records)
+    json.dumps(result.to_dict())
+
+
+@pytest.mark.parametrize(
+    ("model", "text", "top_k", "error", "words"),
+    [
+        ("no-such-model", "A [MASK].", 5, UnknownModelError, "Unknown model"),
+        ("minilm-l6", "A [MASK].", 5, CapabilityError, "no trained masked-LM head"),
+        ("splade-tiny", "", 5, InputError, "empty"),
+        ("splade-tiny", "   \n\t ", 5, InputError, "empty"),
+        ("splade-tiny", "No mask here.", 5, InputError, "no mask"),
+        ("splade-tiny", "[MASK] " * (MAX_MASKS + 1), 5, InputError, "the limit is"),
+        ("splade-tiny", "word " * 600 + "[MASK]", 5, InputError, "reads at most 512 tokens"),
+        ("splade-tiny", "x" * 20_001 + "[MASK]", 5, InputError, "characters long"),
+        ("splade-tiny", "A [MASK].", 0, InputError, "top_k"),
+        ("splade-tiny", "A [MASK].", 51, InputError, "top_k"),
+        ("splade-tiny", "A [MASK].", 2.5, InputError, "top_k"),
+        ("splade-tiny", "A [MASK].", True, InputError, "top_k"),
+        ("splade-tiny", "A [MASK].", "5", InputError, "top_k"),
+        ("splade-tiny", None, 5, InputError, "string"),
+    ],
+)
+def test_bad_input_gets_a_specific_message(model, text, top_k, error, words):
+    with pytest.raises(error) as info:
+        fill_mask(model, text, top_k)
+    assert isinstance(info.value, EncoderLabError) and isinstance(info.value, ValueError)
+    assert words.lower() in str(info.value).lower()
+
+
+def test_max_masks_accepted(mlm_key):
+    result = fill_mask(mlm_key, " ".join(["[MASK]"] * MAX_MASKS), top_k=1)
+    assert len(result.masks) == MAX_MASKS
+
+
+def test_offline_hub_model_is_refused_at_once(monkeypatch):
+    import socket
+
+    from models.registry import catalogue as registry
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(registry, "hub_cached", lambda repo_id: False)  # whatever this machine holds
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("an offline refusal must not touch the network")
+
+    # "at once": no connection is tried (no probe, no download, no retries)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    with pytest.raises(ModelUnavailableError) as info:
+        fill_mask("roberta-base", "The <mask> sat.")
+    message = str(info.value)
+    assert "roberta-base" in message and "python -m scripts.prefetch roberta-base" in message
+
+
+def test_text_segments_rebuild_text_and_mark_masks():
+    text = "The cat's [MASK] sat, on <mask>!"
+    segments = text_segments(text)
+    assert "".join(s for s, _ in segments) == text
+    kinds = {s: k for s, k in segments}
+    assert kinds["cat's"] == "word" and kinds["[MASK]"] == "mask" and kinds["<mask>"] == "mask"
+    assert kinds[","] == "word" and kinds[" "] is None
+
+
+def test_mask_word_replaces_only_that_word():
+    text = "The cat sat."
+    segments = text_segments(text)
+    cat = [s for s, _ in segments].index("cat")
+    assert mask_word(text, cat) == "The [MASK] sat."
+    assert mask_word(text, cat + 1) == text  # a space: unchanged
+    assert mask_word(text, 99) == text
+    assert mask_word("A [MASK] b", 2) == "A [MASK] b"  # already a mask
+
+
+# --- the sentence rebuilt with the top guesses (hand-written expectations) ----------------
+
+
+def _guess(token: str, raw: str) -> "Prediction":
+    from models import Prediction
+
+    return Prediction(token=token, token_id=0, score=0.5, raw_token=raw)
+
+
+@pytest.mark.parametrize(
+    ("text", "guesses", "expected"),
+    [
+        # a WordPiece continuation joins the word before it, "##" dropped
+        ("The play [MASK] fun.", [("##ing", "##ing")], "The playing fun."),
+        ("Un [MASK] results.", [("##believable", "##believable")], "Unbelievable results."),
+        # a whole word keeps its space; BPE / SentencePiece markers are already decoded away
+        ("The [MASK] sat.", [("cat", "cat")], "The cat sat."),
+        ("The [MASK] sat.", [(" cat", "Ġcat")], "The cat sat."),
+        ("The [MASK] sat.", [("cat", "▁cat")], "The cat sat."),
+        # several masks, each with its own rule; the text between them is the user's
+        ("A <mask> [MASK] day, [mask]!", [("sun", "sun"), ("##ny", "##ny"), ("yes", "yes")],
+         "A sunny day, yes!"),
+    ],
+)
+def test_filled_text_by_hand(text, guesses, expected):
+    from models.mlm.fill_mask import MASK_PATTERN, _fill_in
+
+    spans = [m.span() for m in MASK_PATTERN.finditer(text)]
+    assert _fill_in(text, spans, [_guess(t, r) for t, r in guesses]) == expected
+
+
+# --- a byte-level BPE model: token strings as the pipeline shows them ----------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_roberta(tmp_path_factory):
+    """A byte-level BPE tokenizer trained on a few lines and a 2-layer random-init
+    RobertaForMaskedLM (seeded): plumbing only, its guesses mean nothing."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaConfig, RobertaForMaskedLM, RobertaTokenizer
+
+    folder = tmp_path_factory.mktemp("tiny-roberta")
+    bpe = ByteLevelBPETokenizer()
+    lines = ["The river bank was calm.", "Cash at the bank.", "I sat by the river and watched it."] * 20
+    bpe.train_from_iterator(lines, vocab_size=300, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(folder))
+    tokenizer = RobertaTokenizer(vocab=str(folder / "vocab.json"), merges=str(folder / "merges.txt"))
+    torch.manual_seed(0)
+    config = RobertaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                           intermediate_size=64, max_position_embeddings=130)
+    return RobertaForMaskedLM(config).eval(), tokenizer
+
+
+def test_byte_level_bpe_predictions_match_the_pipeline(monkeypatch, tiny_roberta):
+    """Ġ-marked vocabulary entries: ``token`` is the decoded text (the pipeline's
+    ``token_str``), ``raw_token`` the vocabulary entry."""
+    import copy
+    import importlib
+
+    from transformers import pipeline
+
+    from models.registry import catalogue as registry
+    from models.runtime.loading import LoadedModel
+
+    model, tokenizer = tiny_roberta
+    reference = pipeline("fill-mask", model=copy.deepcopy(model), tokenizer=tokenizer, device="cpu")
+    key = "test/tiny-roberta"  # an operator-allowed id, served by this in-memory model
+    monkeypatch.setenv(registry.EXTRA_MODELS_ENV, key)
+    loaded = LoadedModel(registry.get_spec(key), model, tokenizer, torch.device("cpu"), torch.float32, 0)
+    monkeypatch.setattr(importlib.import_module("models.mlm.fill_mask"), "load_model", lambda *a, **k: loaded)
+    text = "I sat by the [MASK] and watched <mask>."
+    ours = fill_mask(key, text, top_k=15)
+    expected = reference(ours.text, top_k=15)  # the text with RoBERTa's own mask token
+    assert ours.text == "I sat by the <mask> and watched <mask>." and len(expected) == 2
+    for mask, ref in zip(ours.masks, expected, strict=True):
+        assert [p.token_id for p in mask.predictions] == [r["token"] for r in ref]
+        assert [p.token for p in mask.predictions] == [r["token_str"] for r in ref]
+        assert [p.raw_token for p in mask.predictions] == tokenizer.convert_ids_to_tokens([r["token"] for r in ref])
+    shown = [p for m in ours.masks for p in m.predictions]
+    assert any(p.raw_token.startswith("Ġ") and p.token != p.raw_token for p in shown)  # the case tested
+
+
+def test_few_rows_projection_equals_the_linear_layer(mlm_key, mlm_loaded):
+    """The vocabulary projection of 1-8 gathered positions (W @ x.T; one row padded to two)
+    gives nn.Linear's logits,
+    and outside a gather (e.g. a pipeline sharing the model) the layer is nn.Linear itself."""
+    from models.mlm.fill_mask import FEW_ROWS, _ensure_hook, gather_positions
+
+    model = mlm_loaded.model
+    _ensure_hook(model)
+    decoder = model.get_output_embeddings()
+    torch.manual_seed(0)
+    for rows in (1, 2, 3, FEW_ROWS, FEW_ROWS + 1):
+        hidden = torch.randn(1, rows, decoder.in_features, dtype=decoder.weight.dtype,
+                             device=decoder.weight.device)
+        expected = torch.nn.functional.linear(hidden, decoder.weight, decoder.bias)
+        with torch.inference_mode():
+            assert torch.equal(decoder(hidden), expected)  # no gather: the plain layer
+            with gather_positions(model, list(range(rows)), decoder.weight.device):
+                got = decoder(hidden)
+        assert got.shape == expected.shape
+        assert torch.allclose(got, expected, rtol=1e-5, atol=1e-4)

@@ -1,0 +1,153 @@
+"""The masking lab's core: simulation, statistics, the MLM loss, NSP refusal."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from models import (
+    CapabilityError,
+    InputError,
+    compare_policies,
+    load_model,
+    masked_lm_loss,
+    masking_statistics,
+    next_sentence,
+    simulate_masking,
+)
+
+TEXT = "He sat on the bank of the river and watched the unbelievably calm water flow past the old mill."
+
+
+def test_simulation_is_deterministic_and_skips_specials(mlm_key):
+    a = simulate_masking(mlm_key, TEXT, rate=0.3, epochs=3, seed=4)
+    b = simulate_masking(mlm_key, TEXT, rate=0.3, epochs=3, seed=4)
+    assert a == b
+    for epoch in a.epochs:
+        for s in epoch.selected:
+            assert not a.special[s.position]
+            assert s.original == a.tokens[s.position]
+            assert epoch.fates[s.position] == s.fate
+            if s.fate == "[MASK]":
+                assert s.shown == "[MASK]"
+            if s.fate == "kept":
+                assert s.shown == s.original
+        assert epoch.fates[0] == "not selected" and epoch.fates[-1] == "not selected"
+
+
+def test_static_repeats_dynamic_redraws(mlm_key):
+    static = simulate_masking(mlm_key, TEXT, rate=0.3, epochs=4, dynamic=False, seed=1)
+    dynamic = simulate_masking(mlm_key, TEXT, rate=0.3, epochs=4, dynamic=True, seed=1)
+    assert len({e.fates for e in static.epochs}) == 1
+    assert len({e.fates for e in dynamic.epochs}) > 1
+    assert dynamic.epochs[0] == static.epochs[0]  # the same first draw
+
+
+def test_whole_word_selects_words_together(mlm_key):
+    sim = simulate_masking(mlm_key, TEXT, rate=0.5, whole_word=True, epochs=5, seed=2)
+    for epoch in sim.epochs:
+        chosen = {s.position for s in epoch.selected}
+        for word in set(sim.word_ids) - {-1}:
+            members = {i for i, w in enumerate(sim.word_ids) if w == word}
+            assert members <= chosen or not (members & chosen)
+
+
+def test_statistics_match_the_configuration(encoder_key):
+    from models.pretraining.evaluation import heldout_sentences
+
+    stats = masking_statistics(encoder_key, heldout_sentences()[:300], draws=60, seed=0)
+    assert stats.special_selected == 0
+    assert abs(stats.mean["selected"] - 0.15) < 0.01
+    assert abs(stats.mean["[MASK]"] - 0.8) < 0.02
+    assert abs(stats.mean["random"] - 0.1) < 0.02
+    assert abs(stats.mean["kept"] - 0.1) < 0.02
+    assert all(v > 0 for v in stats.std.values())
+
+
+def test_loss_equals_torch_cross_entropy(mlm_key):
+    sim = simulate_masking(mlm_key, TEXT, rate=0.4, seed=3)
+    result = masked_lm_loss(mlm_key, sim)
+    loaded = load_model(mlm_key, head="mlm")
+    inputs = torch.tensor([sim.epochs[0].shown_ids], device=loaded.device)
+    labels = torch.full_like(inputs, -100)
+    for s in sim.epochs[0].selected:
+        labels[0, s.position] = s.original_id
+    with torch.no_grad():
+        logits = loaded.model(input_ids=inputs).logits.float()
+    expected = F.cross_entropy(logits[0], labels[0], ignore_index=-100)
+    assert abs(result.loss - float(expected)) < 1e-4
+    for p in result.positions:
+        assert p.rank >= 1 and 0 < p.p_original <= 1
+        assert abs(p.nll + torch.log(torch.tensor(p.p_original)).item()) < 1e-4
+
+
+@pytest.mark.parametrize("split", [(0.8, 0.1, 0.1), (0.0, 0.0, 1.0)])
+def test_ranks_and_accuracy_follow_an_argsort_of_the_full_logits(mlm_key, mlm_loaded, split):
+    """Each position's rank is where the original token falls when the whole vocabulary's
+    logits are sorted (1 = the top guess); top-1 accuracy is the share of rank 1."""
+    mask, random, keep = split
+    sim = simulate_masking(mlm_key, TEXT, rate=0.5, mask=mask, random=random, keep=keep, seed=7)
+    result = masked_lm_loss(mlm_key, sim)
+    model, tokenizer = mlm_loaded.model, mlm_loaded.tokenizer
+    with torch.no_grad():
+        inputs = torch.tensor([sim.epochs[0].shown_ids], device=mlm_loaded.device)
+        logits = model(input_ids=inputs).logits[0].float().cpu()  # (T, V)
+    order = logits.argsort(dim=-1, descending=True)  # (T, V): token ids, best first
+    expected_ranks = [int((order[s.position] == s.original_id).nonzero()) + 1 for s in sim.epochs[0].selected]
+    assert [p.rank for p in result.positions] == expected_ranks
+    assert [p.top_guess for p in result.positions] == [
+        tokenizer.convert_ids_to_tokens(int(order[s.position, 0])) for s in sim.epochs[0].selected
+    ]
+    hits = sum(r == 1 for r in expected_ranks)
+    assert result.top1_accuracy == pytest.approx(hits / len(expected_ranks))
+    if keep == 1.0:  # the model sees every original token: it gets some of them right
+        assert hits > 0
+
+
+def test_policy_comparison_same_selection(mlm_key):
+    results = compare_policies(mlm_key, TEXT, rate=0.3, seed=5)
+    selected = {name: [p.position for p in r.positions] for name, r in results.items()}
+    assert len({tuple(v) for v in selected.values()}) == 1
+    # seeing the true token (all kept) makes the task far easier than seeing [MASK]
+    assert results["0/0/100 (all kept)"].loss < results["100 % [MASK]"].loss
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"rate": -0.1}, {"rate": 1.2}, {"mask": 0.5}, {"mask": 0.9, "random": 0.1, "keep": 0.1},
+     {"epochs": 0}, {"epochs": 99}, {"seed": -1}, {"text": ""}],
+)
+def test_bad_parameters_refused(mlm_key, kwargs):
+    args = {"model_key": mlm_key, "text": TEXT, **kwargs}
+    with pytest.raises(InputError):
+        simulate_masking(**args)
+
+
+def test_nothing_selected_is_explained(mlm_key):
+    sim = simulate_masking(mlm_key, TEXT, rate=0.0)
+    with pytest.raises(InputError, match="No token was selected"):
+        masked_lm_loss(mlm_key, sim)
+
+
+def test_no_nsp_head_is_explained(mlm_key):
+    with pytest.raises(CapabilityError, match="RoBERTa"):
+        next_sentence(mlm_key, "It rained.", "The streets were wet.")
+
+
+def test_pair_answer_shows_the_heldout_majority_baseline():
+    """The NSP / SOP note compares the head with always guessing the held-out majority, from the record."""
+    import json
+
+    from components.masking.objectives_plots import pair_markdown
+    from models import zoo_comparison
+    from models.registry.zoo_entries import zoo_folder
+
+    entries = {e.key: e for e in zoo_comparison()}
+    for key, kind in (("mini-bert", "nsp"), ("mini-albert", "sop")):
+        pair = json.loads((zoo_folder(key) / "record.json").read_text())["pair_heldout"]
+        text = pair_markdown(kind, 0.7, entries[key].pair_accuracy, entries[key].pair_majority)
+        assert f"{pair['accuracy']:.1%}" in text
+        assert f"always guessing the majority label: {pair['majority']:.1%}" in text
+        assert "chance" not in text
+    assert pair_markdown("nsp", 0.7, None).count("held-out") == 0
