@@ -136,6 +136,11 @@ from .registry.spec import CAPABILITIES, ModelSpec
 from .registry.zoo_entries import ZOO_KEYS, ZooEntry, zoo_comparison
 from .runtime.tokenization import TokenizationResult, tokenize
 from .tasks.task_data import TaskInfo, list_tasks
+from .embeddings.sentence_encoder import SENTENCE_LOSSES, SentenceEncoderResult, sentence_encoders, train_sentence_encoder
+from .pretraining.distillation import STUDENT_SHAPES, DistillResult, DistillRun, distill
+from .tasks.live_training import live_training_busy, stop_live_training
+from .tasks.pair_heads import PairClassification, PairClassifierResult, classify_pair, list_pair_tasks, train_pair_classifier
+from .tasks.span_heads import SpanAnswer, SpanHeadResult, answer_span, train_span_head
 from .validation import MAX_TEXT_CHARS
 
 __all__ = [
@@ -298,4 +303,24 @@ __all__ = [
     "parse_groups",
     "sentence_groups",
     "best_pooling",
+    # issue 26: sentence encoders, pair and span heads, distillation (live runs)
+    "STUDENT_SHAPES",
+    "DistillResult",
+    "DistillRun",
+    "distill",
+    "live_training_busy",
+    "stop_live_training",
+    "PairClassification",
+    "PairClassifierResult",
+    "classify_pair",
+    "list_pair_tasks",
+    "train_pair_classifier",
+    "SENTENCE_LOSSES",
+    "SentenceEncoderResult",
+    "sentence_encoders",
+    "train_sentence_encoder",
+    "SpanAnswer",
+    "SpanHeadResult",
+    "answer_span",
+    "train_span_head",
 ]

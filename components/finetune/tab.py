@@ -24,6 +24,7 @@ from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
 from . import copy
 from . import plots
+from .sentence import build_sentence_sections
 
 DEFAULT_QUERY = "The whale dived under the ship and the sailors cried out."
 DEFAULT_SENTENCE = "The President asked Congress to pass the budget before the end of the year."
@@ -166,5 +167,6 @@ def build_finetune_tab() -> LinkTarget:
         report = gr.Markdown(elem_id="retrieval-report")
         report_button.click(run_report, [search_model, search_pooling, k], report, api_name="retrieval_report",
                             **HEAVY)
+        build_sentence_sections(search_model)
         links = {"text": query, "model": search_model, "pooling": search_pooling, "k": k}
         return LinkTarget("fine-tuning-search", tab, links, [(run_search, search_inputs, [hits, search_note])])

@@ -143,7 +143,8 @@ def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
             return _LOADED[key]
         stem = CACHE_DIR / f"{model_key}-{pooling}-{digest}"
         files = [Path(f"{stem}.npy"), Path(f"{stem}.exact.faiss"), Path(f"{stem}.hnsw.faiss")]
-        if all(f.exists() for f in files):
+        transient = catalogue.is_transient(model_key)  # trained in this process: never on disk
+        if not transient and all(f.exists() for f in files):
             vectors = np.load(files[0])
             exact, ann = (faiss.read_index(str(f)) for f in files[1:])
         else:
@@ -151,10 +152,11 @@ def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
             if progress:
                 progress(len(sentences), len(sentences), "building the FAISS indexes")
             exact, ann = _build_indexes(vectors)
-            CACHE_DIR.mkdir(parents=True, exist_ok=True)
-            np.save(files[0], vectors)
-            faiss.write_index(exact, str(files[1]))
-            faiss.write_index(ann, str(files[2]))
+            if not transient:
+                CACHE_DIR.mkdir(parents=True, exist_ok=True)
+                np.save(files[0], vectors)
+                faiss.write_index(exact, str(files[1]))
+                faiss.write_index(ann, str(files[2]))
         ann.hnsw.efSearch = HNSW_EF_SEARCH
         _LOADED[key] = (vectors, exact, ann)
         return _LOADED[key]

@@ -270,10 +270,34 @@ def resolve(model: str | ModelSpec) -> ModelSpec:
     return model if isinstance(model, ModelSpec) else get_spec(model)
 
 
+# --- models trained in this process (e.g. a sentence encoder "sbert:..."): known while it lives
+_TRANSIENT: dict[str, ModelSpec] = {}
+
+
+def register_transient(spec: ModelSpec) -> None:
+    """Make a model trained in this process loadable by its key until ``forget_transient``."""
+    _TRANSIENT[spec.key] = spec
+
+
+def forget_transient(key: str) -> None:
+    _TRANSIENT.pop(key, None)
+
+
+def is_transient(key: str) -> bool:
+    return key in _TRANSIENT
+
+
+def transient_specs() -> tuple[ModelSpec, ...]:
+    """The models trained in this process that can be loaded by key, oldest first."""
+    return tuple(_TRANSIENT.values())
+
+
 def get_spec(model_key: str) -> ModelSpec:
     """The spec for a registry key, or an ``UnknownModelError`` listing the valid keys."""
     if isinstance(model_key, str) and model_key in _BY_KEY:
         return _BY_KEY[model_key]
+    if isinstance(model_key, str) and model_key in _TRANSIENT:
+        return _TRANSIENT[model_key]
     if isinstance(model_key, str) and model_key in allowed_hub_models():
         return operator_spec(model_key)
     keys = list(_BY_KEY) + list(allowed_hub_models())

@@ -1,0 +1,140 @@
+"""What the live training runs of the Fine-tuning tab share: one run at a time in this process,
+stoppable, bounded in steps and seconds, always on a copy of a small encoder.
+
+Used by the sentence encoder, the pair and span heads and the distillation run.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import threading
+import time
+from collections import OrderedDict
+from contextlib import contextmanager
+
+import torch
+
+from ..errors import CapabilityError, InputError
+
+MAX_LIVE_PARAMETERS = 40_000_000  # all-MiniLM-L6-v2 is 22.7 M; BERT-base (110 M) is refused
+MAX_LIVE_SECONDS = 300  # no live run lasts longer, whatever its steps
+
+_RUN_LOCK = threading.Lock()
+_STOP = threading.Event()
+_running: list[str] = []  # what the current run is, for the busy message
+
+
+@contextmanager
+def exclusive_run(what: str):
+    """Hold the process's one live-training slot; an InputError says what runs when it is taken."""
+    if not _RUN_LOCK.acquire(blocking=False):
+        running = _running[0] if _running else "another training run"
+        raise InputError(
+            f"Busy: {running} is running in this process (one training run at a time). "
+            "Wait for it to end or stop it (stop_live_training), then try again."
+        )
+    _STOP.clear()
+    _running[:] = [what]
+    try:
+        yield
+    finally:
+        _running.clear()
+        _STOP.clear()
+        _RUN_LOCK.release()
+
+
+def stop_live_training() -> str:
+    """Ask the running live training (sentence encoder, pair/span head, distillation) to stop
+    after its current step; it returns what it has so far."""
+    if not _RUN_LOCK.locked():
+        return "No live training run is running."
+    _STOP.set()
+    return f"Stop requested: {_running[0] if _running else 'the run'} ends after its current step."
+
+
+def live_training_busy() -> bool:
+    """Is a live training run holding this process's slot now?"""
+    return _RUN_LOCK.locked()
+
+
+class Budget:
+    """A run's bounds: stop at `steps`, after `seconds`, or when someone asks it to stop."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.started, self.why = seconds, time.perf_counter(), ""
+
+    def over(self) -> bool:
+        if _STOP.is_set():
+            self.why = "stopped on request"
+        elif time.perf_counter() - self.started > self.seconds:
+            self.why = f"stopped at its time limit ({self.seconds:g} s)"
+        return bool(self.why)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+
+def check_seconds(max_seconds) -> float:
+    try:
+        value = float(max_seconds)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 1 <= value <= MAX_LIVE_SECONDS:
+        raise InputError(f"max_seconds must be between 1 and {MAX_LIVE_SECONDS}; got {max_seconds!r}.")
+    return value
+
+
+def check_rate(learning_rate) -> float:
+    try:
+        lr = float(learning_rate)
+    except (TypeError, ValueError):
+        lr = float("nan")
+    if not 0 < lr < 1:
+        raise InputError(f"learning_rate must be between 0 and 1; got {learning_rate!r}.")
+    return lr
+
+
+def trainable_copy(loaded, seed: int):
+    """A float32 copy of the cached encoder in train mode (the shared model is never touched)."""
+    body_params = sum(p.numel() for p in loaded.model.parameters())
+    if body_params > MAX_LIVE_PARAMETERS:
+        raise CapabilityError(
+            f"Training a copy of {loaded.spec.key} ({body_params / 1e6:.0f} M parameters) is too big for a "
+            f"live run here (limit {MAX_LIVE_PARAMETERS / 1e6:.0f} M): choose a smaller model "
+            "(minilm-l6, minilm-mlm, the mini zoo)."
+        )
+    torch.manual_seed(seed)
+    body = copy.deepcopy(loaded.model).float()
+    body.train()
+    return body
+
+
+def parameter_count(module: torch.nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+class HeadStore:
+    """Trained heads kept in this process by id (the last ``size``), with their model key."""
+
+    def __init__(self, prefix: str, size: int, trainer: str):
+        self.prefix, self.size, self.trainer = prefix, size, trainer
+        self._items: OrderedDict[str, tuple] = OrderedDict()
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+
+    def keep(self, model, model_key: str, *name: str) -> str:
+        head_id = f"{self.prefix}:{'/'.join((model_key, *name))}/{next(self._ids)}"
+        with self._lock:
+            self._items[head_id] = (model, model_key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return head_id
+
+    def get(self, head_id) -> tuple:
+        """(model, model key), or an InputError naming the function that trains one."""
+        with self._lock:
+            if head_id not in self._items:
+                raise InputError(f"No trained {self.prefix} head {head_id!r} in this process (the last "
+                                 f"{self.size} are kept): train one with {self.trainer} first.")
+            return self._items[head_id]

@@ -1,0 +1,283 @@
+"""Issue 26: the sentence encoder (siamese triplet / contrastive training), the pair and span
+heads: losses against torch and a hand computation, head sizes against transformers' own
+heads, the shared model untouched, the held-out splits, busy / stop / bad input."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+from transformers import BertConfig, BertForQuestionAnswering, BertForSequenceClassification
+
+from helpers import REPO
+from models import (
+    InputError,
+    answer_span,
+    distill,
+    classify_pair,
+    embed,
+    load_model,
+    search,
+    similarity,
+    stop_live_training,
+    train_pair_classifier,
+    train_sentence_encoder,
+    train_span_head,
+)
+from models.embeddings import retrieval
+from models.embeddings.sentence_encoder import contrastive_loss, synset_groups, triplet_loss
+from models.registry import catalogue
+from models.tasks import live_training
+from models.tasks.span_heads import first_noun_phrase, load_spans, longest_word, token_f1
+
+SMALL = "mini-bert"  # the mini zoo's BERT: 4 layers, 128 wide, seconds per run
+
+
+def _state(model) -> dict:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _same_state(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+# --- the losses ----------------------------------------------------------------------------
+
+
+def test_triplet_loss_matches_torch_and_a_hand_computation():
+    a = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    p = torch.tensor([[0.6, 0.8], [0.0, 1.0]])
+    n = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
+    # By hand: row 1 ||a-p||^2 = 0.16 + 0.64 = 0.8, ||a-n||^2 = 2 -> max(0, 0.8 - 2 + 1.5) = 0.3;
+    # row 2: 0 - 2 + 1.5 < 0 -> 0. Mean 0.15.
+    assert float(triplet_loss(a, p, n, 1.5)) == pytest.approx(0.15)
+    reference = torch.nn.TripletMarginWithDistanceLoss(
+        distance_function=lambda x, y: (x - y).pow(2).sum(-1), margin=0.7)
+    g = torch.Generator().manual_seed(0)
+    x, y, z = (torch.nn.functional.normalize(torch.randn(8, 5, generator=g), dim=-1) for _ in range(3))
+    assert float(triplet_loss(x, y, z, 0.7)) == pytest.approx(float(reference(x, y, z)), rel=1e-6)
+
+
+def test_contrastive_loss_matches_a_hand_computation():
+    u = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    v = torch.tensor([[0.0, 1.0], [0.6, 0.8]])
+    # d = sqrt(2) and sqrt(0.8). Pair 1 same: d^2 / 2 = 1. Pair 2 different, margin 1.5:
+    # max(0, 1.5 - 0.894...)^2 / 2.
+    d2 = 0.8 ** 0.5
+    expected = (1.0 + (1.5 - d2) ** 2 / 2) / 2
+    assert float(contrastive_loss(u, v, torch.tensor([1, 0]), 1.5)) == pytest.approx(expected, rel=1e-6)
+
+
+# --- the sentence encoder ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    shared = load_model(SMALL).model
+    before = _state(shared)
+    result = train_sentence_encoder(SMALL, loss="triplet", steps=4, seed=0, max_seconds=60)
+    return result, before, _state(shared)
+
+
+def test_sentence_encoder_leaves_the_shared_model_unchanged(encoder):
+    result, before, after = encoder
+    assert _same_state(before, after)
+    assert result.steps_done == 4 and len(result.train_loss) == 4 and not result.stopped
+    assert result.model_key == SMALL and "not changed" in result.note and "WordNet" in result.note
+
+
+def test_before_is_the_shared_model_and_the_copy_is_loadable_by_key(encoder):
+    result, _, _ = encoder
+    sentences = list(result.matrix_sentences)
+    shared = embed(SMALL, sentences, pooling="mean")
+    np.testing.assert_allclose(result.matrix_before, shared @ shared.T, atol=1e-5)
+    trained = similarity(result.encoder_key, sentences, pooling="mean").matrix
+    np.testing.assert_allclose(result.matrix_after, trained, atol=1e-5)
+    assert not np.allclose(result.matrix_after, result.matrix_before, atol=1e-4)  # it did train
+    assert catalogue.get_spec(result.encoder_key).sentence_embeddings
+
+
+def test_held_out_synsets_are_never_trained_on(encoder):
+    result, _, _ = encoder
+    train, held = synset_groups("train"), synset_groups("validation")
+    words = lambda g: {x.rsplit(".", 2)[0] for x in g.group}  # noqa: E731
+    assert not set(train.group) & set(held.group) and not words(train) & words(held)
+    assert not set(train.sentences) & set(held.sentences)
+    assert result.heldout_groups == len(set(held.group)) and result.train_groups == len(set(train.group))
+    assert 0 <= result.before.auc <= 1 and result.before.same_pairs > 0
+
+
+def test_search_with_the_trained_copy_writes_no_index_to_disk(encoder, tmp_path, monkeypatch):
+    result, _, _ = encoder
+    monkeypatch.setattr(retrieval, "CACHE_DIR", tmp_path)
+    small = tuple(synset_groups("validation").sentences[:40])  # a small corpus: seconds, not minutes
+    monkeypatch.setattr(retrieval, "corpus", lambda: (small, ("wordnet",) * len(small), "test-40"))
+    found = search(result.encoder_key, "The whale dived under the ship.", k=3)
+    assert len(found.hits) == 3 and found.model_key == result.encoder_key
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"loss": "cosine"}, "triplet, contrastive"),
+    ({"margin": 0}, "margin"),
+    ({"margin": 4.5}, "at most 4"),
+    ({"steps": 0}, "steps"),
+    ({"mining": "random"}, "drawn, hardest"),
+])
+def test_sentence_encoder_bad_input(kwargs, message):
+    with pytest.raises(InputError, match=message):
+        train_sentence_encoder(SMALL, **kwargs)
+
+
+def test_one_run_at_a_time_and_stoppable():
+    with live_training.exclusive_run("a test run"):
+        with pytest.raises(InputError, match="Busy: a test run is running"):
+            train_sentence_encoder(SMALL, steps=1)
+        with pytest.raises(InputError, match="Busy"):
+            train_span_head(SMALL, steps=1)
+    assert stop_live_training() == "No live training run is running."
+    out = {}
+    worker = threading.Thread(target=lambda: out.setdefault("r", train_sentence_encoder(
+        SMALL, loss="contrastive", steps=1000, max_seconds=120)))
+    worker.start()
+    deadline = time.time() + 60
+    while not live_training.live_training_busy() and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert stop_live_training().startswith("Stop requested")
+    worker.join(120)
+    assert out["r"].stopped == "stopped on request" and out["r"].steps_done < 1000
+
+
+# --- the pair head ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return train_pair_classifier(SMALL, "definition-match", freeze=True, epochs=3, train_size=300)
+
+
+def test_pair_head_size_matches_transformers(pair):
+    config = BertConfig(**load_model(SMALL).model.config.to_dict())
+    config.num_labels = 2
+    reference = BertForSequenceClassification(config).classifier
+    assert pair.head_parameters == sum(p.numel() for p in reference.parameters()) == 2 * 128 + 2
+    assert pair.reference_parameters == pair.head_parameters
+    assert pair.reference_head == "BertForSequenceClassification.classifier"
+
+
+def test_pair_majority_baseline_from_the_file(pair):
+    rows = [line.split("\t") for line in (REPO / "data/tasks/definition-match.tsv").read_text().splitlines()]
+    subset = set(np.random.default_rng(0).permutation(sum(r[0] == "train" for r in rows))[:300])
+    train = Counter(r[1] for i, r in enumerate(r for r in rows if r[0] == "train") if i in subset)
+    assert pair.train_examples == 300
+    validation = [r[1] for r in rows if r[0] == "validation"]
+    majority = train.most_common(1)[0][0]
+    assert pair.majority_label == majority
+    assert pair.majority_baseline == pytest.approx(validation.count(majority) / len(validation))
+    assert not {r[2] for r in rows if r[0] == "train"} & {r[2] for r in rows if r[0] == "validation"}
+
+
+def test_pair_reads_segment_ids_as_the_tokenizer_marks_them(pair):
+    from models.tasks.pair_heads import _encode_pairs
+
+    loaded = load_model(SMALL)
+    (row,) = _encode_pairs(loaded, [("dog", "a domesticated mammal")])
+    reference = loaded.tokenizer("dog", "a domesticated mammal")
+    assert row["input_ids"] == reference["input_ids"] and row["token_type_ids"] == reference["token_type_ids"]
+    assert row["token_type_ids"][0] == 0 and row["token_type_ids"][-1] == 1 and pair.segment_ids
+    answer = classify_pair(pair.head_id, "dog", "a domesticated mammal")
+    assert answer.predicted in pair.labels and answer.probabilities.sum() == pytest.approx(1, abs=1e-5)
+
+
+def test_pair_bad_input(pair):
+    with pytest.raises(InputError, match="definition-match, same-source"):
+        train_pair_classifier(SMALL, "paraphrase")
+    with pytest.raises(InputError, match="No trained pair head"):
+        classify_pair("pair:nothing/1", "a", "b")
+
+
+# --- the span head ---------------------------------------------------------------------------
+
+
+def test_span_split_has_no_entity_or_answer_overlap():
+    data = load_spans()
+    assert not {e.entity.lower() for e in data.train} & {e.entity.lower() for e in data.validation}
+    assert not {e.answer.lower() for e in data.train} & {e.answer.lower() for e in data.validation}
+    for e in data.train + data.validation:
+        assert e.context[e.start:e.start + len(e.answer)] == e.answer
+
+
+def test_span_scores_and_baselines_by_hand():
+    assert token_f1("the capital Oslo", "Oslo") == pytest.approx(2 * 0.5 * 1 / 1.5)  # "the" dropped
+    assert token_f1("Bergen", "Oslo") == 0.0
+    assert first_noun_phrase("The element oxygen, atomic number 8, is written O.") == "element oxygen"
+    assert first_noun_phrase("Norway lies in Northern Europe.") == "Norway"
+    assert longest_word("Terbium has the chemical symbol Tb.") == "chemical"
+
+
+@pytest.fixture(scope="module")
+def span():
+    shared = load_model(SMALL).model
+    before = _state(shared)
+    result = train_span_head(SMALL, steps=2, max_seconds=60)
+    return result, before, _state(shared)
+
+
+def test_span_head_size_matches_transformers_and_shared_model_unchanged(span):
+    result, before, after = span
+    reference = BertForQuestionAnswering(BertConfig(**load_model(SMALL).model.config.to_dict())).qa_outputs
+    assert result.head_parameters == sum(p.numel() for p in reference.parameters()) == 2 * 128 + 2
+    assert result.reference_parameters == result.head_parameters
+    assert _same_state(before, after) and result.steps_done == 2
+
+
+def test_answer_span_is_a_span_with_probabilities(span):
+    result, _, _ = span
+    context = "Norway lies in Northern Europe, and its capital is Oslo."
+    answer = answer_span(result.head_id, "What is the capital of Norway?", context)
+    assert context[answer.start:answer.end] == answer.answer and answer.answer
+    assert answer.start_probabilities.sum() == pytest.approx(1, abs=1e-5)
+    assert len(answer.tokens) == len(answer.end_probabilities)
+    assert answer.tokens == tuple(load_model(SMALL).tokenizer.tokenize(context))
+
+
+def test_answer_span_bad_input(span):
+    result, _, _ = span
+    with pytest.raises(InputError, match="needs a context"):
+        answer_span(result.head_id, "What is the capital of Norway?", "  ")
+    with pytest.raises(InputError, match="reads at most"):
+        answer_span(result.head_id, "Why?", "word " * 600)
+    with pytest.raises(InputError, match="No trained span head"):
+        answer_span("span:none/1", "Why?", "Because.")
+
+
+# --- distillation ----------------------------------------------------------------------------
+
+
+def test_distillation_runs_share_init_batches_and_masks():
+    teacher = load_model(SMALL, head="mlm").model
+    before = _state(teacher)
+    r = distill(SMALL, "1x64", steps=3, alpha=0.5, temperature=2.0, seed=0)
+    assert _same_state(before, _state(teacher))
+    assert r.steps_done == 3 and len(r.distilled.train_loss) == len(r.mlm_only.train_loss) == 3
+    # Same initial weights, batch and masks: the first step's MLM loss is the same number in both runs.
+    assert r.distilled.train_mlm_loss[0] == pytest.approx(r.mlm_only.train_mlm_loss[0], rel=1e-5)
+    assert r.mlm_only.train_loss == r.mlm_only.train_mlm_loss  # MLM alone minimises MLM only
+    assert r.distilled.train_loss[0] != pytest.approx(r.distilled.train_mlm_loss[0])
+    assert r.winner in ("soft targets + MLM", "MLM alone", "tie") and r.winner in r.note or r.winner == "tie"
+    assert r.loss_gain == pytest.approx(r.mlm_only.final_loss - r.distilled.final_loss)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"student_shape": "9x9"}, "1x64, 2x64"),
+    ({"alpha": 0}, "alpha must be above 0"),
+    ({"temperature": 0.1}, "temperature"),
+])
+def test_distillation_bad_input(kwargs, message):
+    with pytest.raises(InputError, match=message):
+        distill(SMALL, **{"student_shape": "1x64", **kwargs})
