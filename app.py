@@ -43,7 +43,7 @@ def build_demo() -> gr.Blocks:
     with EncoderLabBlocks(title=copy.TITLE, analytics_enabled=False) as demo:
         gr.Markdown(copy.INTRO)
         link_bar = build_link_bar()
-        with gr.Tabs() as tabs:
+        with gr.Tabs(overflow_behavior="wrap") as tabs:  # eleven tabs: every one stays in sight
             targets = [
                 build_fill_mask_tab(),
                 build_lessons_tab(),

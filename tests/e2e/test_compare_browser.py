@@ -15,7 +15,7 @@ def test_compare_tab(page):
     page.get_by_role("tab", name="Compare").click()
     arch = page.locator("#compare-architecture")
     expect(arch).to_contain_text("modernbert-base", timeout=SLOW_TIMEOUT)
-    expect(arch).to_contain_text("149014272")  # ModernBERT-base, counted on the meta device
+    expect(arch).to_contain_text("149,014,272")  # ModernBERT-base, counted on the meta device
     expect(page.locator("#compare-recipes")).to_contain_text("arXiv:1907.11692")
 
     # same input, several models

@@ -194,8 +194,11 @@ def _run_main(monkeypatch, argv):
     devices, launches = [], []
     monkeypatch.setattr(models, "set_device", devices.append)  # keeps the session's models loaded
     monkeypatch.setattr(app, "limit_malloc_arenas", lambda: None)
+    monkeypatch.setattr(app, "warm_in_background", lambda views: None)  # nothing to warm here
 
     class Demo:
+        first_views = ()
+
         def launch(self, **kwargs):
             launches.append(kwargs)
 
