@@ -160,13 +160,14 @@ def test_hostile_link_shows_a_note_and_nothing_injected(page, app_server):
 # each tab's main view (the rest of its charts: data, or a message saying which button fills them)
 ARRIVAL = {
     "Fill-mask": "#fill-mask-table", "Lessons": ".lesson-encoder-vs-decoder", "Why this guess": "#attribution-table",
-    "Masking lab": "#arithmetic-table", "Attention": "#attention-heatmap", "Embeddings": "#embeddings-summary",
+    "Masking lab": "#arithmetic-table", "Attention": "#attention-heatmap",
+    "Inside one layer": "#inside-checks", "Embeddings": "#embeddings-summary",
     "Compare": "#compare-fill-mask", "Pre-training": None, "Fine-tuning & search": "#search-note", "Models": None,
 }
 
 
 def test_every_tab_shows_a_result_on_arrival(page):
-    expect(page.get_by_role("tab").nth(9)).to_be_visible(timeout=SLOW_TIMEOUT)
+    expect(page.get_by_role("tab").nth(len(ARRIVAL) - 1)).to_be_visible(timeout=SLOW_TIMEOUT)
     names = [t.inner_text().strip() for t in page.get_by_role("tab").all()]
     assert names == list(ARRIVAL)
     for name in names:
