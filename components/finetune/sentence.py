@@ -105,7 +105,7 @@ def build_sentence_sections(search_model: gr.Dropdown) -> None:
         with gr.Row():
             s_model = gr.Dropdown(choices, value=default, label="Encoder (a copy is trained)")
             loss = gr.Radio(list(SENTENCE_LOSSES), value="triplet", label="Loss")
-            margin = gr.Number(value=0.5, minimum=0, maximum=4, label="Margin (triplet ≤ 4, contrastive ≤ 2)")
+            margin = gr.Number(value=0.5, precision=2, label="Margin (triplet ≤ 4, contrastive ≤ 2)")
             steps = gr.Number(value=300, precision=0, label="Steps (≤ 1000; stops after 60 s)")
             seed = gr.Number(value=0, precision=0, label="Seed")
         with gr.Row():
