@@ -8,6 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The four training steps' default runs: short, so that each opens computed within seconds
+# on two CPU cores (the app computes them in the background after start-up); the full
+# sections of the Fine-tuning & search tab run longer.
+SENTENCE_STEPS = 60  # batches of 16 triplets (anchor, positive, negative)
+PAIR_EPOCHS, PAIR_TRAIN = 20, 800  # probe epochs over that many training pairs
+SPAN_STEPS, SPAN_RATE = 60, 1e-3  # batches of 16 questions; the Fine-tuning tab's rate is 1e-4
+DISTILL_STEPS, DISTILL_STUDENT = 30, "1x64"  # per student, batches of 32 sentences
+# No lesson run trains longer, whatever steps are asked for; the defaults need far less on an
+# idle machine, and this much on a loaded one (a run cut short would show fewer steps).
+LESSON_SECONDS = 120
+
 
 @dataclass(frozen=True)
 class Step:
@@ -21,7 +32,7 @@ class Step:
 
 TAB_LABEL = "Lessons"
 INTRO = (
-    "## Lessons: how an encoder works, in nine steps\n"
+    "## Lessons: how an encoder works, in thirteen steps\n"
     "Each step explains one idea and opens a live view already computed on an example. Edit "
     "its inputs and press its button to recompute; then answer the check-yourself question "
     "before you reveal the answer. Go in order with **Previous / Next**, or jump with the "
@@ -32,6 +43,9 @@ WAITING = (
     "This step needs a model that is not available on this machine: {what}. The step "
     "opens when one is (the mini zoo trained into `weights/zoo/`, or a Hub model cached)."
 )
+NEEDS = "a model with the head this step uses"
+LIVE_STEPS = ("sentence-encoder", "sentence-pairs", "span-head", "distillation")  # they train a model live
+LIVE_NEEDS = "a small encoder to train live (one of the mini zoo's, with a masked-LM head)"
 
 STEPS = (
     Step(
@@ -174,6 +188,95 @@ STEPS = (
         "That the information separating the classes is already there, readable by a linear "
         "layer: pre-training learned it without these labels.",
     ),
+    Step(
+        "sentence-encoder",
+        "From encoder to sentence encoder: siamese training",
+        "Mean-pooled vectors of an encoder trained only on masked-LM are **not a metric space**: "
+        "nothing asked two sentences of the same meaning to land close. **Sentence-BERT** runs the "
+        "*same* encoder (shared weights: a siamese network) on an anchor a, a positive p and a "
+        "negative n, and trains it with the **triplet loss** max(0, ‖a − p‖² − ‖a − n‖² + margin) on "
+        "unit vectors: the anchor must be closer to its positive than to its negative by the margin. "
+        "The triplets come from WordNet 3.0: two usage examples of one sense (synset) are anchor and "
+        "positive; the negative is an example of another sense of the same word (or of a random "
+        "sense). A **copy** of the model is trained (the shared one never changes), then scored on "
+        "the senses of words **never trained on**: the matrices show a few of them before and after, "
+        "and the ROC AUC is the chance that a same-sense pair scores above a different-sense pair. "
+        f"This is a short run: {SENTENCE_STEPS} steps of 16 triplets ({SENTENCE_STEPS * 48:,} sentences "
+        "encoded), a few seconds on two CPU cores; the Fine-tuning & search tab runs up to 1000 steps. "
+        "Your own groups below are scored with the model before and with the copy after.",
+        "Switch to the contrastive loss, or triple the steps: does the held-out AUC rise further?",
+        "With margin 0.5, a triplet's squared distances are ‖a − p‖² = 0.8 and ‖a − n‖² = 1.0. What is "
+        "its loss? And once the negative has moved to ‖a − n‖² = 1.5?",
+        "max(0, 0.8 − 1.0 + 0.5) = 0.3: the negative is not yet farther than the positive by the margin, "
+        "so the triplet pulls p in and pushes n away. At 1.5: max(0, 0.8 − 1.5 + 0.5) = max(0, −0.2) = 0: "
+        "the margin is met and the triplet gives no gradient; only triplets still inside the margin "
+        "teach (that is why hard negatives, such as another sense of the same word, help).",
+    ),
+    Step(
+        "sentence-pairs",
+        "Sentence pairs: [CLS] A [SEP] B [SEP] → a label",
+        "Many tasks read two texts: is B a paraphrase of A, does B follow from A, does B define A? "
+        "BERT reads both in **one input**, `[CLS] A [SEP] B [SEP]`, and adds a **segment (token "
+        "type) embedding** to every token: 0 for A's, 1 for B's. Attention then mixes the two "
+        "sentences in every layer, and one linear head on the [CLS] state gives the label (C × d + C "
+        "parameters, as transformers' `*ForSequenceClassification`). Here the task is "
+        "*definition-match*: does WordNet give B as a sense of the word A? The negatives are other "
+        "words' definitions, and the held-out words are never trained on. A head must beat its "
+        "**majority baseline**, the score of always answering the most frequent label. This is a "
+        f"short run: a probe on the frozen encoder, {PAIR_EPOCHS} epochs over {PAIR_TRAIN} training "
+        "pairs, a few seconds on two CPU cores.",
+        "Give A a word and B the definition of a different word: does the head say “other”?",
+        "The model's hidden size is d = 128 and the task has 2 labels. How many parameters does the "
+        "head have? If 50 % of the held-out pairs are “match”, what accuracy shows the head read "
+        "nothing from the pair?",
+        "2 × 128 + 2 = 258 (a weight per label and dimension, one bias per label). 50 %: always "
+        "answering one label scores exactly its share, so only the points above 50 % come from "
+        "reading A and B together.",
+    ),
+    Step(
+        "span-head",
+        "Extractive QA: a start and an end over the context",
+        "To answer a question from a text, a **span head** gives every token of the input "
+        "`[CLS] question [SEP] context [SEP]` two logits: a start and an end score (one linear layer, "
+        "2 × d + 2 parameters, transformers' `qa_outputs`). A softmax over the context's tokens "
+        "turns each into a probability; the answer is the span with the best P(start) × P(end), its "
+        "end not before its start. The questions are **templated** by the project from structured "
+        "records (a country's capital, an element's symbol, a word's definition), held out by "
+        "entity, so no held-out answer was ever trained on. Scores: exact match and token F1, "
+        "against two baselines that read no question (the first noun phrase, the longest word). "
+        f"This is a short run: a copy fine-tuned {SPAN_STEPS} steps of 16 questions "
+        f"({SPAN_STEPS * 16:,} questions read) at learning rate {SPAN_RATE:g} (this model is small), "
+        "a few seconds on two CPU cores.",
+        "Ask “Which part of the world is Peru in?” with the same context: do the start and end "
+        "bars move to “South America”?",
+        "Why choose the span with the best P(start) × P(end) with start ≤ end, rather than the best "
+        "start and the best end taken separately?",
+        "The two heads score independently: the best end can fall before the best start (no span "
+        "at all) or far after it. Scoring every pair with start ≤ end (and a length limit) picks "
+        "the most likely valid span; multiplying the probabilities adds the logits.",
+    ),
+    Step(
+        "distillation",
+        "Distillation: what do soft targets buy?",
+        "DistilBERT's idea: a small **student** learns from a big **teacher**'s outputs, not only "
+        "from the data. At each masked position the teacher gives a whole distribution over the "
+        "vocabulary; softened by a temperature T, it is the student's **soft target**: the loss is "
+        "α · T² · KL(teacher ‖ student) + (1 − α) · MLM. To see what that buys, two students with the "
+        "**same seed, initial weights, batches and masks** train for the **same steps**: one with "
+        "the soft targets, one on masked-LM alone; both are scored on the same held-out sentences. "
+        "The students are tiny and start from random weights (DistilBERT also copied the teacher's "
+        f"layers). This is a short run: {DISTILL_STEPS} steps of 32 sentences per student "
+        f"({DISTILL_STEPS * 32:,} sentences each), some seconds on two CPU cores (the teacher reads "
+        "every batch too); at this length the students have only begun to learn.",
+        "Set α to 1 (soft targets only), or raise the temperature: which student wins now?",
+        "Why does a teacher's distribution carry more information per masked position than the "
+        "one-hot label of the original token?",
+        "The label says only which token was right: every other token gets the same 0. The "
+        "teacher's distribution also ranks the others, e.g. “dog” 0.6, “puppy” 0.3, “cat” 0.05, "
+        "“engine” ≈ 0: which wrong answers are nearly right. A temperature above 1 lifts those "
+        "small probabilities so the student sees them. So each position teaches how the whole "
+        "vocabulary relates to the context, not one answer.",
+    ),
 )
 
 ENCODER_DECODER_TEXT = "The [MASK] barked at the postman all night."
@@ -192,3 +295,13 @@ POOLING_SENTENCES = (
 SEARCH_QUERY = "The whale dived under the ship."
 HEAD_TASK = "fiction-speech"
 HEAD_SENTENCE = "The President asked Congress to pass the budget before the end of the year."
+SENTENCE_GROUPS = (
+    "She sat on the bank of the river.\nThe boat drifted towards the muddy bank.\n\n"
+    "He paid the cheque into the bank.\nThe bank lent them money for a house.\n\n"
+    "The plant needs water every day.\nShe grew tomatoes in the garden."
+)
+PAIR_TASK = "definition-match"
+PAIR_A = "volcano"
+PAIR_B = "a mountain formed by lava and ash"
+SPAN_QUESTION = "What is the capital of Peru?"
+SPAN_CONTEXT = "Peru lies in South America, and its capital is Lima."

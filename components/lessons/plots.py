@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..shell.common import quoted
+from ..shell.common import escape, quoted
 
 
 def encoder_decoder_note(model_key: str, top_guess: str) -> str:
@@ -38,3 +38,18 @@ def pair_frame(rows, column: str) -> pd.DataFrame:
 def search_note(model_key: str, hits: int, corpus_size: int, pooling: str) -> str:
     return (f"`{model_key}`, last layer. Search: the {hits} closest of {corpus_size:,} held-out corpus "
             f"sentences, {pooling} pooling, exact FAISS index.")
+
+
+def sentence_encoder_note(result, scores) -> str:
+    """The held-out gain, and your groups' ROC AUC before and after (``scores``: (before, after) or None)."""
+    note = (f"**Held-out ROC AUC {result.before.auc:.3f} → {result.after.auc:.3f} ({result.auc_gain:+.3f})** on "
+            f"{result.heldout_groups} WordNet senses of words never trained on; {result.steps_done} steps of "
+            f"{result.batch_size} {'triplets' if result.loss == 'triplet' else 'pairs'}, {result.training_seconds:.0f} s of training.  \n")
+    if scores is None:
+        note += "Your sentences: no score (write two groups or more, one with two sentences or more).  \n"
+    else:
+        before, after = scores
+        note += (f"Your groups: ROC AUC {before.auc:.3f} with `{result.model_key}` → {after.auc:.3f} with its trained "
+                 f"copy `{escape(result.encoder_key)}` (usable in the Embeddings tab and in search while the "
+                 "server runs).  \n")
+    return note + f"*{escape(result.note)}*"

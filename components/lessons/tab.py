@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
-from models import MAX_TEXT_CHARS, first_capable, list_models
+from models import MAX_TEXT_CHARS, SENTENCE_LOSSES, first_capable, list_models
 
 from ..shell.common import api_parameters, escape, readable_errors
 from ..shell.deep_links import LinkTarget, model_shape
@@ -39,7 +39,12 @@ def step_models(models) -> dict[str, str | None]:
     """The model each step runs, chosen by what the step needs."""
     pair = next((m.key for m in sorted(models, key=lambda m: m.pair_head != "nsp")  # NSP first, then SOP
                  if m.available and m.can("pair")), None)
+    # the live-training steps: a small encoder trained here (the mini zoo), with an MLM head (a
+    # distillation teacher), BERT's first (segment embeddings for the pair step)
+    live = next((m.key for m in sorted(models, key=lambda m: m.family != "bert")
+                 if m.available and m.miniature and m.can("mlm")), None)
     return {
+        "live": live,
         "mlm": first_capable(models, "mlm"),
         "any": first_capable(models, "any"),
         "attention": first_capable(models, "attention"),
@@ -133,6 +138,40 @@ def _build_views(keys: dict):
     s.outputs = [gr.Plot(label="Training and held-out accuracy"), gr.Markdown(), gr.HTML()]
     yield s
 
+    s = StepView("sentence-encoder", _bound(views.sentence_encoder, keys["live"]))
+    s.main_text = _text("Your sentences (a blank line starts a new group)", copy.SENTENCE_GROUPS, 7)
+    with gr.Row():
+        s.inputs = [s.main_text, gr.Radio(list(SENTENCE_LOSSES), value="triplet", label="Loss"),
+                    gr.Number(value=0.5, precision=2, minimum=0, maximum=4, label="Margin"),
+                    gr.Number(value=copy.SENTENCE_STEPS, precision=0, minimum=1, maximum=1000, label="Steps"),
+                    gr.Number(value=0, precision=0, minimum=0, label="Seed")]
+    s.outputs = [gr.Plot(label="Loss per step"), gr.Plot(label="Held-out similarity, before and after"),
+                 gr.Markdown()]
+    yield s
+
+    s = StepView("sentence-pairs", _bound(views.sentence_pair_head, keys["live"]))
+    s.main_text = _text("A (a word)", copy.PAIR_A)
+    s.inputs = [gr.Textbox(value=copy.PAIR_TASK, visible=False), s.main_text,
+                _text("B (a definition)", copy.PAIR_B)]
+    s.outputs = [gr.Plot(label="Pair head: training and held-out accuracy"), gr.Markdown(), gr.HTML()]
+    yield s
+
+    s = StepView("span-head", _bound(views.span_head, keys["live"]))
+    s.main_text = _text("Question", copy.SPAN_QUESTION)
+    s.inputs = [s.main_text, _text("Context", copy.SPAN_CONTEXT, 2),
+                gr.Number(value=copy.SPAN_STEPS, precision=0, minimum=1, maximum=2000, label="Training steps")]
+    s.outputs = [gr.Plot(label="P(start) and P(end) per context token"), gr.HTML(), gr.Markdown()]
+    yield s
+
+    s = StepView("distillation", _bound(views.distillation, keys["live"]))
+    s.main_text = gr.Number(value=copy.DISTILL_STEPS, precision=0, minimum=1, maximum=2000,
+                            label="Steps per student")
+    with gr.Row():
+        s.inputs = [s.main_text, gr.Slider(0.05, 1, value=0.5, step=0.05, label="alpha (soft-target share)"),
+                    gr.Slider(0.5, 10, value=2, step=0.5, label="Temperature")]
+    s.outputs = [gr.Plot(label="Both students"), gr.Markdown()]
+    yield s
+
 
 def _step(slug: str) -> int:
     return SLUGS.index(slug) if slug in SLUGS else 0
@@ -150,7 +189,7 @@ def step_text(slug: str, waiting: bool = False) -> str:
     step = copy.STEPS[_step(slug)]
     text = f"### Step {_step(slug) + 1} of {len(SLUGS)}: {step.title}\n{step.text}"
     if waiting:
-        text += "\n\n" + copy.WAITING.format(what="a model with the head this step uses")
+        text += "\n\n" + copy.WAITING.format(what=copy.LIVE_NEEDS if slug in copy.LIVE_STEPS else copy.NEEDS)
     return text + f"\n\n**Try this:** {step.try_this}"
 
 

@@ -12,10 +12,13 @@ import random
 
 from models import (
     EncoderLabError,
+    answer_span,
     classify,
+    classify_pair,
     compare_fill_mask,
     compare_poolings,
     default_selection,
+    distill,
     explain_masked_position,
     extract_attention,
     fill_mask,
@@ -23,14 +26,20 @@ from models import (
     head_model_key,
     heldout_sentences,
     input_embeddings,
+    live_heads,
     masked_lm_loss,
     next_sentence,
     parse_groups,
     search,
+    sentence_encoders,
     sentence_order,
     separation_score,
+    similarity,
     simulate_masking,
     train_classifier,
+    train_pair_classifier,
+    train_sentence_encoder,
+    train_span_head,
     zoo_comparison,
 )
 
@@ -40,12 +49,13 @@ from ..compare.copy import ZOO_MISSING
 from ..embeddings import plots as embeddings_plots
 from ..fill_mask import plots as fill_mask_plots
 from ..finetune import plots as finetune_plots
+from ..finetune import sentence_plots
 from ..finetune.copy import TOKEN_COLOURS
 from ..masking import objectives_plots, plots as masking_plots
 from ..shell.common import error_figure
 from ..shell.view_cache import cached_view
 from ..views import arithmetic_plots, input_embeddings_plots
-from . import plots
+from . import copy, plots
 
 
 @cached_view()
@@ -149,14 +159,87 @@ def _probe(model_key: str, task: str):
     return train_classifier(model_key, task, pooling="mean", freeze=True)
 
 
-def fine_tuning(model_key: str, task: str, sentence: str):
-    """A probe on the frozen encoder (trained once per process), then your sentence."""
-    result = _probe(model_key, task)
+def _head_kept(result) -> bool:
     try:
         head_model_key(result.head_id)  # still in the core's small store of trained heads?
-    except EncoderLabError:  # pushed out by other trainings: train again
-        _probe.cache_clear()
-        result = _probe(model_key, task)
+    except EncoderLabError:  # pushed out by other trainings
+        return False
+    return True
+
+
+def fine_tuning(model_key: str, task: str, sentence: str):
+    """A probe on the frozen encoder (trained once per process), then your sentence."""
+    result = _kept(_probe, _head_kept, model_key, task)
     answer = classify(result.head_id, sentence)  # a bad sentence's error is the user's, once
     return (finetune_plots.training_curves(result), finetune_plots.summary_markdown(result),
             finetune_plots.classification_html(answer, TOKEN_COLOURS))
+
+
+# --- the four live-training steps: each run kept per settings; the trained copy or head is
+# held in the core's small store, so a view asked again after it was pushed out trains again
+
+
+def _kept(run, usable, *args):
+    """``run(*args)`` (cached), trained again when ``usable(result)`` says its copy is gone."""
+    result = run(*args)
+    if not usable(result):
+        run.cache_clear()
+        result = run(*args)
+    return result
+
+
+@cached_view(maxsize=4)
+def _sentence_run(model_key: str, loss: str, margin, steps, seed):
+    return train_sentence_encoder(model_key, loss=loss, margin=margin, steps=steps, seed=seed,
+                                  max_seconds=copy.LESSON_SECONDS)
+
+
+@cached_view()
+def sentence_encoder(model_key: str, sentences_text: str, loss: str, margin: float, steps: float, seed: float):
+    """A copy trained as a sentence encoder (once per settings); your groups scored before and after."""
+    sentences, groups, topics = parse_groups(sentences_text)
+    before = similarity(model_key, sentences).matrix  # a bad input fails here, before any training
+    result = _kept(_sentence_run, lambda r: r.encoder_key in sentence_encoders(),
+                   model_key, loss, margin, int(steps or 0), int(seed or 0))
+    scores = None
+    if 1 < len(set(groups)) < len(groups):
+        after = similarity(result.encoder_key, sentences).matrix
+        scores = (separation_score(before, groups, topics), separation_score(after, groups, topics))
+    return (sentence_plots.sentence_loss_chart(result), sentence_plots.similarity_before_after(result),
+            plots.sentence_encoder_note(result, scores))
+
+
+@cached_view(maxsize=4)
+def _pair_run(model_key: str, task: str):
+    return train_pair_classifier(model_key, task, freeze=True, epochs=copy.PAIR_EPOCHS, seed=0,
+                                 train_size=copy.PAIR_TRAIN, max_seconds=copy.LESSON_SECONDS)
+
+
+def sentence_pair_head(model_key: str, task: str, text_a: str, text_b: str):
+    """A pair head trained once per process (a probe on [CLS]), then your pair classified."""
+    result = _kept(_pair_run, lambda r: r.head_id in live_heads(), model_key, task)
+    answer = classify_pair(result.head_id, text_a, text_b)
+    return (finetune_plots.training_curves(result), sentence_plots.pair_summary(result),
+            sentence_plots.pair_html(answer))
+
+
+@cached_view(maxsize=2)
+def _span_run(model_key: str, steps):
+    return train_span_head(model_key, steps=steps, seed=0, learning_rate=copy.SPAN_RATE,
+                           max_seconds=copy.LESSON_SECONDS)
+
+
+def span_head(model_key: str, question: str, context: str, steps: float):
+    """A span head fine-tuned on a copy (once per step count), then your question answered."""
+    result = _kept(_span_run, lambda r: r.head_id in live_heads(), model_key, int(steps or 0))
+    answer = answer_span(result.head_id, question, context)
+    return (sentence_plots.span_chart(answer), sentence_plots.span_html(answer),
+            sentence_plots.span_summary(result))
+
+
+@cached_view()
+def distillation(teacher_key: str, steps: float, alpha: float, temperature: float):
+    """Two students, the same seed, data and steps: soft targets + MLM vs MLM alone."""
+    result = distill(teacher_key, copy.DISTILL_STUDENT, steps=steps, alpha=alpha, temperature=temperature, seed=0,
+                     max_seconds=copy.LESSON_SECONDS)
+    return sentence_plots.distill_chart(result), sentence_plots.distill_summary(result)

@@ -10,7 +10,9 @@ processed (``LIVE``: ``EncoderLabBlocks.process_api`` holds it for every event),
 thread runs at the lowest CPU priority, so the first fill-mask answer is not slowed by it.
 A view that fails (a model that cannot load here) is skipped; its tab says why on arrival.
 
-``ENCODER_LAB_WARM=0`` turns it off. Under ZeroGPU (``spaces`` installed) it stays off: the
+The Lessons' live-training steps train short runs here; they run as ``background_runs``, so a
+user's training request that arrives meanwhile waits for one instead of being told the
+process is busy. ``ENCODER_LAB_WARM=0`` turns it off. Under ZeroGPU (``spaces`` installed) it stays off: the
 GPU is lent per request there, and a background call outside one would fail or use quota.
 """
 
@@ -21,6 +23,8 @@ import os
 import threading
 import time
 from contextlib import contextmanager
+
+from models import background_runs
 
 log = logging.getLogger("encoder_lab")
 
@@ -111,7 +115,8 @@ def warm_in_background(plan) -> threading.Thread | None:
         except (AttributeError, OSError):
             pass
         start = time.monotonic()
-        done = warm(plan)
+        with background_runs():  # the Lessons' training runs give way to a user's run
+            done = warm(plan)
         log.info("first views: %d of %d computed in %.1f s", sum(ok for _, ok in done), len(done),
                  time.monotonic() - start)
 

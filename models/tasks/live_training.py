@@ -20,26 +20,50 @@ from ..errors import CapabilityError, InputError
 MAX_LIVE_PARAMETERS = 40_000_000  # all-MiniLM-L6-v2 is 22.7 M; BERT-base (110 M) is refused
 MAX_LIVE_SECONDS = 300  # no live run lasts longer, whatever its steps
 
+BACKGROUND_WAIT_S = 120  # how long a request waits for a background run to end (they take seconds)
+
 _RUN_LOCK = threading.Lock()
 _STOP = threading.Event()
 _running: list[str] = []  # what the current run is, for the busy message
+_holder_background = [False]  # is the current run a background one (``background_runs``)?
+_thread = threading.local()  # .background: runs started on this thread give way
+
+
+@contextmanager
+def background_runs():
+    """Runs started inside this block, on this thread, give way to requests.
+
+    For the app's warm-up, which computes the Lessons' default views (short runs) right after
+    start-up: a request that finds such a run holding the slot waits for it to end (at most
+    ``BACKGROUND_WAIT_S``) instead of being told the process is busy, and a stop request leaves
+    it alone (its result is kept as a default view; a stopped one would be kept too).
+    """
+    _thread.background = True
+    try:
+        yield
+    finally:
+        _thread.background = False
 
 
 @contextmanager
 def exclusive_run(what: str):
-    """Hold the process's one live-training slot; an InputError says what runs when it is taken."""
+    """Hold the process's one live-training slot; an InputError says what runs when it is taken
+    (a background run is waited for instead)."""
     if not _RUN_LOCK.acquire(blocking=False):
-        running = _running[0] if _running else "another training run"
-        raise InputError(
-            f"Busy: {running} is running in this process (one training run at a time). "
-            "Wait for it to end or stop it (stop_live_training), then try again."
-        )
+        if not (_holder_background[0] and _RUN_LOCK.acquire(timeout=BACKGROUND_WAIT_S)):
+            running = _running[0] if _running else "another training run"
+            raise InputError(
+                f"Busy: {running} is running in this process (one training run at a time). "
+                "Wait for it to end or stop it (stop_live_training), then try again."
+            )
     _STOP.clear()
     _running[:] = [what]
+    _holder_background[0] = getattr(_thread, "background", False)
     try:
         yield
     finally:
         _running.clear()
+        _holder_background[0] = False
         _STOP.clear()
         _RUN_LOCK.release()
 
@@ -49,6 +73,9 @@ def stop_live_training() -> str:
     after its current step; it returns what it has so far."""
     if not _RUN_LOCK.locked():
         return "No live training run is running."
+    if _holder_background[0]:
+        return (f"Nothing to stop: {_running[0] if _running else 'the run'} is the app computing a lesson's "
+                "default view; it ends in seconds, and a training run asked for meanwhile waits for it.")
     _STOP.set()
     return f"Stop requested: {_running[0] if _running else 'the run'} ends after its current step."
 
@@ -114,6 +141,9 @@ def parameter_count(module: torch.nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
+_STORES: list["HeadStore"] = []  # every store, for ``live_heads``
+
+
 class HeadStore:
     """Trained heads kept in this process by id (the last ``size``), with their model key."""
 
@@ -122,6 +152,11 @@ class HeadStore:
         self._items: OrderedDict[str, tuple] = OrderedDict()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        _STORES.append(self)
+
+    def ids(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(self._items)
 
     def keep(self, model, model_key: str, *name: str) -> str:
         head_id = f"{self.prefix}:{'/'.join((model_key, *name))}/{next(self._ids)}"
@@ -138,3 +173,9 @@ class HeadStore:
                 raise InputError(f"No trained {self.prefix} head {head_id!r} in this process (the last "
                                  f"{self.size} are kept): train one with {self.trainer} first.")
             return self._items[head_id]
+
+
+def live_heads() -> tuple[str, ...]:
+    """The ids of the pair and span heads trained in this process and still kept (older ones
+    are pushed out by newer ones: a caller holding an id can check it is still usable)."""
+    return tuple(head_id for store in _STORES for head_id in store.ids())

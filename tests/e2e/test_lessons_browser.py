@@ -18,7 +18,9 @@ from view_checks import computed, wait_computed
 EXPECTED = {
     "encoder-vs-decoder": (2, 0), "tokens-embeddings": (1, 1), "attention": (1, 0), "masking": (0, 0),
     "mlm-loss": (0, 2), "nsp": (0, 1), "variants": (1, 2), "pooling-retrieval": (1, 2), "fine-tuning": (1, 0),
+    "sentence-encoder": (2, 0), "sentence-pairs": (1, 0), "span-head": (1, 0), "distillation": (1, 0),
 }
+LAST = len(copy.STEPS)
 
 
 def step_group(page, slug):
@@ -29,7 +31,7 @@ def open_lessons(page):
     tab = page.get_by_role("tab", name="Lessons", exact=True)
     tab.click()
     expect(tab).to_have_attribute("aria-selected", "true", timeout=SLOW_TIMEOUT)
-    expect(page.locator("#lesson-text")).to_contain_text("Step 1 of 9", timeout=SLOW_TIMEOUT)
+    expect(page.locator("#lesson-text")).to_contain_text(f"Step 1 of {LAST}", timeout=SLOW_TIMEOUT)
 
 
 def test_walk_the_lesson_from_first_to_last_step(page):
@@ -39,7 +41,7 @@ def test_walk_the_lesson_from_first_to_last_step(page):
     for number, step in enumerate(copy.STEPS, 1):
         if number > 1:
             page.get_by_role("button", name="Next →", exact=True).click()
-        expect(page.locator("#lesson-text")).to_contain_text(f"Step {number} of 9: {step.title}", timeout=SLOW_TIMEOUT)
+        expect(page.locator("#lesson-text")).to_contain_text(f"Step {number} of {LAST}: {step.title}", timeout=SLOW_TIMEOUT)
         group = step_group(page, step.slug)
         expect(group).to_be_visible()
         for other in copy.STEPS:  # one step's view at a time
@@ -53,8 +55,10 @@ def test_walk_the_lesson_from_first_to_last_step(page):
         assert len(found["tables"]) >= tables and all(rows > 0 for rows in found["tables"][:tables]), (step.slug, found)
         if step.slug == "masking":
             expect(group).to_contain_text("MASK", timeout=SLOW_TIMEOUT)  # the strip marks the masked tokens in text too
-        if step.slug == "fine-tuning":
-            expect(group).to_contain_text("held-out", timeout=SLOW_TIMEOUT)
+        if step.slug in ("fine-tuning", "sentence-encoder", "span-head", "distillation"):
+            expect(group).to_contain_text(re.compile("held-out", re.IGNORECASE), timeout=SLOW_TIMEOUT)
+        if step.slug == "sentence-pairs":
+            expect(group).to_contain_text("majority baseline", timeout=SLOW_TIMEOUT)
         # the question is there, its answer hidden until asked for
         question = group.get_by_text(f"Check yourself: {step.question}")
         expect(question).to_be_visible()
@@ -65,7 +69,7 @@ def test_walk_the_lesson_from_first_to_last_step(page):
     question.click()
     expect(step_group(page, copy.STEPS[-1].slug).get_by_text(copy.STEPS[-1].answer[:40])).to_be_visible()
     previous.click()
-    expect(page.locator("#lesson-text")).to_contain_text(f"Step 8 of 9", timeout=SLOW_TIMEOUT)
+    expect(page.locator("#lesson-text")).to_contain_text(f"Step {LAST - 1} of {LAST}", timeout=SLOW_TIMEOUT)
     # every step's view has been drawn: no element id twice on the page (a group's elem_id was).
     # Plotly's are left out: each chart's modebar logo is an SVG with <g id="symbol">, and each
     # plotly.js copy adds a <style id="plotly.js-style-global">.
@@ -81,7 +85,7 @@ def test_jump_to_a_step_and_recompute_it(page):
     open_lessons(page)
     page.locator("#lesson-step input").first.click()
     page.get_by_role("option", name=re.compile(r"^3\. Attention")).click()
-    expect(page.locator("#lesson-text")).to_contain_text("Step 3 of 9", timeout=SLOW_TIMEOUT)
+    expect(page.locator("#lesson-text")).to_contain_text(f"Step 3 of {LAST}", timeout=SLOW_TIMEOUT)
     group = step_group(page, "attention")
     expect(group.locator(".gtitle")).to_contain_text("layer 2, head 0", timeout=SLOW_TIMEOUT)
     text = group.get_by_label("Text", exact=True)
