@@ -28,7 +28,7 @@ from models import (
     word_in_context,
 )
 
-from ..shell.common import model_choices, quoted, readable_errors
+from ..shell.common import encoder_choices, quoted, readable_errors
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
@@ -41,10 +41,18 @@ CSV_KEEP = 100  # the newest CSV files kept; older ones are deleted when one is 
 
 
 def model_picker() -> tuple[list[tuple[str, str]], str | None]:
-    """(label, key) of every registry model, usable ones first, and the default key."""
+    """(label, key) of every registry model, usable ones first, then the sentence encoders
+    trained in this process; and the default key."""
     models = list_models()
     default = first_capable(models, "embeddings") or first_capable(models, "any")
-    return model_choices(models), default
+    return encoder_choices(models), default
+
+
+def refresh_models():
+    """Both model pickers' entries as they are now, with the sentence encoders trained since the
+    page was built (the ``embeddings_models`` API; run when the tab is selected)."""
+    choices = model_picker()[0]
+    return gr.update(choices=choices), gr.update(choices=choices)
 
 
 def _csv_file(frame, folder: Path | None = None, keep: int | None = None) -> str:
@@ -192,6 +200,7 @@ def build_embeddings_tab() -> LinkTarget:
         gr.Markdown(copy.WORD_SCATTER_HELP)
         word_inputs, word_outputs = [word_sentences, word, word_model, word_layer], [layer_plot, scatter, word_summary]
         trace.click(run_word, inputs=word_inputs, outputs=word_outputs, api_name="word_in_context")
+        tab.select(refresh_models, None, [model, word_model], api_name="embeddings_models", queue=False)
         views = [(run_similarity, [sentences, model, layer], [heatmaps, summary, table, csv]),
                  (run_word, word_inputs, word_outputs)]
         return LinkTarget("embeddings", tab, {"text": sentences, "model": model, "layer": layer}, views)

@@ -17,14 +17,13 @@ from models import (
     distill,
     list_models,
     list_pair_tasks,
-    sentence_encoders,
     stop_live_training,
     train_pair_classifier,
     train_sentence_encoder,
     train_span_head,
 )
 
-from ..shell.common import HEAVY, error_figure, model_choices, readable_errors
+from ..shell.common import HEAVY, encoder_choices, error_figure, model_choices, readable_errors
 from ..shell.server import on_gpu
 from . import sentence_copy as copy
 from . import plots as finetune_plots
@@ -42,7 +41,12 @@ def _small_models():
 
 def search_choices():
     """The search picker's entries: the registry's models, then the sentence encoders trained here."""
-    return model_choices(list_models()) + [(f"{k} (trained here)", k) for k in sentence_encoders()]
+    return encoder_choices(list_models())
+
+
+def refresh_search_models():
+    """The search picker's entries now (the ``search_models`` API; run when the tab is selected)."""
+    return gr.update(choices=search_choices())
 
 
 @on_gpu

@@ -24,7 +24,7 @@ from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
 from . import copy
 from . import plots
-from .sentence import build_sentence_sections
+from .sentence import build_sentence_sections, refresh_search_models, search_choices
 
 DEFAULT_QUERY = "The whale dived under the ship and the sailors cried out."
 DEFAULT_SENTENCE = "The President asked Congress to pass the budget before the end of the year."
@@ -152,7 +152,7 @@ def build_finetune_tab() -> LinkTarget:
         gr.Markdown(copy.SEARCH_HELP)
         with gr.Row():
             query = gr.Textbox(label="Query", value=DEFAULT_QUERY, max_length=MAX_TEXT_CHARS, scale=3)
-            search_model = gr.Dropdown(choices, value=default, label="Model", scale=2)
+            search_model = gr.Dropdown(search_choices(), value=default, label="Model", scale=2)
         with gr.Row():
             search_pooling = gr.Radio(["mean", "cls"], value="mean", label="Pooling")
             index = gr.Radio(["exact", "ann"], value="exact", label="Index")
@@ -168,5 +168,6 @@ def build_finetune_tab() -> LinkTarget:
         report_button.click(run_report, [search_model, search_pooling, k], report, api_name="retrieval_report",
                             **HEAVY)
         build_sentence_sections(search_model)
+        tab.select(refresh_search_models, None, search_model, api_name="search_models", queue=False)
         links = {"text": query, "model": search_model, "pooling": search_pooling, "k": k}
         return LinkTarget("fine-tuning-search", tab, links, [(run_search, search_inputs, [hits, search_note])])

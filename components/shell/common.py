@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import torch
 
-from models import EncoderLabError
+from models import EncoderLabError, sentence_encoders
 
 log = logging.getLogger("encoder_lab")
 
@@ -135,6 +135,12 @@ def model_choices(models, need_mlm: bool = False, by_key: bool = False,
     if usable_first:
         models = sorted(models, key=lambda m: (need_mlm and not m.can("mlm"), not m.available, not m.embedded))
     return [(label(m), m.key) for m in models]
+
+
+def encoder_choices(models) -> list[tuple[str, str]]:
+    """``model_choices(models)``, then the sentence encoders trained in this process (their
+    ``sbert:`` keys load until the process ends): the Embeddings tab's and search's pickers."""
+    return model_choices(models) + [(f"{key} (trained here)", key) for key in sentence_encoders()]
 
 
 def api_parameters(fn, names):

@@ -58,3 +58,16 @@ def test_distill_draws_both_students_on_one_chart(client):
     assert "MLM alone" in summary and "soft targets" in summary
     names = [trace["name"] for trace in json.loads(chart["plot"])["data"]]
     assert any(n.startswith("soft targets + MLM") for n in names) and any(n.startswith("MLM alone") for n in names)
+
+
+def test_a_trained_copy_embeds_in_the_embeddings_tab_once_its_pickers_are_refreshed(client):
+    *_, picker = client.predict("mini-bert", "triplet", 0.5, 2, 0, api_name="/train_sentence_encoder")
+    key = picker["value"]
+    text = "A cat sleeps on the sofa.\nA kitten naps on the couch.\n\nShares fell sharply.\nThe market dropped today."
+    with pytest.raises(AppError, match="not in the list of choices"):  # the picker as built, before the copy
+        client.predict(text, key, -1, api_name="/similarity")
+    model, word_model = client.predict(api_name="/embeddings_models")  # what selecting the tab runs
+    assert key in [k for _, k in model["choices"]] and model["choices"] == word_model["choices"]
+    heatmaps, summary, table, _ = client.predict(text, key, -1, api_name="/similarity")
+    assert f"`{key}`" in summary and "4 sentences" in summary and table["data"]
+    assert key in [k for _, k in client.predict(api_name="/search_models")["choices"]]
