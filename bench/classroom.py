@@ -42,6 +42,7 @@ import os
 import random
 import resource
 import statistics
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -435,6 +436,30 @@ def report(stats: Stats, wall_s: float, students: int, mode: str = "type") -> bo
     return all(ok for *_, ok in checks)
 
 
+def run_class_blocking(url: str, students: int, seconds: float, seed: int, mode: str = "type",
+                       burst_requests: int = 10) -> Stats:
+    """``run_class`` from synchronous code, on an event loop of its own thread.
+
+    ``asyncio.run`` refuses to start where the calling thread already has a running loop
+    (a Playwright sync session leaves one behind in a test process); a thread of its own
+    never has one.
+    """
+    out: dict = {}
+
+    def target() -> None:
+        try:
+            out["stats"] = asyncio.run(run_class(url, students, seconds, seed, mode, burst_requests))
+        except BaseException as exc:  # re-raised in the caller's thread
+            out["error"] = exc
+
+    worker = threading.Thread(target=target, name="classroom", daemon=True)
+    worker.start()
+    worker.join()
+    if "error" in out:
+        raise out["error"]
+    return out["stats"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=30)
@@ -461,8 +486,8 @@ def main() -> None:
             server_cpu = cpu_seconds(server_pid) if server_pid else None
             before = resource.getrusage(resource.RUSAGE_SELF)
             start = time.perf_counter()
-            stats = asyncio.run(run_class(url, args.students, args.seconds, args.seed + run - 1, args.mode,
-                                          args.burst_requests))
+            stats = run_class_blocking(url, args.students, args.seconds, args.seed + run - 1, args.mode,
+                                       args.burst_requests)
             wall = time.perf_counter() - start
             report(stats, wall, args.students, args.mode)
             p95s.append(percentile(stats.latency.get(target, [float("inf")]), 95) * 1e3)

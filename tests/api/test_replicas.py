@@ -3,7 +3,6 @@ errors, and every session kept on one replica (the header nginx adds names it)."
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 
 import httpx
@@ -17,7 +16,7 @@ pytestmark = pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is 
 
 def test_a_class_through_two_replicas_gets_answers_with_every_session_pinned(tmp_path):
     with Replicas(2, directory=tmp_path / "replicas") as url:
-        stats = asyncio.run(classroom.run_class(url, students=6, seconds=3, seed=2))
+        stats = classroom.run_class_blocking(url, students=6, seconds=3, seed=2)
         probe = url + "replica-probe"  # a path the app does not serve: a cheap 404, through nginx all the same
         first = httpx.get(probe, timeout=60)  # a browser's first request: no route cookie yet
         # 24 pages with their own route cookies: the cookie's hash spreads them over both
