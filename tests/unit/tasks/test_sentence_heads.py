@@ -29,7 +29,7 @@ from models import (
     train_span_head,
 )
 from models.embeddings import retrieval
-from models.embeddings.sentence_encoder import contrastive_loss, synset_groups, triplet_loss
+from models.embeddings.sentence_encoder import batch_all_triplet_loss, contrastive_loss, synset_groups, triplet_loss
 from models.registry import catalogue
 from models.tasks import live_training
 from models.tasks.span_heads import first_noun_phrase, load_spans, longest_word, token_f1
@@ -60,6 +60,18 @@ def test_triplet_loss_matches_torch_and_a_hand_computation():
     g = torch.Generator().manual_seed(0)
     x, y, z = (torch.nn.functional.normalize(torch.randn(8, 5, generator=g), dim=-1) for _ in range(3))
     assert float(triplet_loss(x, y, z, 0.7)) == pytest.approx(float(reference(x, y, z)), rel=1e-6)
+
+
+def test_batch_all_triplet_loss_is_the_mean_over_every_triplet_of_the_batch():
+    g = torch.Generator().manual_seed(1)
+    batch = torch.nn.functional.normalize(torch.randn(9, 4, generator=g), dim=-1)  # anchors, positives, negatives
+    groups = ["a", "b", "c", "a", "b", "c", "d", "a", "e"]  # 7 is another sentence of anchor 0's synset
+    anchor, positive = batch[:3], batch[3:6]
+    triplets = [(i, j) for i in range(3) for j in range(9) if groups[j] != groups[i]]
+    expected = sum(float(triplet_loss(anchor[i:i + 1], positive[i:i + 1], batch[j:j + 1], 0.5))
+                   for i, j in triplets) / len(triplets)
+    assert len(triplets) == 3 * 9 - 3 - 3 - 1  # not itself, its positive, nor anchor 0's synset-mate
+    assert float(batch_all_triplet_loss(anchor, positive, batch, groups, 0.5)) == pytest.approx(expected, rel=1e-6)
 
 
 def test_contrastive_loss_matches_a_hand_computation():
