@@ -20,7 +20,7 @@ Without ``--url`` the app is started as a user would (``python app.py`` on a fre
 its CPU time is reported beside the clients'. Prints, per endpoint: requests, p50 / p95 /
 max latency (join to answer), max queue wait (join to start), errors; and the time from a
 student's last keystroke to the prediction for the finished sentence ("settle"). Targets:
-0 errors, live fill-mask p95 <= 500 ms, no request starved (none waits over 2 s to start).
+0 errors, live fill-mask p95 <= 300 ms (issue 27; was 500), no request starved (none waits over 2 s to start).
 
 ``--mode burst``: the teacher's "now everyone try it": every student opens the page, waits
 for the whole class, then sends ``--burst-requests`` live predictions back to back (each
@@ -53,7 +53,7 @@ from scripts.serve_replicas import REPLICA_HEADER
 
 ROUTE_COOKIE = "encoder_lab_route"  # deploy/nginx.conf.template hashes it to a replica
 
-FILL_MASK_TARGET_S = 0.5  # p95 of the live fill-mask answer
+FILL_MASK_TARGET_S = 0.3  # p95 of the live fill-mask answer while the class types (issue 27)
 STARVED_S = 2.0  # a request that waits longer than this to start is starved
 BURST_TARGET_S = 0.5  # p95 of the live answers when the whole class fires at once
 API_BURST_TARGET_S = 1.0  # p95 of one queued API call each, all at once
