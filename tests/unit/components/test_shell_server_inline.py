@@ -23,6 +23,10 @@ def test_gradio_blocks_uses_anyio_only_to_run_steps_in_a_thread():
     assert isinstance(gradio_blocks.anyio, server._InlineCheap)
     assert set(re.findall(r"\banyio\.[\w.]+", inspect.getsource(gradio_blocks))) == {"anyio.to_thread.run_sync"}
     assert server.inline_cheap_processing() is False  # applied once
+    from gradio.components import dataframe  # polars' presence, looked up once
+
+    assert dataframe._is_polars_available() is dataframe._is_polars_available.__wrapped__()  # the same answer
+    assert dataframe._is_polars_available.cache_info().currsize == 1
 
 
 def _demo():
