@@ -7,6 +7,7 @@ token such as ``<s>`` or ``<a href=...>`` would otherwise be markup.
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 
 import pandas as pd
@@ -18,19 +19,22 @@ from models import FillMaskResult
 from ..shell.common import escape, show_token
 
 
+COLUMNS = ["mask", "rank", "token", "probability"]
+
+
+def predictions_table(result: FillMaskResult) -> dict:
+    """The table as rows, ``{"headers": COLUMNS, "data": [[mask, rank, token, probability], ...]}``:
+    what ``gr.Dataframe`` sends for ``predictions_frame`` (a test compares), without pandas."""
+    return {
+        "headers": list(COLUMNS),
+        "data": [[m.index + 1, rank, show_token(p.token), round(p.score, 6)]
+                 for m in result.masks for rank, p in enumerate(m.predictions, start=1)],
+    }
+
+
 def predictions_frame(result: FillMaskResult) -> pd.DataFrame:
     """One row per (mask, rank): mask number, rank, token, probability."""
-    rows = [
-        {
-            "mask": m.index + 1,
-            "rank": rank,
-            "token": show_token(p.token),
-            "probability": round(p.score, 6),
-        }
-        for m in result.masks
-        for rank, p in enumerate(m.predictions, start=1)
-    ]
-    return pd.DataFrame(rows, columns=["mask", "rank", "token", "probability"])
+    return pd.DataFrame(predictions_table(result)["data"], columns=COLUMNS)
 
 
 def fill_mask_figure(result: FillMaskResult) -> go.Figure:
@@ -40,6 +44,18 @@ def fill_mask_figure(result: FillMaskResult) -> go.Figure:
     (``_panels``): validating a fresh ``make_subplots`` figure and its template took
     ~20 ms a call, more than the model (bench/classroom.py's profile), for the same JSON.
     """
+    return go.Figure(_figure(result), _validate=False)
+
+
+def fill_mask_figure_json(result: FillMaskResult) -> str:
+    """``fill_mask_figure(result).to_json()``, the same JSON (a test compares), without the
+    figure object: ``go.Figure`` deep-copies the layout and its template on every call, 4-7 %
+    of the server's samples under a burst of live requests (bench/classroom.py --mode burst)."""
+    return json.dumps(_figure(result), separators=(",", ":"))
+
+
+def _figure(result: FillMaskResult) -> dict:
+    """The figure as plain dicts: ``{"data": [...], "layout": {...}}``."""
     n = len(result.masks)
     skeleton = _panels(n)
     layout = dict(skeleton)
@@ -70,7 +86,7 @@ def fill_mask_figure(result: FillMaskResult) -> go.Figure:
         })
         layout[f"xaxis{axis}"] = {**skeleton[f"xaxis{axis}"], "range": [0, max(scores) * 1.15 or 1]}
     layout["height"] = 80 + n * (40 + 26 * max(len(m.predictions) for m in result.masks))
-    return go.Figure({"data": data, "layout": layout}, _validate=False)
+    return {"data": data, "layout": layout}
 
 
 BAR_COLOUR = "#4c78a8"

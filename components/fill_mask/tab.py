@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import gradio as gr
+from gradio.components.plot import PlotData
 
 from models import (
     MASK_PATTERN,
@@ -66,9 +67,12 @@ def _outputs(result):
         f"`{result.model_key}`"
         + (", **causal mask**: each position saw only its left." if result.causal else ".")
     )
+    # The table as rows and the chart as its JSON: what Gradio would make of a pandas frame
+    # and a plotly figure, made here without either (per answer, under a burst of live
+    # requests; the answers are the same, tests/unit/components/test_fill_mask_and_models_plots.py).
     return (
-        plots.predictions_frame(result),
-        plots.fill_mask_figure(result),
+        plots.predictions_table(result),
+        PlotData(type="plotly", plot=plots.fill_mask_figure_json(result)),
         result.filled_text,
         status,
     )

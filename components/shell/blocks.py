@@ -16,12 +16,13 @@ import logging
 import gradio as gr
 
 from .common import escape
-from .server import lazy_session_configs
+from .server import inline_cheap_processing, lazy_session_configs
 from .session_limit import LIMIT, SessionBusy, limit_queue
 from .warm_views import LIVE
 
 log = logging.getLogger("encoder_lab")
 lazy_session_configs()  # Gradio's per-session config copies, built when read (server.py)
+inline_cheap_processing()  # cheap pre/postprocessing in place, not in a worker thread (server.py)
 
 
 def _label(block) -> str:

@@ -1,5 +1,5 @@
 """Server guards: bounded request bodies, ZeroGPU's ``spaces.GPU`` when it is there, and
-per-request costs of Gradio's taken out (``lazy_session_configs``)."""
+per-request costs of Gradio's taken out (``lazy_session_configs``, ``inline_cheap_processing``)."""
 
 from __future__ import annotations
 
@@ -173,4 +173,81 @@ def lazy_session_configs() -> bool:
     cls.__init__ = __init__
     cls._encoder_lab_original_init = original
     cls._encoder_lab_lazy = True
+    return True
+
+
+# Per value, a component's preprocess/postprocess that costs microseconds: plain type checks
+# and copies (a box's text, a number's bounds, a chart already serialised to JSON, a small
+# table given as rows). Anything else (a pandas frame, a figure object, an image, a file)
+# still goes to a worker thread.
+SMALL = 2000  # rows of a table, segments of a words strip
+
+
+def _cheap(fn, args) -> bool:
+    import gradio as gr
+    from gradio.components.plot import PlotData
+
+    block, name = getattr(fn, "__self__", None), getattr(fn, "__name__", "")
+    if name not in ("preprocess", "postprocess") or len(args) != 1:
+        return False
+    value = args[0]
+    if isinstance(block, (gr.Textbox, gr.Number, gr.Slider, gr.Checkbox, gr.Dropdown, gr.Radio, gr.Markdown,
+                          gr.HTML)):
+        return True
+    if name == "preprocess":
+        return False
+    if isinstance(block, gr.Plot):
+        return value is None or isinstance(value, PlotData)
+    if isinstance(block, gr.Dataframe):
+        return value is None or (isinstance(value, dict) and len(value.get("data", ())) <= SMALL)
+    if isinstance(block, gr.HighlightedText):
+        return value is None or (isinstance(value, list) and len(value) <= SMALL)
+    return False
+
+
+class _InlineCheap:
+    """``anyio`` as ``gradio.blocks`` sees it: ``to_thread.run_sync`` runs a cheap component
+    step (``_cheap``) on the event loop, everything else (handlers included) in a worker thread."""
+
+    def __init__(self, anyio):
+        from types import SimpleNamespace
+
+        self._anyio = anyio
+        self.to_thread = SimpleNamespace(run_sync=self._run_sync)
+
+    def __getattr__(self, name):
+        return getattr(self._anyio, name)
+
+    async def _run_sync(self, fn, *args, **kwargs):
+        if _cheap(fn, args):
+            return fn(*args)
+        return await self._anyio.to_thread.run_sync(fn, *args, **kwargs)
+
+
+def inline_cheap_processing() -> bool:
+    """Cheap pre- and postprocessing of inputs and outputs on the event loop, not in a thread.
+
+    Gradio 6.31 runs every input's ``preprocess`` and every output's ``postprocess`` in a
+    worker thread of its own (``anyio.to_thread.run_sync``): for the live fill-mask event
+    that is 5 + 5 hand-offs per keystroke besides the handler's, each a wake-up of a worker
+    and then of the event loop. Under a burst of 30 students (bench/classroom.py --mode
+    burst, py-spy) those wake-ups (``call_soon_threadsafe``, ``_write_to_self``, the worker
+    queue's ``notify``) were about a fifth of the server's samples, for steps that take
+    microseconds (``str(payload)``, a bounds check). Here they run in place; the handler and
+    any costly step (``_cheap`` says which) still run in a thread. For gradio 6.31's
+    ``gradio.blocks``, whose only use of ``anyio`` is ``to_thread.run_sync``; a test checks
+    that and the answers. Returns whether the patch was applied (once).
+    """
+    import functools
+
+    from gradio import blocks
+    from gradio.components import dataframe
+
+    if isinstance(blocks.anyio, _InlineCheap):
+        return False
+    blocks.anyio = _InlineCheap(blocks.anyio)
+    # A table's postprocess asks three times whether polars is installed, each a search of
+    # sys.path (``importlib.util.find_spec``: 1.6 % of the samples in the same burst). The
+    # answer does not change while the server runs.
+    dataframe._is_polars_available = functools.cache(dataframe._is_polars_available)
     return True

@@ -103,3 +103,20 @@ def test_models_frame_lists_every_model_with_provenance():
     assert len(df) == len(models)
     assert df["provenance"].str.len().min() > 20
     assert df["available here"].str.contains("default").sum() == 1
+
+
+def test_the_live_answers_table_and_chart_are_what_gradio_makes_of_the_frame_and_figure():
+    """The tab hands Gradio rows and the chart's JSON: the page receives the same as from the
+    pandas frame and the plotly figure."""
+    import json
+
+    import gradio as gr
+
+    for masks in ([[("cat", 0.5), ("<s>", 0.25), (" dog", 0.123456789)]],
+                  [[("cat", 0.5), ("dog", 0.25)], [("mat", 0.75)], [("##s", 0.1), ("a", 0.05), ("b", 0.01)]]):
+        result = _result(masks)
+        table = gr.Dataframe(interactive=False)
+        assert (table.postprocess(fill_mask_plots.predictions_table(result)).model_dump()
+                == table.postprocess(fill_mask_plots.predictions_frame(result)).model_dump())
+        assert (json.loads(fill_mask_plots.fill_mask_figure_json(result))
+                == json.loads(gr.Plot().postprocess(fill_mask_plots.fill_mask_figure(result)).plot))

@@ -66,3 +66,30 @@ def test_the_warm_up_waits_while_a_live_request_is_in_progress():
     request.join(10)
     warming.join(10)
     assert ran == [0]  # ran once no request was in progress
+
+
+def test_the_first_visit_bench_opens_every_tab_and_lesson_step_as_the_app_lists_them(demo):
+    """bench/first_visit.py: a link per tab and per lesson step that the app reads as that
+    view, in the order the warm-up computes them, waiting on elements the app has."""
+    import re
+
+    from bench.first_visit import views
+    from components.shell.links import parse_link, tab_by_slug
+
+    opened = views()
+    for view in opened:
+        link = parse_link(view.query)
+        assert (link.tab, link.notes) == (view.query["tab"], ())
+        assert tab_by_slug(link.tab).label == view.tab_label
+        assert link.values.get("lesson") == view.query.get("lesson")
+    assert sorted({v.query["tab"] for v in opened}) == sorted(t.slug for t in TABS)
+    assert [v.query["lesson"] for v in opened if "lesson" in v.query] == [s.slug for s in STEPS]
+    labels = [f"lessons: {v.query['lesson']}" if "lesson" in v.query else v.query["tab"] for v in opened]
+    plan = list(dict.fromkeys(label for label, _ in demo.first_views))
+    assert [label for label in labels if label in plan] == plan
+    ids = {b.elem_id for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+    classes = {c for b in demo.blocks.values() for c in (getattr(b, "elem_classes", None) or [])}
+    for view in opened:
+        for selector, *_ in view.checks:
+            assert set(re.findall(r"#([\w-]+)", selector)) <= ids, (view.name, selector)
+            assert set(re.findall(r"\.(lesson-[\w-]+)", selector)) <= classes, (view.name, selector)

@@ -1,0 +1,199 @@
+"""Why four zoo families stay on the unigram plateau: one family, one change, a short run.
+
+    nice -n 19 python -m scripts.zoo_plateau mini-bert base            # the shipped recipe
+    nice -n 19 python -m scripts.zoo_plateau mini-deberta absolute     # DeBERTa with BERT's positions
+
+Trains one family of the mini zoo (``models.zoo``: the shipped shape, corpus, trainer and
+scorer) with one named change (``VARIANTS``) for ``--tokens`` tokens and prints the held-out
+curve: loss per masked piece and whole-word top-1 on the first ``--eval-sentences`` lines of
+``data/heldout.txt`` (the zoo's own scorer; the unigram baseline on that protocol is 7.07 nats
+for the WordPiece families). Nothing is saved: these runs locate the cause, they ship nothing.
+
+What the runs of 2026-11-26 found (2-core CPU, busy machine, float32, 1.5 M tokens, batches
+of 16 sequences of up to 128 tokens, lr 1e-3, seed 0; loss per piece at the end, ~850 steps):
+
+=====================================  =========  ==========================================
+run                                    loss       reading
+=====================================  =========  ==========================================
+mini-deberta base (relative positions)  6.44      left the plateau between steps 340 and 510
+mini-deberta absolute                   6.98      the same model with BERT's learnt absolute
+                                                  table and no relative attention: stuck
+mini-bert base                          7.01      stuck (the shipped recipe)
+mini-bert nope (no position table)      7.04      stuck: the table is not what holds it back
+mini-bert sinusoidal                    7.00      stuck
+mini-bert sinusoidal + mimetic          7.00      stuck (W_k = W_q: local attention at step 0)
+mini-bert 2 layers                      7.02      stuck: not depth
+mini-bert 32-token sequences, batch 64  7.07      stuck: not sequence length
+mini-bert batch 4, lr 5e-4 (3,381 st.)  7.00      stuck: not optimiser steps per token
+mini-bert 40 % masking                  6.93      the only change that moved it (0.08 nats)
+mini-bert sinusoidal x4, lr 2e-3, no    7.13      worse
+dropout
+=====================================  =========  ==========================================
+
+So the plateau is the learnt-absolute-position families' (one code base, DeBERTa's, shows it
+both ways), not a bug in the trainer and not post-LN, depth, dropout, learning rate, sequence
+length or steps at this budget. On the GPU (21.7 M tokens, ~3,060 steps of 64) BERT,
+RoBERTa, ALBERT and ELECTRA's generator were still on it; DistilBERT, started from BERT's
+trained table and layers, left it after ~8 M more tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+from models.pretraining.masking import MaskingPolicy  # noqa: E402
+from models.zoo import data as zd  # noqa: E402
+from models.zoo import families as zm  # noqa: E402
+from models.zoo import train as Z  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _position_tables(model: nn.Module):
+    for name, module in model.named_modules():
+        table = getattr(module, "position_embeddings", None)
+        if name.endswith("embeddings") and isinstance(table, nn.Embedding):
+            yield table
+
+
+def no_positions(model: nn.Module) -> None:
+    """Every learnt absolute position table zero and frozen (a position-blind encoder)."""
+    for table in _position_tables(model):
+        with torch.no_grad():
+            table.weight.zero_()
+        table.weight.requires_grad_(False)
+
+
+def scale_positions(model: nn.Module, factor: float) -> None:
+    for table in _position_tables(model):
+        with torch.no_grad():
+            table.weight.mul_(factor)
+
+
+def mimetic_attention(model: nn.Module, std: float = 0.06) -> None:
+    """W_k = W_q in every BERT-style attention (Trockman and Kolter's mimetic initialisation, its
+    query-key half): q . k is then large for similar inputs, the token itself and, with a
+    sinusoidal table, its neighbours."""
+    for module in model.modules():
+        query, key = getattr(module, "query", None), getattr(module, "key", None)
+        if isinstance(query, nn.Linear) and isinstance(key, nn.Linear):
+            with torch.no_grad():
+                query.weight.normal_(0.0, std)
+                key.weight.copy_(query.weight)
+
+
+def absolute_deberta(models: dict) -> dict:
+    """DeBERTa-v2 in the zoo's shape without relative attention, with an absolute position
+    table added at the input as BERT does (transformers' own options)."""
+    import transformers as T
+
+    config = models["model"].config
+    config.relative_attention, config.position_biased_input, config.pos_att_type = False, True, []
+    return {"model": T.DebertaV2ForMaskedLM(config)}
+
+
+# name -> (what it changes, function(models) -> models); masking "rate" is applied by run()
+VARIANTS = {
+    "base": ("the shipped recipe", lambda models: models),
+    "nope": ("no position table (zero, frozen)", lambda models: (no_positions(models["model"]), models)[1]),
+    "sinusoidal": ("the table starts as sinusoids", lambda models: (zm.sinusoidal_positions_(models["model"]), models)[1]),
+    "sinusoidal-mimetic": ("sinusoids and W_k = W_q",
+                           lambda models: (zm.sinusoidal_positions_(models["model"]),
+                                           mimetic_attention(models["model"]), models)[2]),
+    "sinusoidal-x4": ("sinusoids at 4x the token embeddings' scale",
+                      lambda models: (zm.sinusoidal_positions_(models["model"]),
+                                      scale_positions(models["model"], 4.0), models)[2]),
+    "absolute": ("DeBERTa with BERT's absolute positions, no relative attention", absolute_deberta),
+    "mask40": ("40 % of tokens selected instead of 15 %", lambda models: models),
+}
+MASK_RATE = {"mask40": 0.40}
+
+
+def build(family: str, variant: str, tokenizer, shape: zm.Shape, dropout: float | None, seed: int = 0) -> dict:
+    if variant not in VARIANTS:
+        raise SystemExit(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    if variant == "absolute" and family != "mini-deberta":
+        raise SystemExit("the 'absolute' variant is DeBERTa's (mini-deberta)")
+    torch.manual_seed(seed)
+    models = zm.build_models(family, tokenizer, shape, dropout=dropout)
+    torch.manual_seed(seed)
+    return VARIANTS[variant][1](models)
+
+
+def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, dropout: float | None,
+        layers: int, max_len: int, evals: int, eval_sentences: int, corpus: Path, max_sentences: int = 0,
+        shape: zm.Shape | None = None, log=print) -> list[dict]:
+    """Train and return the held-out curve (one dict per evaluation)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / family))
+    sources, sentences = zd.read_ordered(corpus)
+    if max_sentences:
+        sources, sentences = sources[:max_sentences], sentences[:max_sentences]
+    ids = tokenizer(sentences, add_special_tokens=False)["input_ids"]
+    chunks = zd.make_chunks(sources, ids, max_len - 3)
+    heldout = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines() if s]
+    model_shape = shape or zm.Shape(layers=layers)  # position tables of the shipped 128 rows
+    train_shape = zm.Shape(**{**model_shape.__dict__, "max_len": max_len})  # sequences of max_len
+    cfg = Z.ZooConfig(tokens=tokens, batch_size=batch_size, lr=lr, evals=evals, eval_sentences=eval_sentences,
+                      dropout=dropout, shape=train_shape)
+    models = build(family, variant, tokenizer, model_shape, dropout)
+    curve = []
+
+    def keep(line: str) -> None:
+        row = json.loads(line)
+        if "eval" in row:
+            point = {k: v for k, v in row["eval"].items() if not isinstance(v, (list, dict))}
+            curve.append(point)
+            log(json.dumps(point))
+
+    policy = MaskingPolicy(rate=MASK_RATE[variant]) if variant in MASK_RATE else None
+    original = Z.masking_policy
+    if policy is not None:
+        Z.masking_policy = lambda fam: policy
+    try:
+        Z.train_family(family, tokenizer, chunks, heldout, cfg, Path("/tmp"), models=models, log=keep)
+    finally:
+        Z.masking_policy = original
+    return curve
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("family", choices=zm.FAMILIES)
+    p.add_argument("variant", choices=list(VARIANTS))
+    p.add_argument("--tokens", type=int, default=1_500_000)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--dropout", type=float, default=None)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--max-len", type=int, default=128, help="tokens per training sequence")
+    p.add_argument("--evals", type=int, default=5)
+    p.add_argument("--eval-sentences", type=int, default=300)
+    p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus" / "train_ordered.tsv")
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    print(f"{args.family} {args.variant}: {VARIANTS[args.variant][0]}", flush=True)
+    start = time.time()
+    curve = run(args.family, args.variant, tokens=args.tokens, batch_size=args.batch_size, lr=args.lr,
+                dropout=args.dropout, layers=args.layers, max_len=args.max_len, evals=args.evals,
+                eval_sentences=args.eval_sentences, corpus=args.corpus)
+    last = curve[-1] if curve else {}
+    print(f"end: loss per piece {last.get('piece_loss', float('nan')):.3f}, whole-word top-1 "
+          f"{last.get('word_top1', float('nan')):.3f}, {time.time() - start:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
