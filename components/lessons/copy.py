@@ -203,7 +203,8 @@ STEPS = (
         "the senses of words **never trained on**: the matrices show a few of them before and after, "
         "and the ROC AUC is the chance that a same-sense pair scores above a different-sense pair. "
         f"This is a short run: {SENTENCE_STEPS} steps of 16 triplets ({SENTENCE_STEPS * 48:,} sentences "
-        "encoded), a few seconds on two CPU cores; the Fine-tuning & search tab runs up to 1000 steps. "
+        "encoded), about ten seconds on two CPU cores; the Fine-tuning & search tab runs up to 1000 "
+        "steps. "
         "Your own groups below are scored with the model before and with the copy after.",
         "Switch to the contrastive loss, or triple the steps: does the held-out AUC rise further?",
         "With margin 0.5, a triplet's squared distances are ‖a − p‖² = 0.8 and ‖a − n‖² = 1.0. What is "
@@ -267,8 +268,8 @@ STEPS = (
         "the soft targets, one on masked-LM alone; both are scored on the same held-out sentences. "
         "The students are tiny and start from random weights (DistilBERT also copied the teacher's "
         f"layers). This is a short run: {DISTILL_STEPS} steps of 32 sentences per student "
-        f"({DISTILL_STEPS * 32:,} sentences each), some seconds on two CPU cores (the teacher reads "
-        "every batch too); at this length the students have only begun to learn.",
+        f"({DISTILL_STEPS * 32:,} sentences each), under half a minute on two CPU cores (the teacher "
+        "reads every batch too); at this length the students have only begun to learn.",
         "Set α to 1 (soft targets only), or raise the temperature: which student wins now?",
         "Why does a teacher's distribution carry more information per masked position than the "
         "one-hot label of the original token?",
