@@ -401,6 +401,28 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def wait_until_idle(pid: int, idle_s: float = 3.0, below: float = 0.05, timeout_s: float = 600.0) -> float:
+    """Seconds until the server has used less than ``below`` of a core for ``idle_s`` in a row.
+
+    A fresh app computes every tab's and lesson step's default view in the background right
+    after start-up (components/shell/warm_views.py: some are short training runs); a class
+    measured during that would time the warm-up, not the requests.
+    """
+    start = time.monotonic()
+    quiet_since, last, then = None, cpu_seconds(pid), time.monotonic()
+    while time.monotonic() - start < timeout_s:
+        time.sleep(0.5)
+        used, now = cpu_seconds(pid), time.monotonic()
+        if (used - last) / (now - then) < below:
+            quiet_since = quiet_since or then
+            if now - quiet_since >= idle_s:
+                return quiet_since - start
+        else:
+            quiet_since = None
+        last, then = used, now
+    return timeout_s
+
+
 def report(stats: Stats, wall_s: float, students: int, mode: str = "type") -> bool:
     print(f"{'endpoint':<18} {'n':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'max wait ms':>12}")
     for name, values in sorted(stats.latency.items()):
@@ -485,6 +507,8 @@ def main() -> None:
     spy = None
     try:
         server_pid = proc.pid if proc else args.pid
+        if proc is not None:  # an app started here: its start-up warm-up ends before the class
+            print(f"server idle {wait_until_idle(proc.pid):.0f} s after it answered (start-up warm-up done)")
         if args.profile:
             spy = start_profile(server_pid, args.profile)
         target = {"type": LIVE, "burst": LIVE, "api-burst": "api fill_mask"}[args.mode]
