@@ -102,7 +102,7 @@ def span_chart(answer: SpanAnswer) -> go.Figure:
 
 def span_html(answer: SpanAnswer) -> str:
     c = answer.context
-    return (f"<p>{html.escape(c[:answer.start])}<mark><b>{html.escape(c[answer.start:answer.end])}</b></mark>"
+    return (f"<p>{html.escape(c[:answer.start])}<mark style='background:#ffe066;color:#111'><b>{html.escape(c[answer.start:answer.end])}</b></mark>"
             f"{html.escape(c[answer.end:])}</p>")
 
 

@@ -114,7 +114,8 @@ def test_span_step_shows_start_and_end_probabilities_over_the_context(live_key):
     assert len(start["y"]) == len(end["y"]) == len(tokens)  # one bar per context token, no question token
     assert sum(start["y"]) == pytest.approx(1, abs=1e-5) and sum(end["y"]) == pytest.approx(1, abs=1e-5)
     answer = answer_span(result.head_id, copy.SPAN_QUESTION, copy.SPAN_CONTEXT)
-    assert f"<mark><b>{copy.SPAN_CONTEXT[answer.start:answer.end]}</b></mark>" in marked
+    assert f"<b>{copy.SPAN_CONTEXT[answer.start:answer.end]}</b></mark>" in marked
+    assert 'color:#111' in marked.split("<mark", 1)[1].split(">", 1)[0]  # dark text on the mark in either theme
     # the marked span is the best P(start) x P(end) of the bars, end not before start
     offsets = load_model(live_key).tokenizer(copy.SPAN_CONTEXT, add_special_tokens=False,
                                              return_offsets_mapping=True)["offset_mapping"]

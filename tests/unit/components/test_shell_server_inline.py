@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import anyio
@@ -56,8 +57,14 @@ def _run(demo, gradio_anyio, monkeypatch) -> tuple[dict, list[str]]:
 
     spy = SimpleNamespace(to_thread=SimpleNamespace(run_sync=run_sync))
     monkeypatch.setattr(gradio_blocks, "anyio", server._InlineCheap(spy) if gradio_anyio is None else spy)
-    out = asyncio.run(demo.process_api(0, ["The cat", 3, "b", True], state=None))
-    return out["data"], threaded
+    return _in_own_loop(demo.process_api(0, ["The cat", 3, "b", True], state=None))["data"], threaded
+
+
+def _in_own_loop(coroutine):
+    """``asyncio.run`` on a thread of its own: the suite's browser tests (Playwright's sync API)
+    leave a running loop in the main thread, where ``asyncio.run`` refuses to start."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def test_the_same_answers_with_cheap_steps_in_place(monkeypatch):
