@@ -69,6 +69,25 @@ def parity_atol(float32: float = 1e-5, half: float = 2e-2) -> float:
     return float32 if dtype_for(get_device()) == torch.float32 else half
 
 
+def spy_onednn(monkeypatch) -> list[tuple[str, int, tuple[int, ...]]]:
+    """Record every call of the oneDNN path's ops (models/runtime/onednn.py): (op, thread, input
+    shape), op one of "linear", "linear+gelu", "linear+add". The ops still run."""
+    import threading
+
+    import models.runtime.onednn as onednn
+
+    seen: list[tuple[str, int, tuple[int, ...]]] = []
+    for name, attr in (("linear", "_linear_op"), ("linear+gelu", "_linear_gelu_op"), ("linear+add", "_linear_add_op")):
+        real = getattr(onednn, attr)
+
+        def spy(x, *args, _real=real, _name=name):
+            seen.append((_name, threading.get_ident(), tuple(x.shape)))
+            return _real(x, *args)
+
+        monkeypatch.setattr(onednn, attr, spy)
+    return seen
+
+
 # --- what the README and docstrings promise to accept, for the property tests (not read from
 # the code): a text is valid when it has something besides whitespace, at most 20,000
 # characters and no lone surrogate; masks are [MASK] or <mask> in any case.

@@ -20,7 +20,7 @@ from models import (
     word_in_context,
 )
 from components.embeddings.copy import SIMILARITY_DEFAULT_SET
-from helpers import parity_atol
+from helpers import parity_atol, spy_onednn
 from models import SeparationScore
 from models.registry import catalogue as registry
 from models.embeddings.pooling import MAX_SENTENCES, plan_batches
@@ -84,6 +84,23 @@ def test_mean_pooling_matches_sentence_transformers(reference):
     ours = embed(KEY, MIXED, pooling="mean", normalize=True)
     theirs = reference.encode(MIXED, normalize_embeddings=True, convert_to_numpy=True)
     assert ours.dtype == np.float32 and ours.shape == (len(MIXED), 384)
+    assert np.abs(ours - theirs).max() <= ATOL
+
+
+def test_fused_onednn_path_on_a_padded_batch_matches_sentence_transformers(reference, monkeypatch):
+    """Sentences a few tokens apart share one padded batch; on the CPU in float32 its blocks
+    run oneDNN's fused GELU and residual adds (models/runtime/onednn.py), here held to
+    sentence-transformers (its own model copy, nn.Linear + GELU + add)."""
+    from models import load_model, onednn_enabled
+
+    calls = spy_onednn(monkeypatch)
+    sentences = ["A cat.", "Dogs bark at night.", "The quick brown fox jumps over it."]
+    ours = embed(KEY, sentences, pooling="mean", normalize=True)
+    theirs = reference.encode(sentences, normalize_embeddings=True, convert_to_numpy=True)
+    loaded = load_model(KEY)
+    if onednn_enabled() and loaded.device.type == "cpu" and loaded.dtype == torch.float32:
+        for op in ("linear+gelu", "linear+add"):  # the three sentences, padded to one length
+            assert any(name == op and shape[0] == len(sentences) for name, _, shape in calls), op
     assert np.abs(ours - theirs).max() <= ATOL
 
 

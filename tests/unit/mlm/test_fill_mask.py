@@ -115,6 +115,38 @@ def test_parity_with_transformers_pipeline(mlm_key, mlm_loaded, reference_pipe, 
                 assert abs(p.score - ref_scores[p.token_id]) <= tolerance
 
 
+def test_fused_onednn_path_on_a_padded_batch_matches_the_pipeline(mlm_loaded, reference_pipe, monkeypatch):
+    """Two texts of different lengths in one padded forward (as concurrent requests share
+    one): on the CPU in float32 the blocks run oneDNN's fused GELU and residual adds
+    (models/runtime/onednn.py); scores and top-k ids held to the pipeline on its own copy."""
+    from helpers import spy_onednn
+    from models import onednn_enabled
+    from models.mlm.fill_mask import _forward_batch, encode_masks, mask_spans
+
+    calls = spy_onednn(monkeypatch)
+    texts = ["A [MASK] day.", "Paris is the [MASK] of [MASK] and the home of many museums."]
+    encoded = [encode_masks(mlm_loaded, t, mask_spans(t)) for t in texts]
+    batched = _forward_batch([(mlm_loaded, e) for e in encoded])
+    exact = mlm_loaded.dtype == torch.float32
+    if onednn_enabled() and mlm_loaded.device.type == "cpu" and exact:
+        for op in ("linear+gelu", "linear+add"):  # one (2, T, H) input: the padded batch
+            assert any(name == op and shape[0] == len(texts) for name, _, shape in calls), op
+    for text, logits in zip(texts, batched):
+        expected = reference_pipe(text, top_k=10)
+        expected = [expected] if isinstance(expected[0], dict) else expected
+        probs = logits.softmax(-1)
+        for row, ref in zip(probs, expected):
+            scores, ids = row.topk(10)
+            if exact:
+                assert ids.tolist() == [r["token"] for r in ref]
+            else:
+                assert int(ids[0]) == ref[0]["token"]
+            for score, token in zip(scores.tolist(), ids.tolist()):
+                ref_scores = {r["token"]: r["score"] for r in ref}
+                if token in ref_scores:
+                    assert abs(score - ref_scores[token]) <= (1e-5 if exact else 2e-3)
+
+
 def test_deterministic(mlm_key):
     assert fill_mask(mlm_key, "A [MASK] day.") == fill_mask(mlm_key, "A [MASK] day.")
 
