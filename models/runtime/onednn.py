@@ -49,9 +49,10 @@ from contextlib import contextmanager
 import torch
 
 _state = threading.local()
-_lock = threading.Lock()
+_lock = threading.Lock()  # patching a model
+_check_lock = threading.Lock()  # checking the ops
 _wanted = platform.machine().lower() in ("x86_64", "amd64")
-_works: bool | None = None  # the op checked against nn.Linear (once, on first use)
+_checked: dict[str, bool] | None = None  # the ops checked against their references (once, on first use)
 
 
 def use_onednn(enabled: bool) -> bool:
@@ -68,43 +69,66 @@ def use_onednn(enabled: bool) -> bool:
 
 def onednn_enabled() -> bool:
     """Whether ``onednn_linears`` takes the oneDNN path here (wanted, and the op checked)."""
-    return _wanted and _op_works()
+    return _wanted and _works("linear")
 
 
-def _op_works() -> bool:
-    global _works
-    if _works is None:
-        with _lock:
-            if _works is None:
-                _works = _check_op()
-    return _works
+def _works(what: str) -> bool:
+    """"linear" (the plain op), "fused" (+ GELU, + add), "packed" (the ops on a packed weight):
+    all three checked together, once, on first use."""
+    global _checked
+    if _checked is None:
+        with _check_lock:
+            if _checked is None:
+                linear = _check_op()
+                _checked = {"linear": linear, "fused": linear and _check_fused(), "packed": linear and _check_packed()}
+    return _checked[what]
+
+
+def _sample():
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 5, 16, generator=generator)
+    weight = torch.randn(8, 16, generator=generator)
+    bias = torch.randn(8, generator=generator)
+    other = torch.randn(3, 5, 8, generator=generator)  # a residual, shaped as the output
+    return x, weight, bias, other
+
+
+def _agree(pairs) -> bool:
+    return all(torch.allclose(got, want, rtol=1e-5, atol=1e-5) for got, want in pairs)
 
 
 def _check_op() -> bool:
-    """The ops exist, and agree with nn.Linear (+ GELU, + add) on a small case, with and
-    without bias, with the weight as stored and packed."""
+    """The op exists, and agrees with nn.Linear on a small case (with and without bias)."""
     if not torch.backends.mkldnn.is_available():
         return False
     try:
-        generator = torch.Generator().manual_seed(0)
-        x = torch.randn(3, 5, 16, generator=generator)
-        weight = torch.randn(8, 16, generator=generator)
-        bias = torch.randn(8, generator=generator)
-        other = torch.randn(3, 5, 8, generator=generator)
+        x, weight, bias, _ = _sample()
         with torch.no_grad():
-            for b in (bias, None):
-                linear = torch.nn.functional.linear(x, weight, b)
-                for w in (weight, _pack(weight)):
-                    checks = (
-                        (_linear_op(x, w, b), linear),
-                        (_linear_gelu_op(x, w, b), torch.nn.functional.gelu(linear)),  # erf, not tanh
-                        (_linear_add_op(x, other, w, b), linear + other),
-                    )
-                    if not all(torch.allclose(got, want, rtol=1e-5, atol=1e-5) for got, want in checks):
-                        return False
+            return _agree((_linear_op(x, weight, b), torch.nn.functional.linear(x, weight, b)) for b in (bias, None))
     except Exception:  # a build without the op, or one that rejects these arguments
         return False
-    return True
+
+
+def _check_fused(packed: bool = False) -> bool:
+    """The fused ops agree with nn.Linear + F.gelu (erf, not tanh) and nn.Linear + add."""
+    try:
+        x, weight, bias, other = _sample()
+        w = _pack(weight) if packed else weight
+        with torch.no_grad():
+            pairs = []
+            for b in (bias, None):
+                linear = torch.nn.functional.linear(x, weight, b)
+                pairs += [(_linear_gelu_op(x, w, b), torch.nn.functional.gelu(linear)),
+                          (_linear_add_op(x, other, w, b), linear + other)]
+                if packed:
+                    pairs.append((_linear_op(x, w, b), linear))
+            return _agree(pairs)
+    except Exception:  # a build without these ops, or one that rejects these arguments
+        return False
+
+
+def _check_packed() -> bool:
+    return _check_fused(packed=True)
 
 
 @contextmanager
@@ -130,14 +154,16 @@ def _patch(model) -> None:
             return
         body = getattr(model, "base_model", model)
         linears = [m for m in body.modules() if type(m) is torch.nn.Linear]
-        pack = sum(m.weight.numel() * m.weight.element_size() for m in linears) <= PACK_MAX_BYTES
+        size = sum(m.weight.numel() * m.weight.element_size() for m in linears)
+        pack = size <= PACK_MAX_BYTES and _works("packed")
+        fused = _works("fused")
         for module in body.modules():
             if type(module) is torch.nn.Linear:
                 module._encoder_lab_pack = pack
                 module.forward = functools.partial(_forward, module)
-            elif _is_linear_gelu(module):
+            elif fused and _is_linear_gelu(module):
                 module.forward = functools.partial(_linear_gelu_forward, module)
-            elif _is_linear_add_norm(module):
+            elif fused and _is_linear_add_norm(module):
                 module.forward = functools.partial(_linear_add_norm_forward, module)
         model._encoder_lab_onednn = True
 

@@ -158,12 +158,14 @@ def test_a_missing_or_disagreeing_op_keeps_the_path_off(monkeypatch):
     assert onednn._check_op() is False
 
 
-def test_a_tanh_gelu_in_place_of_erf_keeps_the_path_off(monkeypatch):
-    """The fused GELU must be the exact (erf) one that BERT's ``gelu`` is, not the tanh one."""
+def test_a_tanh_gelu_in_place_of_erf_keeps_the_fusion_off(monkeypatch):
+    """The fused GELU must be the exact (erf) one that BERT's ``gelu`` is, not the tanh one;
+    without it the plain products stay on oneDNN."""
     tanh = lambda x, weight, bias: torch.nn.functional.gelu(torch.nn.functional.linear(x, weight, bias),
                                                             approximate="tanh")
     monkeypatch.setattr(onednn, "_linear_gelu_op", tanh)
-    assert onednn._check_op() is False
+    assert onednn._check_fused() is False and onednn._check_packed() is False
+    assert onednn._check_op() is onednn.torch.backends.mkldnn.is_available()
 
 
 # --- the fused post-ops and the packed weights ------------------------------------------------
