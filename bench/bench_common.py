@@ -45,15 +45,20 @@ def cpu_line() -> str:
 def onednn_choice(device=None) -> tuple[bool, str]:
     """(on, why): whether the core runs the encoder's linear layers on oneDNN here, and why."""
     from models import onednn_enabled
+    from models.runtime.onednn import PACK_MAX_BYTES, onednn_extras
 
     kind = getattr(device, "type", device or "cpu")
     if kind != "cpu":
         return False, f"oneDNN: not used (a CPU path; the model runs on {kind}, in its own kernels)"
     info = cpu_info()
     if onednn_enabled():
+        extras = onednn_extras()
         return True, (f"oneDNN: on ({platform.machine()}, the op agrees with nn.Linear; CPU flags "
                       f"{'/'.join(info['flags']) or 'none'}: its gain over MKL depends on them, "
-                      f"per-layer 0.44-0.63 of MKL's time measured on AMD EPYC with AVX-512; other CPUs not measured)")
+                      f"per-layer 0.44-0.63 of MKL's time measured on AMD EPYC with AVX-512; other CPUs not measured); "
+                      f"GELU and residual adds fused into the products: {'on' if extras['fused'] else 'off (ops missing or disagree)'}; "
+                      f"weights prepacked for bodies up to {PACK_MAX_BYTES >> 20} MiB: "
+                      f"{'on' if extras['packed'] else 'off (op missing or disagrees)'}")
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return False, f"oneDNN: off (not x86-64: {platform.machine()}); linear layers on torch's default (MKL/BLAS)"
     return False, "oneDNN: off (switched off, or the op is missing or disagrees with nn.Linear); MKL's sgemm"

@@ -72,6 +72,12 @@ def onednn_enabled() -> bool:
     return _wanted and _works("linear")
 
 
+def onednn_extras() -> dict[str, bool]:
+    """Which of the path's extra steps run here: {"fused": GELU and residual add in the
+    products, "packed": small bodies' weights prepacked} (each checked once)."""
+    return {what: onednn_enabled() and _works(what) for what in ("fused", "packed")}
+
+
 def _works(what: str) -> bool:
     """"linear" (the plain op), "fused" (+ GELU, + add), "packed" (the ops on a packed weight):
     all three checked together, once, on first use."""
