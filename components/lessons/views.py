@@ -178,7 +178,7 @@ def fine_tuning(model_key: str, task: str, sentence: str):
 
 # --- the four live-training steps: each run kept per settings; the trained copy or head is
 # held in the core's small store, so a view asked again after it was pushed out trains again.
-# Kept on disk too (``kept_run``), with the fine-tuning step's probe: ~30 s of a start-up's ~32 s
+# Kept on disk too (``kept_run``), with the fine-tuning step's probe: ~28 s of a start-up's ~32 s
 # of first views on two cores; a restart restores them.
 
 
