@@ -19,8 +19,9 @@ A kind of result is kept only if its module registers how (``register_kind``): w
 beside the result (``export``: the trained copy, owned by the run, never a shared model) and
 how to put it back (``adopt``: returns the result with its new id). A file that cannot be read
 back (another torch, a class changed) is logged and the run trains again. ``ENCODER_LAB_KEEP_RUNS=0``
-turns keeping off. The files are pickles written by this process for itself: the folder must not be
-writable by others.
+turns keeping off; the newest ``MAX_KEPT`` files stay, older ones are removed. The files are
+pickles written by this process for itself: the folder must not be writable by others. A run cut
+short (its ``stopped`` says why) is not kept: it is not the run its settings describe.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ log = logging.getLogger("encoder_lab")
 _KINDS: dict[type, tuple[Callable, Callable]] = {}
 _CODE_DIGEST: str | None = None
 _WEIGHTS_DIGESTS: dict[str, str] = {}
+MAX_KEPT = 24  # files kept (the newest): a change of code or settings leaves the older ones unused
 RESTORED: list[str] = []  # the trainers' names of runs restored in this process (for tests, logs)
 
 
@@ -151,6 +153,19 @@ def kept_run(trainer: Callable, model_key: str, *args, **kwargs):
         torch.save({"result": result, "payload": kind[0](result), "saved": _dt.datetime.now().timestamp()},
                    partial)
         os.replace(partial, path)
+        _prune(path.parent)
     except OSError as exc:  # a read-only disk: the run is still served
         log.info("kept run %s not written (%s)", path.name, exc)
     return result
+
+
+def _prune(folder: Path, keep: int = MAX_KEPT) -> None:
+    """The newest ``keep`` kept runs stay; older ones (other code, other settings) go."""
+    def age(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:  # removed meanwhile by another process
+            return 0.0
+
+    for old in sorted(folder.glob("*.pt"), key=age, reverse=True)[keep:]:
+        old.unlink(missing_ok=True)

@@ -155,3 +155,14 @@ def test_a_run_cut_short_is_not_kept(runs):
     kept_run(trainer, KEY)
     kept_run(trainer, KEY)
     assert len(calls) == 2 and not list(runs.glob("*.pt"))
+
+
+def test_only_the_newest_kept_runs_stay(runs):
+    import os
+
+    for number in range(5):
+        path = runs / f"train_span_head-{number:032d}.pt"
+        path.write_bytes(b"x")
+        os.utime(path, (1_000_000 + number, 1_000_000 + number))
+    run_store._prune(runs, keep=3)
+    assert sorted(p.name[-6:-3] for p in runs.glob("*.pt")) == ["002", "003", "004"]
