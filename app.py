@@ -10,6 +10,7 @@ too; command-line flags win over them.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from pathlib import Path
 
@@ -124,6 +125,13 @@ def main(argv: list[str] | None = None) -> None:
 
     set_device(args.device)
     limit_malloc_arenas()
+    # the app's own log (first views computed, runs kept and restored, a request's error) on stderr
+    log = logging.getLogger("encoder_lab")
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("encoder_lab: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
     if os.environ.get("SPACE_ID"):  # on a Hugging Face Space, `make setup` never ran
         prepare_embedded()
     try:  # a bad operator setting stops the start, not every later request

@@ -94,6 +94,7 @@ from .pretraining.evaluation import FillMaskEval, evaluate_fill_mask, heldout_se
 from .pretraining.masking import MaskingPolicy, apply_masking
 from .runtime.loading import get_device, is_loaded, load_model, load_tokenizer, set_device
 from .runtime.onednn import onednn_enabled, use_onednn
+from .runtime.run_store import kept_run
 from .pretraining.masking_lab import (
     MAX_EPOCHS,
     POLICY_PRESETS,
@@ -293,6 +294,7 @@ __all__ = [
     "MASK_PATTERN",
     "heldout_sentences",
     "is_loaded",
+    "kept_run",
     "MAX_EPOCHS",
     "SHIPPED_RUN",
     "allow_hub_models",

@@ -22,6 +22,9 @@ from zoo_setup import ensure_test_zoo
 if not hub_opted_in():
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["HF_HUB_CACHE"] = tempfile.mkdtemp(prefix="encoder-lab-empty-hub-")
+# Runs kept on disk (models/runtime/run_store.py) start empty for every session: a test that
+# trains a lesson's run trains it, whatever an earlier session or the app left in .cache.
+os.environ.setdefault("ENCODER_LAB_RUNS_DIR", tempfile.mkdtemp(prefix="encoder-lab-runs-kept-"))
 
 
 def pytest_configure(config):

@@ -26,6 +26,7 @@ from models import (
     head_model_key,
     heldout_sentences,
     input_embeddings,
+    kept_run,
     live_heads,
     masked_lm_loss,
     next_sentence,
@@ -156,7 +157,7 @@ def pooling_retrieval(model_key: str, sentences_text: str, query: str, pooling: 
 
 @cached_view(maxsize=4)
 def _probe(model_key: str, task: str):
-    return train_classifier(model_key, task, pooling="mean", freeze=True)
+    return kept_run(train_classifier, model_key, task, pooling="mean", freeze=True)
 
 
 def _head_kept(result) -> bool:
@@ -176,7 +177,9 @@ def fine_tuning(model_key: str, task: str, sentence: str):
 
 
 # --- the four live-training steps: each run kept per settings; the trained copy or head is
-# held in the core's small store, so a view asked again after it was pushed out trains again
+# held in the core's small store, so a view asked again after it was pushed out trains again.
+# Kept on disk too (``kept_run``), with the fine-tuning step's probe: ~28 s of a start-up's ~32 s
+# of first views on two cores; a restart restores them.
 
 
 def _kept(run, usable, *args):
@@ -190,8 +193,8 @@ def _kept(run, usable, *args):
 
 @cached_view(maxsize=4)
 def _sentence_run(model_key: str, loss: str, margin, steps, seed):
-    return train_sentence_encoder(model_key, loss=loss, margin=margin, steps=steps, seed=seed,
-                                  max_seconds=copy.LESSON_SECONDS)
+    return kept_run(train_sentence_encoder, model_key, loss=loss, margin=margin, steps=steps, seed=seed,
+                    max_seconds=copy.LESSON_SECONDS)
 
 
 @cached_view()
@@ -211,8 +214,8 @@ def sentence_encoder(model_key: str, sentences_text: str, loss: str, margin: flo
 
 @cached_view(maxsize=4)
 def _pair_run(model_key: str, task: str):
-    return train_pair_classifier(model_key, task, freeze=True, epochs=copy.PAIR_EPOCHS, seed=0,
-                                 train_size=copy.PAIR_TRAIN, max_seconds=copy.LESSON_SECONDS)
+    return kept_run(train_pair_classifier, model_key, task, freeze=True, epochs=copy.PAIR_EPOCHS, seed=0,
+                    train_size=copy.PAIR_TRAIN, max_seconds=copy.LESSON_SECONDS)
 
 
 def sentence_pair_head(model_key: str, task: str, text_a: str, text_b: str):
@@ -225,8 +228,8 @@ def sentence_pair_head(model_key: str, task: str, text_a: str, text_b: str):
 
 @cached_view(maxsize=2)
 def _span_run(model_key: str, steps):
-    return train_span_head(model_key, steps=steps, seed=0, learning_rate=copy.SPAN_RATE,
-                           max_seconds=copy.LESSON_SECONDS)
+    return kept_run(train_span_head, model_key, steps=steps, seed=0, learning_rate=copy.SPAN_RATE,
+                    max_seconds=copy.LESSON_SECONDS)
 
 
 def span_head(model_key: str, question: str, context: str, steps: float):
@@ -240,6 +243,6 @@ def span_head(model_key: str, question: str, context: str, steps: float):
 @cached_view()
 def distillation(teacher_key: str, steps: float, alpha: float, temperature: float):
     """Two students, the same seed, data and steps: soft targets + MLM vs MLM alone."""
-    result = distill(teacher_key, copy.DISTILL_STUDENT, steps=steps, alpha=alpha, temperature=temperature, seed=0,
-                     max_seconds=copy.LESSON_SECONDS)
+    result = kept_run(distill, teacher_key, copy.DISTILL_STUDENT, steps=steps, alpha=alpha,
+                      temperature=temperature, seed=0, max_seconds=copy.LESSON_SECONDS)
     return sentence_plots.distill_chart(result), sentence_plots.distill_summary(result)

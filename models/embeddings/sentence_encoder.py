@@ -43,6 +43,7 @@ import torch.nn.functional as F
 from ..errors import InputError
 from ..registry import catalogue
 from ..runtime.loading import load_model
+from ..runtime.run_store import register_kind
 from ..tasks.finetuning import _padded
 from ..tasks.live_training import Budget, check_rate, check_seconds, exclusive_run, parameter_count, trainable_copy
 from ..tasks.task_data import TASKS_DIR
@@ -258,10 +259,18 @@ atexit.register(shutil.rmtree, _ROOT, True)
 
 
 def _register(body, loaded, model_key: str, note: str) -> str:
+    def write(folder: Path) -> None:
+        body.save_pretrained(folder)
+        loaded.tokenizer.save_pretrained(folder)
+
+    return _register_folder(write, model_key, note)
+
+
+def _register_folder(write, model_key: str, note: str) -> str:
+    """A new ``sbert:`` key whose folder ``write(folder)`` fills, registered as a model."""
     key = f"{SBERT_PREFIX}{model_key}-{next(_NUMBERS)}-{secrets.token_hex(2)}"
     folder = _ROOT / key.replace(":", "_")
-    body.save_pretrained(folder)
-    loaded.tokenizer.save_pretrained(folder)
+    write(folder)
     base = catalogue.get_spec(model_key)
     spec = replace(
         base, key=key, display_name=f"{key} (sentence encoder trained here from {model_key})",
@@ -277,6 +286,25 @@ def _register(body, loaded, model_key: str, note: str) -> str:
             catalogue.forget_transient(old)
             shutil.rmtree(path, ignore_errors=True)
     return key
+
+
+def _export_run(result: SentenceEncoderResult) -> dict[str, bytes]:
+    """A kept run's trained copy: its folder's files (``models/runtime/run_store.py``)."""
+    with _ENCODERS_LOCK:
+        folder = _ENCODERS[result.encoder_key]
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+def _adopt_run(result: SentenceEncoderResult, files: dict[str, bytes]) -> SentenceEncoderResult:
+    def write(folder: Path) -> None:
+        folder.mkdir(parents=True)
+        for name, data in files.items():
+            (folder / Path(name).name).write_bytes(data)
+
+    return replace(result, encoder_key=_register_folder(write, result.model_key, result.note))
+
+
+register_kind(SentenceEncoderResult, _export_run, _adopt_run)
 
 
 def sentence_encoders() -> tuple[str, ...]:

@@ -26,8 +26,10 @@ import torch.nn.functional as F
 from transformers import BertConfig, BertForMaskedLM
 
 from ..errors import InputError
+from ..mlm.fill_mask import batch_masked_logits, gather_positions
 from ..registry import catalogue
 from ..runtime.loading import BUILD_LOCK, load_model
+from ..runtime.run_store import register_kind
 from ..tasks.live_training import Budget, check_rate, check_seconds, exclusive_run, parameter_count
 from .masking import MaskingPolicy, apply_masking
 from .mlm_data import collate, encode_sentences, read_sentences
@@ -82,6 +84,9 @@ class DistillResult:
     note: str
 
 
+register_kind(DistillResult, lambda result: None, lambda result, _payload: result)  # plain data only
+
+
 def _check_float(name: str, value, low: float, high: float, low_open: bool = False) -> float:
     try:
         x = float(value)
@@ -112,6 +117,21 @@ def _masked(batch_seqs, tokenizer, seed: int):
     return inputs, attention, labels
 
 
+def _logits_at(model, inputs, attention, keep) -> torch.Tensor:
+    """(M, V) MLM logits at the masked positions ``keep`` (B, T) only, in ``logits[keep]``'s
+    order: the head runs on those rows alone (it acts position by position, so the values are
+    the full head's), which is most of a small student's step. With gradients for a student in
+    training; the teacher and the evaluations run without."""
+    rows, cols = (index.tolist() for index in keep.nonzero(as_tuple=True))
+    if not torch.is_grad_enabled() or not model.training:
+        return batch_masked_logits(model, {"input_ids": inputs, "attention_mask": attention}, rows, cols)
+    with gather_positions(model, cols, inputs.device, rows=rows) as (row_index, col_index):
+        logits = model(input_ids=inputs, attention_mask=attention).logits
+    if logits.shape[1] != len(cols):  # a head that re-pads its output: every position came back
+        return logits[row_index, col_index]
+    return logits[0]
+
+
 def _evaluate(model, eval_batches) -> tuple[float, float]:
     """(masked-token accuracy, MLM loss per masked token) on fixed masked batches; the model's
     train / eval mode is left as it was."""
@@ -121,10 +141,10 @@ def _evaluate(model, eval_batches) -> tuple[float, float]:
     loss_sum = 0.0
     with torch.inference_mode():
         for inputs, attention, labels in eval_batches:
-            logits = model(input_ids=inputs, attention_mask=attention).logits  # (B, T, V)
             keep = labels != -100
-            loss_sum += float(F.cross_entropy(logits[keep].float(), labels[keep], reduction="sum"))
-            correct += int((logits[keep].argmax(-1) == labels[keep]).sum())
+            logits = _logits_at(model, inputs, attention, keep).float()  # (M, V)
+            loss_sum += float(F.cross_entropy(logits, labels[keep], reduction="sum"))
+            correct += int((logits.argmax(-1) == labels[keep]).sum())
             total += int(keep.sum())
     model.train(was_training)
     return correct / max(1, total), loss_sum / max(1, total)
@@ -208,15 +228,14 @@ def _one_run(label, alpha, teacher, shape, batches, eval_batches, temperature, s
             if budget.over():
                 break
             inputs, attention, labels = (t.to(device) for t in _masked(seqs, tokenizer, seed * 100_003 + step))
-            logits = student(input_ids=inputs, attention_mask=attention).logits  # (B, T, V)
             keep = labels != -100
-            mlm = F.cross_entropy(logits[keep], labels[keep])
+            logits = _logits_at(student, inputs, attention, keep)  # (M, V)
+            mlm = F.cross_entropy(logits, labels[keep])
             loss = mlm
             if alpha > 0:
-                with torch.inference_mode():
-                    soft = teacher.model(input_ids=inputs, attention_mask=attention).logits[keep].float()
+                soft = _logits_at(teacher.model, inputs, attention, keep).float()
                 soft = F.softmax(soft.clone() / temperature, dim=-1)  # (M, V)
-                kl = F.kl_div(F.log_softmax(logits[keep] / temperature, dim=-1), soft, reduction="batchmean")
+                kl = F.kl_div(F.log_softmax(logits / temperature, dim=-1), soft, reduction="batchmean")
                 loss = alpha * temperature ** 2 * kl + (1 - alpha) * mlm
             optimiser.zero_grad()
             loss.backward()

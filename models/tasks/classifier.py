@@ -22,7 +22,7 @@ import itertools
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -32,9 +32,11 @@ from ..embeddings.pooling import layer_index
 from ..errors import CapabilityError, InputError
 from ..registry import catalogue
 from ..runtime.loading import RESULT_CACHES, check_token_count, load_model
+from ..runtime.run_store import register_kind
 from ..validation import check_int, check_text
 from .classifier_model import ClassifierModel
 from .features import task_features, word_positions
+from .live_training import adopt_head_model, export_head_run
 from .finetuning import FINETUNE_BATCH, finetune
 from .task_data import casing_labels, load_task
 
@@ -253,6 +255,18 @@ def _units(task, split: str, subset=None) -> np.ndarray:
     if task.info.kind == "token":
         return np.array([y for ys in labels for y in ys], dtype=np.int64)
     return np.asarray(labels, dtype=np.int64)
+
+
+def _export_run(result: ClassifierResult) -> dict:
+    return export_head_run(_trained(result.head_id).model, result.freeze, ("kind",))
+
+
+def _adopt_run(result: ClassifierResult, payload: dict) -> ClassifierResult:
+    model = adopt_head_model(ClassifierModel, result.model_key, payload, ("kind",))
+    return replace(result, head_id=_keep(_Trained(model, result.model_key, result.task, finetuned=not result.freeze)))
+
+
+register_kind(ClassifierResult, _export_run, _adopt_run)
 
 
 def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int | None = None,

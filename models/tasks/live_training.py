@@ -16,6 +16,8 @@ from contextlib import contextmanager
 import torch
 
 from ..errors import CapabilityError, InputError
+from ..runtime.loading import load_model
+from ..runtime.run_store import body_from_state, body_state
 
 MAX_LIVE_PARAMETERS = 40_000_000  # all-MiniLM-L6-v2 is 22.7 M; BERT-base (110 M) is refused
 MAX_LIVE_SECONDS = 300  # no live run lasts longer, whatever its steps
@@ -135,6 +137,28 @@ def trainable_copy(loaded, seed: int):
     body = copy.deepcopy(loaded.model).float()
     body.train()
     return body
+
+
+def export_head_run(model, freeze: bool, fields: tuple[str, ...] = ()) -> dict:
+    """A kept head run's trained part (``models/runtime/run_store.py``): the head and how it reads
+    (``fields`` before pooling, layer, labels); a fine-tuned copy's body as tensors too (a
+    probe's body is the shared cached encoder, loaded again on restore)."""
+    parts = {name: getattr(model, name) for name in ("head", *fields, "pooling", "layer", "labels")}
+    if not freeze:
+        parts["body"] = body_state(model.body)
+    return parts
+
+
+def adopt_head_model(build, model_key: str, payload: dict, fields: tuple[str, ...] = ()):
+    """``build(body, head, *fields, pooling, layer, tokenizer, labels)`` from ``export_head_run``'s parts."""
+    loaded = load_model(model_key, head="base")
+    if "body" in payload:  # a fine-tuned copy
+        body = body_from_state(model_key, payload["body"])
+        head = payload["head"].to(body.device)
+    else:  # a probe on the shared encoder
+        body, head = loaded.model, payload["head"].to(loaded.device, loaded.dtype)
+    return build(body, head, *(payload[f] for f in fields), payload["pooling"], payload["layer"], loaded.tokenizer,
+                 payload["labels"])
 
 
 def parameter_count(module: torch.nn.Module) -> int:

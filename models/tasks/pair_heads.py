@@ -19,7 +19,7 @@ The tasks are built from the project's data, labels from where the text comes fr
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -30,9 +30,11 @@ from ..embeddings.pooling import layer_index, pool_hidden
 from ..errors import InputError
 from ..registry import catalogue
 from ..runtime.loading import BUILD_LOCK, check_token_count, load_model
+from ..runtime.run_store import register_kind
 from ..validation import check_int, check_text
 from .classifier import _fit_probe, _majority, _subset
-from .live_training import Budget, HeadStore, check_rate, check_seconds, exclusive_run, parameter_count, trainable_copy
+from .live_training import (Budget, HeadStore, adopt_head_model, check_rate, check_seconds, exclusive_run,
+                            export_head_run, parameter_count, trainable_copy)
 from .task_data import TASKS_DIR, load_task
 
 PAIR_POOLINGS = ("cls", "mean")
@@ -258,6 +260,18 @@ def _frozen_features(loaded, task: PairTask, pooling: str, layer: int, rows: dic
         _FEATURES.clear()  # one task's features at a time: small, and never stale
         _FEATURES[key] = out
     return _FEATURES[key]
+
+
+def _export_run(result: PairClassifierResult) -> dict:
+    return export_head_run(_HEADS.get(result.head_id)[0], result.freeze, ())
+
+
+def _adopt_run(result: PairClassifierResult, payload: dict) -> PairClassifierResult:
+    model = adopt_head_model(PairClassifierModel, result.model_key, payload, ())
+    return replace(result, head_id=_HEADS.keep(model, result.model_key, result.task))
+
+
+register_kind(PairClassifierResult, _export_run, _adopt_run)
 
 
 def train_pair_classifier(model_key: str, task: str = "definition-match", pooling: str = "cls",

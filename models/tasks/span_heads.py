@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from ..errors import InputError
 from ..registry import catalogue
 from ..runtime.loading import BUILD_LOCK, check_token_count, load_model
+from ..runtime.run_store import body_from_state, body_state, register_kind
 from ..validation import check_int
 from .live_training import Budget, HeadStore, check_rate, check_seconds, exclusive_run, parameter_count, trainable_copy
 from .task_data import TASKS_DIR
@@ -266,6 +267,21 @@ _HEADS = HeadStore("span", MAX_SPAN_HEADS, "train_span_head")
 
 
 # --- training and answering -----------------------------------------------------------------
+
+
+def _export_run(result: SpanHeadResult) -> dict:
+    """A kept run's trained copy (``models/runtime/run_store.py``): the body's and the head's tensors."""
+    model = _HEADS.get(result.head_id)[0]
+    return {"body": body_state(model.body), "head": model.qa_outputs}
+
+
+def _adopt_run(result: SpanHeadResult, payload: dict) -> SpanHeadResult:
+    body = body_from_state(result.model_key, payload["body"])
+    model = SpanModel(body, payload["head"].to(body.device)).eval()
+    return replace(result, head_id=_HEADS.keep(model, result.model_key))
+
+
+register_kind(SpanHeadResult, _export_run, _adopt_run)
 
 
 def train_span_head(model_key: str, steps: int = 150, seed: int = 0, learning_rate: float | None = None,

@@ -120,7 +120,9 @@ def _build(T, family, tokenizer, shape, teacher, common, ids, drop, dropout) -> 
     if family == "mini-albert":
         cfg = T.AlbertConfig(**common, embedding_size=shape.albert_embedding, num_hidden_groups=1,
                              inner_group_num=1, hidden_act="gelu_new",
-                             bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id)
+                             bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
+                             # its sentence-order head's dropout too (transformers' default 0.1 otherwise)
+                             **({} if dropout is None else {"classifier_dropout_prob": dropout}))
         return {"model": T.AlbertForPreTraining(cfg)}
     if family == "mini-electra":
         disc = T.ElectraForPreTraining(T.ElectraConfig(**common, embedding_size=shape.albert_embedding))

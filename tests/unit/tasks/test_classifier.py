@@ -189,9 +189,10 @@ def test_clear_cache_forgets_trained_heads(monkeypatch):
         classify(head.head_id, "She said, \"Come in.\"")
 
 
-def test_lesson_probe_is_trained_again_only_when_its_head_is_gone(monkeypatch):
+def test_lesson_probe_is_trained_again_only_when_its_head_is_gone(monkeypatch, tmp_path):
     """The Lessons step keeps its probe per process: a bad sentence is the user's error (no
-    second training); a head pushed out of the core's store is trained again."""
+    second training); a head pushed out of the core's store comes back from the run kept on
+    disk, or is trained again when runs are not kept."""
     from components.lessons import views as lesson_views
     from models import EncoderLabError
     from models.tasks import classifier as heads
@@ -203,6 +204,7 @@ def test_lesson_probe_is_trained_again_only_when_its_head_is_gone(monkeypatch):
         return train_classifier(*args, **{**kwargs, "epochs": 1, "train_size": 8})
 
     monkeypatch.setattr(lesson_views, "train_classifier", counted)
+    monkeypatch.setenv("ENCODER_LAB_RUNS_DIR", str(tmp_path))
     lesson_views._probe.cache_clear()
     lesson_views.fine_tuning(ENCODER_KEY, TASK, "She said, \"Come in.\"")
     assert len(calls) == 1
@@ -210,6 +212,12 @@ def test_lesson_probe_is_trained_again_only_when_its_head_is_gone(monkeypatch):
         lesson_views.fine_tuning(ENCODER_KEY, TASK, "   ")
     assert len(calls) == 1
     with heads._TRAINED_LOCK:  # pushed out, as eight other trainings would
+        heads._TRAINED.pop(lesson_views._probe(ENCODER_KEY, TASK).head_id)
+    lesson_views.fine_tuning(ENCODER_KEY, TASK, "She said, \"Come in.\"")
+    assert len(calls) == 1  # restored from the run kept on disk (models/runtime/run_store.py)
+    assert lesson_views._probe(ENCODER_KEY, TASK).head_id in heads._TRAINED
+    monkeypatch.setenv("ENCODER_LAB_KEEP_RUNS", "0")  # nothing kept: trained again
+    with heads._TRAINED_LOCK:
         heads._TRAINED.pop(lesson_views._probe(ENCODER_KEY, TASK).head_id)
     lesson_views.fine_tuning(ENCODER_KEY, TASK, "She said, \"Come in.\"")
     assert len(calls) == 2

@@ -419,3 +419,21 @@ def test_albert_layers_share_one_set_of_weights():
             k = shared.key(h).view(-1, heads, width).transpose(0, 1)
             expected = (q @ k.transpose(1, 2) / width ** 0.5).softmax(-1)
             assert torch.allclose(torch.tensor(result.weights[layer]), expected, atol=1e-4)
+
+
+@pytest.mark.parametrize("family", ["mini-bert", "mini-roberta", "mini-distilbert", "mini-albert", "mini-electra",
+                                    "mini-deberta", "mini-modernbert"])
+def test_dropout_setting_reaches_every_dropout_of_the_family(family):
+    """``dropout=0`` (a tuning grid's setting) leaves no dropout anywhere: heads included (ALBERT's
+    sentence-order head kept transformers' 0.1 before)."""
+    from transformers import AutoTokenizer
+
+    from models.zoo.families import Shape, build_models
+
+    tok = AutoTokenizer.from_pretrained(zoo_folder(family))
+    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
+                  electra_generator_hidden=8, modernbert_window=8)
+    teacher = build_models("mini-bert", tok, shape)["model"] if family == "mini-distilbert" else None
+    for name, model in build_models(family, tok, shape, teacher, dropout=0.0).items():
+        rates = {n: m.p for n, m in model.named_modules() if isinstance(m, torch.nn.Dropout)}
+        assert rates and all(p == 0.0 for p in rates.values()), (name, {n: p for n, p in rates.items() if p})
