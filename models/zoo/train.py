@@ -38,6 +38,7 @@ import torch.nn as nn
 
 from ..pretraining.masking import apply_masking
 from .data import Examples, pad_batch, static_masking
+from .fast import fast_kernels
 from .families import Objective, Shape, build_models, masking_policy
 from .scores import whole_word_accuracy
 
@@ -61,6 +62,10 @@ class ZooConfig:
     dropout: float | None = None  # None: each family's config default (0.1; ModernBERT 0)
     position_init: str = "random"  # "sinusoidal": a learnt position table starts as sinusoids
     init_std: float | None = None  # initializer_range (None: transformers' 0.02)
+    # the same maths on faster CPU kernels (models/zoo/fast.py): linear layers on oneDNN forward
+    # and backward, dropout masks from 32-bit random integers, attention with dropout as explicit
+    # products, fused AdamW; False: torch's stock kernels (the shipped zoo's path)
+    fast_kernels: bool = True
     shape: Shape = field(default_factory=Shape)
 
 
@@ -86,11 +91,15 @@ def flop_counter():
     def backward(grad_out, query, key, value, *args, out_shape=None, **kwargs) -> int:
         return sdpa_backward_flop_count(grad_out, query, key, value)
 
+    def onednn_linear(x, weight, *args, out_shape=None, **kwargs) -> int:  # x @ weight^T (the fast path's)
+        return 2 * x.numel() * weight.shape[0]
+
     aten = torch.ops.aten
-    return FlopCounterMode(display=False, custom_mapping={
-        aten._scaled_dot_product_flash_attention_for_cpu: forward,
-        aten._scaled_dot_product_flash_attention_for_cpu_backward: backward,
-    })
+    mapping = {aten._scaled_dot_product_flash_attention_for_cpu: forward,
+               aten._scaled_dot_product_flash_attention_for_cpu_backward: backward}
+    if hasattr(torch.ops.mkldnn, "_linear_pointwise"):
+        mapping[torch.ops.mkldnn._linear_pointwise.default] = onednn_linear
+    return FlopCounterMode(display=False, custom_mapping=mapping)
 
 
 def train_step(wrapped, opt, trained, batch, sample_gen, autocast: str = "", count_flops: bool = False):
@@ -121,7 +130,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
                  teacher=None, device: torch.device | None = None, log=print,
                  models: dict[str, nn.Module] | None = None, max_steps: int = 0,
                  deadline: float = 0.0, step_hook=None, checkpoint: Path | None = None,
-                 checkpoint_every: int = 0) -> dict:
+                 checkpoint_every: int = 0, on_step=None) -> dict:
     """Train one family to ``cfg.tokens`` tokens; returns its record (curves, costs).
 
     ``models``: start from these instead of a random init (``build_models``' keys);
@@ -129,7 +138,8 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
     (``scripts/zoo_flops.py``) runs the shipped models for one step this way.
     ``deadline``: a ``time.time()`` after which the run stops where it is (0: none); the
     record then says ``stopped_at_deadline`` and has the tokens it reached.
-    ``step_hook``: called after every step (the profiler's ``step``).
+    ``step_hook``: called after every step (the profiler's ``step``); ``on_step``: called
+    after every step with (steps, tokens) so far (the throughput bench's clock).
     ``checkpoint``: a file; when it exists the run resumes from it exactly where it stopped
     (weights, optimizer, data position, every random generator, curve and log), and every
     ``checkpoint_every`` steps (and at the end) the run's state is written there, so a long
@@ -152,10 +162,11 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         wrapped = DDP(objective, device_ids=[device.index] if device.type == "cuda" else None)
     decay = [p for n, p in objective.named_parameters() if p.requires_grad and p.ndim >= 2]
     no_decay = [p for n, p in objective.named_parameters() if p.requires_grad and p.ndim < 2]
+    fast = cfg.fast_kernels and device.type == "cpu"
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=cfg.lr, betas=(0.9, 0.98), eps=1e-6,
-                            **({"fused": True} if device.type == "cuda" else {"foreach": True}))
+                            **({"fused": True} if device.type == "cuda" or fast else {"foreach": True}))
     examples = Examples(tokenizer, chunks, cfg.shape.max_len, cfg.seed)
     policy = masking_policy(family)
     pair_kind = {"mini-bert": "nsp", "mini-albert": "sop"}.get(family)
@@ -243,60 +254,63 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         return ids, tt, attention, inputs, labels, pair
 
     stopped_at_deadline = False
-    for idx in batches():
-        with torch.profiler.record_function("zoo.data"):
-            made = make(idx)
-        n_real = int(made[2].sum())  # non-padding tokens, counted on the CPU (no device sync)
-        ids, tt, attention, inputs, labels, pair = (x.to(device, non_blocking=True) if x is not None else None
-                                                    for x in made)
-        if dist:
-            n_tok = torch.tensor(float(n_real), device=device)
-            dist.all_reduce(n_tok)
-            n_real = int(n_tok)
-        progress = tokens / cfg.tokens
-        lr = cfg.lr * (progress / cfg.warmup if progress < cfg.warmup
-                       else max(0.0, (1 - progress) / (1 - cfg.warmup)))
-        for group in opt.param_groups:
-            group["lr"] = lr
-        objective.train()
-        if teacher is not None:
-            teacher.eval()
-        loss, parts, flops = train_step(wrapped, opt, trained, (ids, attention, tt, inputs, labels, pair),
-                                        sample_gen, cfg.autocast, count_flops=flops_per_token is None)
-        if flops is not None:
-            flops_per_token = flops / float(made[2].sum())
-        tokens += n_real
-        step += 1
-        # kept on the device until the log line (reading a value every step would sync)
-        running.append({k: v.detach() for k, v in parts.items()} | {"loss": loss.detach()})
-        if step % 25 == 0 and rank == 0:
-            mean = {k: float(torch.stack([r[k] for r in running]).float().mean()) for k in running[0]}
-            row = {"step": step, "tokens": tokens, "lr": lr, **{k: round(v, 4) for k, v in mean.items()},
-                   "elapsed_s": round(state_extra["wall_s"] + time.time() - wall0, 1),
-                   "tokens_per_s": round(tokens / max(state_extra["wall_s"] + time.time() - wall0, 1e-9))}
-            log_rows.append(row)
-            log(json.dumps({"family": family, **row}))
-            running = []
-        if eval_at and tokens >= eval_at[0]:
-            while eval_at and tokens >= eval_at[0]:
-                eval_at.pop(0)
-            if rank == 0:
-                mlm_model = objective.generator if family == "mini-electra" else objective.model
-                score = whole_word_accuracy(family, mlm_model, tokenizer, heldout[: cfg.eval_sentences],
-                                            autocast=cfg.autocast)
-                point = {"tokens": tokens, "step": step, **score,
-                         "train_loss": log_rows[-1]["loss"] if log_rows else float(loss.detach())}
-                curve.append(point)
-                log(json.dumps({"family": family, "eval": point}))
-        if step_hook is not None:
-            step_hook()
-        if checkpoint is not None and checkpoint_every and step % checkpoint_every == 0:
-            save_checkpoint()
-        if tokens >= cfg.tokens or step == max_steps:
-            break
-        if deadline and time.time() > deadline:
-            stopped_at_deadline = True
-            break
+    with fast_kernels(objective, fast):
+        for idx in batches():
+            with torch.profiler.record_function("zoo.data"):
+                made = make(idx)
+            n_real = int(made[2].sum())  # non-padding tokens, counted on the CPU (no device sync)
+            ids, tt, attention, inputs, labels, pair = (x.to(device, non_blocking=True) if x is not None else None
+                                                        for x in made)
+            if dist:
+                n_tok = torch.tensor(float(n_real), device=device)
+                dist.all_reduce(n_tok)
+                n_real = int(n_tok)
+            progress = tokens / cfg.tokens
+            lr = cfg.lr * (progress / cfg.warmup if progress < cfg.warmup
+                           else max(0.0, (1 - progress) / (1 - cfg.warmup)))
+            for group in opt.param_groups:
+                group["lr"] = lr
+            objective.train()
+            if teacher is not None:
+                teacher.eval()
+            loss, parts, flops = train_step(wrapped, opt, trained, (ids, attention, tt, inputs, labels, pair),
+                                            sample_gen, cfg.autocast, count_flops=flops_per_token is None)
+            if flops is not None:
+                flops_per_token = flops / float(made[2].sum())
+            tokens += n_real
+            step += 1
+            # kept on the device until the log line (reading a value every step would sync)
+            running.append({k: v.detach() for k, v in parts.items()} | {"loss": loss.detach()})
+            if step % 25 == 0 and rank == 0:
+                mean = {k: float(torch.stack([r[k] for r in running]).float().mean()) for k in running[0]}
+                row = {"step": step, "tokens": tokens, "lr": lr, **{k: round(v, 4) for k, v in mean.items()},
+                       "elapsed_s": round(state_extra["wall_s"] + time.time() - wall0, 1),
+                       "tokens_per_s": round(tokens / max(state_extra["wall_s"] + time.time() - wall0, 1e-9))}
+                log_rows.append(row)
+                log(json.dumps({"family": family, **row}))
+                running = []
+            if eval_at and tokens >= eval_at[0]:
+                while eval_at and tokens >= eval_at[0]:
+                    eval_at.pop(0)
+                if rank == 0:
+                    mlm_model = objective.generator if family == "mini-electra" else objective.model
+                    score = whole_word_accuracy(family, mlm_model, tokenizer, heldout[: cfg.eval_sentences],
+                                                autocast=cfg.autocast)
+                    point = {"tokens": tokens, "step": step, **score,
+                             "train_loss": log_rows[-1]["loss"] if log_rows else float(loss.detach())}
+                    curve.append(point)
+                    log(json.dumps({"family": family, "eval": point}))
+            if step_hook is not None:
+                step_hook()
+            if on_step is not None:
+                on_step(step, tokens)
+            if checkpoint is not None and checkpoint_every and step % checkpoint_every == 0:
+                save_checkpoint()
+            if tokens >= cfg.tokens or step == max_steps:
+                break
+            if deadline and time.time() > deadline:
+                stopped_at_deadline = True
+                break
     if checkpoint is not None:
         save_checkpoint()
     wall = state_extra["wall_s"] + time.time() - wall0
