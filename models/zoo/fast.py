@@ -33,6 +33,7 @@ only (autocast, CUDA and other dtypes run the stock layers), and restores it aft
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 
 import torch
@@ -41,6 +42,18 @@ import torch.nn.functional as F
 
 ATTENTION = "zoo_fast"  # the name the attention is registered under in transformers
 _TWO32 = 2 ** 32
+_local = threading.local()  # .generator: this thread's dropout generator (the trainer's worker threads)
+
+
+@contextmanager
+def dropout_generator(generator: torch.Generator | None):
+    """Within this block (and this thread) ``fast_dropout`` draws from ``generator``."""
+    previous = getattr(_local, "generator", None)
+    _local.generator = generator
+    try:
+        yield
+    finally:
+        _local.generator = previous
 
 
 def _op(x, weight, bias):
@@ -120,7 +133,8 @@ def fast_dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tens
         return x * 0.0
     n = x.numel()
     # each int64 draw is two mt19937 outputs: 64 random bits, two elements' worth
-    bits = torch.empty((n + 1) // 2, dtype=torch.int64, device=x.device).random_(-(2 ** 63), 2 ** 63 - 1)
+    bits = torch.empty((n + 1) // 2, dtype=torch.int64, device=x.device).random_(
+        -(2 ** 63), 2 ** 63 - 1, generator=getattr(_local, "generator", None))
     u = bits.view(torch.int32)[:n].view(x.shape)  # uniform on [-2^31, 2^31)
     keep = u >= (round(p * _TWO32) - 2 ** 31)
     return x * keep.to(x.dtype).mul_(1.0 / (1.0 - p))
@@ -186,15 +200,15 @@ def _configs(module: nn.Module) -> list:
 
 
 @contextmanager
-def fast_kernels(module: nn.Module, enabled: bool = True):
-    """Within this block, ``module``'s linear layers, dropout and SDPA attention run the fast
-    CPU path (where the oneDNN op agrees with ``nn.Linear``; otherwise only dropout and
-    attention change). Restores the stock forwards and attention after."""
+def fast_kernels(module: nn.Module, enabled: bool = True, onednn: bool = False):
+    """Within this block, ``module``'s dropout and SDPA attention run the fast CPU path, and
+    with ``onednn`` its linear layers too (where the op agrees with ``nn.Linear``). Restores
+    the stock forwards and attention after."""
     if not enabled:
         yield False
         return
     _register()
-    onednn = onednn_training_works()
+    onednn = onednn and onednn_training_works()
     patched = []
     for m in module.modules():
         if onednn and type(m) is nn.Linear:

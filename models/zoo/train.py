@@ -38,7 +38,7 @@ import torch.nn as nn
 
 from ..pretraining.masking import apply_masking
 from .data import Examples, pad_batch, static_masking
-from .fast import fast_kernels
+from .fast import dropout_generator, fast_kernels
 from .families import Objective, Shape, build_models, masking_policy
 from .scores import whole_word_accuracy
 
@@ -66,6 +66,11 @@ class ZooConfig:
     # and backward, dropout masks from 32-bit random integers, attention with dropout as explicit
     # products, fused AdamW; False: torch's stock kernels (the shipped zoo's path)
     fast_kernels: bool = True
+    onednn_linear: bool = False  # with fast_kernels: linear layers on oneDNN (not faster in training here)
+    # with fast_kernels, on the CPU, one process: each batch's rows split over this many threads
+    # (torch's threads shared out among them), each part's losses weighted by its share of what
+    # they average over and the gradients summed in a fixed order: the whole batch's gradient
+    workers: int = 2
     shape: Shape = field(default_factory=Shape)
 
 
@@ -126,6 +131,72 @@ def train_step(wrapped, opt, trained, batch, sample_gen, autocast: str = "", cou
     return loss, parts, counter.get_total_flops() if count_flops else None
 
 
+def split_batch(batch, workers: int):
+    """``batch`` as ``workers`` parts of consecutive rows, each cut to its longest row, with
+    each part's shares of the batch's masked positions, real tokens and rows; None when a
+    part would have no masked position (its mean would be undefined)."""
+    ids, attention, tt, inputs, labels, pair = batch
+    rows = ids.shape[0]
+    bounds = [round(rows * k / workers) for k in range(workers + 1)]
+    n_masked, n_real = float((labels != -100).sum()), float(attention.sum())
+    parts = []
+    for a, b in zip(bounds, bounds[1:]):
+        if b <= a:
+            return None
+        width = int(attention[a:b].sum(1).max())
+        part = tuple(None if x is None else x[a:b, :width] if x.dim() == 2 else x[a:b] for x in batch)
+        masked = float((part[4] != -100).sum())
+        if not masked:
+            return None
+        parts.append((part, {"masked": masked / n_masked, "real": float(part[1].sum()) / n_real,
+                             "rows": (b - a) / rows}))
+    return parts
+
+
+def split_step(objective, opt, trained, batch, sample_gen, pool, workers: int, count_flops: bool = False):
+    """``train_step`` with the batch's rows split over ``pool``'s threads (see ``split_batch``):
+    the same loss and, summation order aside, the same gradient. Each part draws its dropout
+    and ELECTRA's samples from generators seeded here, from torch's default generator and
+    ``sample_gen``, so a run (and a resumed one) is reproducible whichever thread runs first."""
+    from torch.profiler import record_function
+
+    parts = split_batch(batch, workers)
+    if parts is None:
+        return train_step(objective, opt, trained, batch, sample_gen, count_flops=count_flops)
+    seeds = torch.randint(0, 2 ** 62, (len(parts),)).tolist()
+    sample_seeds = torch.randint(0, 2 ** 62, (len(parts),), generator=sample_gen,
+                                 device=sample_gen.device).tolist()
+
+    def work(k):
+        part, shares = parts[k]
+        with dropout_generator(torch.Generator().manual_seed(seeds[k])):
+            with record_function("zoo.forward"):
+                loss, losses = objective(*part, torch.Generator().manual_seed(sample_seeds[k]), shares=shares)
+            with record_function("zoo.backward"):
+                grads = torch.autograd.grad(loss, trained, allow_unused=True)
+        return loss.detach(), {name: v.detach() for name, v in losses.items()}, grads
+
+    counter = flop_counter() if count_flops else contextlib.nullcontext()
+    with counter:  # a dispatch mode sees its own thread only: the counted step runs the parts in turn
+        done = [work(k) for k in range(len(parts))] if count_flops else list(pool.map(work, range(len(parts))))
+    opt.zero_grad(set_to_none=True)
+    for i, p in enumerate(trained):
+        grads = [d[2][i] for d in done if d[2][i] is not None]
+        if grads:
+            total = grads[0]
+            for g in grads[1:]:  # a fixed order: part 0 + part 1 + ...
+                total = total + g
+            p.grad = total
+    with record_function("zoo.optimizer"):
+        torch.nn.utils.clip_grad_norm_(trained, 1.0)
+        opt.step()
+    loss, losses = done[0][0], dict(done[0][1])
+    for d in done[1:]:
+        loss = loss + d[0]
+        losses = {name: v + d[1][name] for name, v in losses.items()}
+    return loss, losses, counter.get_total_flops() if count_flops else None
+
+
 def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooConfig, out: Path,
                  teacher=None, device: torch.device | None = None, log=print,
                  models: dict[str, nn.Module] | None = None, max_steps: int = 0,
@@ -163,6 +234,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
     decay = [p for n, p in objective.named_parameters() if p.requires_grad and p.ndim >= 2]
     no_decay = [p for n, p in objective.named_parameters() if p.requires_grad and p.ndim < 2]
     fast = cfg.fast_kernels and device.type == "cpu"
+    workers = max(1, cfg.workers) if fast and not dist and not cfg.autocast else 1
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=cfg.lr, betas=(0.9, 0.98), eps=1e-6,
@@ -254,7 +326,17 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         return ids, tt, attention, inputs, labels, pair
 
     stopped_at_deadline = False
-    with fast_kernels(objective, fast):
+    threads = torch.get_num_threads()
+    pool = None
+    if workers > 1:  # torch's threads shared out among the workers
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zoo-worker")
+        torch.set_num_threads(max(1, threads // workers))
+    with fast_kernels(objective, fast, onednn=cfg.onednn_linear), contextlib.ExitStack() as cleanup:
+        if pool is not None:
+            cleanup.callback(torch.set_num_threads, threads)
+            cleanup.callback(pool.shutdown)
         for idx in batches():
             with torch.profiler.record_function("zoo.data"):
                 made = make(idx)
@@ -273,8 +355,13 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
             objective.train()
             if teacher is not None:
                 teacher.eval()
-            loss, parts, flops = train_step(wrapped, opt, trained, (ids, attention, tt, inputs, labels, pair),
-                                            sample_gen, cfg.autocast, count_flops=flops_per_token is None)
+            batch = (ids, attention, tt, inputs, labels, pair)
+            if pool is not None:
+                loss, parts, flops = split_step(objective, opt, trained, batch, sample_gen, pool, workers,
+                                                count_flops=flops_per_token is None)
+            else:
+                loss, parts, flops = train_step(wrapped, opt, trained, batch, sample_gen, cfg.autocast,
+                                                count_flops=flops_per_token is None)
             if flops is not None:
                 flops_per_token = flops / float(made[2].sum())
             tokens += n_real
