@@ -125,19 +125,23 @@ class OneDNNLinear(torch.autograd.Function):
         return gx, gw, gb
 
 
+def dropout_mask(x: torch.Tensor, p: float) -> torch.Tensor:
+    """Inverted dropout's mask for ``x``: 1 / (1 - p) where kept, 0 where dropped."""
+    n = x.numel()
+    # each int64 draw is two mt19937 outputs: 64 random bits, two elements' worth
+    bits = torch.empty((n + 1) // 2, dtype=torch.int64, device=x.device).random_(
+        -(2 ** 63), 2 ** 63 - 1, generator=getattr(_local, "generator", None))
+    u = bits.view(torch.int32)[:n].view(x.shape)  # uniform on [-2^31, 2^31)
+    return torch.where(u >= (round(p * _TWO32) - 2 ** 31), 1.0 / (1.0 - p), 0.0).to(x.dtype)
+
+
 def fast_dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
     """Inverted dropout (as ``F.dropout``) with its mask from 32-bit random integers."""
     if not training or p == 0.0:
         return x
     if p >= 1.0:
         return x * 0.0
-    n = x.numel()
-    # each int64 draw is two mt19937 outputs: 64 random bits, two elements' worth
-    bits = torch.empty((n + 1) // 2, dtype=torch.int64, device=x.device).random_(
-        -(2 ** 63), 2 ** 63 - 1, generator=getattr(_local, "generator", None))
-    u = bits.view(torch.int32)[:n].view(x.shape)  # uniform on [-2^31, 2^31)
-    keep = u >= (round(p * _TWO32) - 2 ** 31)
-    return x * keep.to(x.dtype).mul_(1.0 / (1.0 - p))
+    return x * dropout_mask(x, p)
 
 
 def _linear_forward(module: nn.Linear, x: torch.Tensor) -> torch.Tensor:
@@ -165,14 +169,13 @@ def zoo_attention(module, query, key, value, attention_mask, dropout: float = 0.
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                       scaling=scaling, is_causal=is_causal, **kwargs)
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-    scores = torch.matmul(query, key.transpose(-1, -2)) * scale
+    scores = torch.matmul(query * scale, key.transpose(-1, -2))  # scaled on the smaller operand
     if attention_mask is not None:
-        if attention_mask.dtype == torch.bool:  # True: attend (SDPA's convention)
-            scores = scores.masked_fill(~attention_mask, torch.finfo(scores.dtype).min)
-        else:
-            scores = scores + attention_mask
-    probs = fast_dropout(torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype), dropout)
-    return torch.matmul(probs, value).transpose(1, 2).contiguous(), None
+        if attention_mask.dtype == torch.bool:  # True: attend (SDPA's convention), as an additive mask
+            attention_mask = torch.where(attention_mask, 0.0, torch.finfo(scores.dtype).min).to(scores.dtype)
+        scores += attention_mask  # in place: the product's backward does not need its output
+    probs = torch.softmax(scores, dim=-1)
+    return torch.matmul(probs * dropout_mask(probs, dropout), value).transpose(1, 2).contiguous(), None
 
 
 _registered = False
