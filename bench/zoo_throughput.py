@@ -125,11 +125,12 @@ def family_setup(family: str, args, sources, sentences, cache: dict) -> dict:
 def run(args, print_=print) -> dict:
     torch.set_num_threads(args.threads)
     print_(machine_line())
-    from models.zoo.fast import onednn_training_works
+    from models.zoo import train as Z
 
-    print_(f"fast path: oneDNN linear layers {'on' if onednn_training_works() else 'OFF (op missing or disagrees)'}"
-           f"; {args.steps} timed steps after {args.warmup} warm-up, {args.repeats} repeats, "
-           f"{args.threads} threads; indicative only on a shared machine")
+    default = Z.ZooConfig()
+    print_(f"fast path: ZooConfig defaults (fast_kernels {default.fast_kernels}, workers {default.workers}, "
+           f"onednn_linear {default.onednn_linear}); stock: fast_kernels=False; {args.steps} timed steps after "
+           f"{args.warmup} warm-up, {args.repeats} repeats, {args.threads} threads; indicative only on a shared machine")
     sources, sentences = _corpus(args.corpus, args.sentences)
     cache, setups = {}, {}
     for family in args.families:

@@ -173,20 +173,25 @@ def split_step(objective, opt, trained, batch, sample_gen, pool, workers: int, c
             with record_function("zoo.forward"):
                 loss, losses = objective(*part, torch.Generator().manual_seed(sample_seeds[k]), shares=shares)
             with record_function("zoo.backward"):
-                grads = torch.autograd.grad(loss, trained, allow_unused=True)
+                if count_flops:  # in turn, into .grad (FlopCounterMode's module hooks refuse autograd.grad)
+                    loss.backward()
+                    grads = None
+                else:
+                    grads = torch.autograd.grad(loss, trained, allow_unused=True)
         return loss.detach(), {name: v.detach() for name, v in losses.items()}, grads
 
+    opt.zero_grad(set_to_none=True)
     counter = flop_counter() if count_flops else contextlib.nullcontext()
     with counter:  # a dispatch mode sees its own thread only: the counted step runs the parts in turn
         done = [work(k) for k in range(len(parts))] if count_flops else list(pool.map(work, range(len(parts))))
-    opt.zero_grad(set_to_none=True)
-    for i, p in enumerate(trained):
-        grads = [d[2][i] for d in done if d[2][i] is not None]
-        if grads:
-            total = grads[0]
-            for g in grads[1:]:  # a fixed order: part 0 + part 1 + ...
-                total = total + g
-            p.grad = total
+    if not count_flops:
+        for i, p in enumerate(trained):
+            grads = [d[2][i] for d in done if d[2][i] is not None]
+            if grads:
+                total = grads[0]
+                for g in grads[1:]:  # a fixed order: part 0 + part 1 + ... (as .grad accumulates in turn)
+                    total = total + g
+                p.grad = total
     with record_function("zoo.optimizer"):
         torch.nn.utils.clip_grad_norm_(trained, 1.0)
         opt.step()
@@ -381,8 +386,12 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
                     eval_at.pop(0)
                 if rank == 0:
                     mlm_model = objective.generator if family == "mini-electra" else objective.model
+                    if pool is not None:  # the evaluation is one batch at a time: all of torch's threads
+                        torch.set_num_threads(threads)
                     score = whole_word_accuracy(family, mlm_model, tokenizer, heldout[: cfg.eval_sentences],
                                                 autocast=cfg.autocast)
+                    if pool is not None:
+                        torch.set_num_threads(max(1, threads // workers))
                     point = {"tokens": tokens, "step": step, **score,
                              "train_loss": log_rows[-1]["loss"] if log_rows else float(loss.detach())}
                     curve.append(point)
