@@ -1,28 +1,31 @@
 """Faster CPU kernels for training the mini zoo, the same maths (``ZooConfig.fast_kernels``).
 
 Where a training step's time went on the 2-core AMD EPYC (``scripts/zoo_profile.py``,
-mini-bert, dropout 0.1): matrix products about half (MKL's sgemm, which appears to take
-its AVX2 path on this AMD CPU), then dropout's ``bernoulli_`` (12 %: torch draws one
-random double per element), the attention's softmax and the rest. Three changes, each
-keeping the family's model, loss, masking and hyper-parameters:
+mini-bert, dropout 0.1, stock path): matrix products about half (MKL's sgemm), then
+dropout's ``bernoulli_`` (12 %: torch draws one random number per element), the
+attention's softmax, masking and copies, and the rest; and two intra-op threads on one
+batch kept the second core mostly idle (one thread: about 6.5 k tokens per CPU-second;
+two: 7.9 k tokens/s). What this module changes, each keeping the family's model, loss,
+masking and hyper-parameters (the split over threads is in ``models.zoo.train``):
 
-- **Linear layers on oneDNN, forward and backward.** ``OneDNNLinear`` is an autograd
-  Function whose three products (y = x W^T + b, dX = dY W, dW = dY^T X) all run on
-  ``torch.ops.mkldnn._linear_pointwise`` (the op ``models.runtime.onednn`` uses for
-  inference; its name starts with an underscore, so it is checked against ``nn.Linear``
-  once and the path stays off if it disagrees). Same products in float32, summation
-  order aside.
-- **Dropout masks from 32-bit random integers.** ``fast_dropout`` keeps an element when a
+- **Dropout masks from 32-bit random integers.** ``dropout_mask`` keeps an element when a
   uniform 32-bit integer is at or above ``round(p * 2**32)``: a drop rate within 2**-33
-  of ``p``, drawn from torch's default generator (the one ``bernoulli_`` uses, so seeding
-  and a checkpoint's saved RNG state still reproduce a run). Same distribution, different
-  draws: a run with dropout is not bit-identical to one without this path; with dropout
-  0 it is the same maths.
+  of ``p``, from torch's default generator or the thread's (``dropout_generator``), so
+  seeding and a checkpoint still reproduce a run. Same distribution, other draws than
+  ``bernoulli_``: a run with dropout is not bit-identical to a stock one; with dropout 0
+  it is the same maths.
 - **Attention with dropout as explicit products.** With attention dropout (training, p >
-  0) torch's SDPA leaves its fused CPU kernel for its "math" path and its slow dropout;
-  the ``zoo_fast`` attention (registered with transformers' attention interface, masks as
-  for SDPA) computes softmax(Q K^T s + mask) with ``fast_dropout`` and then V. Without
-  dropout (eval, ModernBERT's 0) it calls transformers' SDPA function unchanged.
+  0) torch's SDPA leaves its fused CPU kernel for its "math" path and ``bernoulli_``; the
+  ``zoo_fast`` attention (registered with transformers' attention interface, masks as for
+  SDPA) computes softmax(Q s K^T + mask) V with ``dropout_mask`` on the probabilities.
+  Without dropout (eval, ModernBERT's 0) it calls transformers' SDPA function unchanged.
+- **Linear layers on oneDNN, forward and backward** (opt-in, ``onednn=True``):
+  ``OneDNNLinear`` is an autograd Function whose three products (y = x W^T + b, dX = dY W,
+  dW = dY^T X) all run on ``torch.ops.mkldnn._linear_pointwise`` (the op
+  ``models.runtime.onednn`` uses for inference; checked against ``nn.Linear``'s forward
+  and gradients once, off if it disagrees). Measured here in training it was not faster
+  than MKL (one thread: MKL's products already run near the core's peak at these shapes;
+  the weights are not pre-packed per call), so it is off by default.
 
 AdamW runs its fused CPU kernel (``fused=True``: the same update, one pass over each
 tensor) when this path is on: see ``models.zoo.train``.

@@ -19,6 +19,12 @@ mini-modernbert    ModernBertForMaskedLM: RoPE, GeGLU, alternating global / loca
 
 The loss runs each MLM head at the masked positions only (the 8k-way projection is most of
 the cost). Masking is the project's one implementation (``models.pretraining.masking.apply_masking``).
+On the CPU (``ZooConfig.fast_kernels``, default on) each batch's rows are split over
+``ZooConfig.workers`` threads, each running torch's kernels on its own core, with the
+faster dropout and attention of ``models.zoo.fast``: each part's losses are weighted by its
+share of what they average over and the gradients summed in a fixed order, so the step is
+the whole batch's (summation order aside; dropout and ELECTRA's samples are other draws of
+the same distributions). ``fast_kernels=False`` is the path the CPU zoo was first trained on.
 Runs on one process or under ``torchrun`` with DistributedDataParallel (gloo on CPU, NCCL
 on CUDA): each rank takes every ``world``-th batch; gradients are averaged by DDP.
 """
