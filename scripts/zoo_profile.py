@@ -6,7 +6,10 @@ Trains ``--steps`` steps of one family with the real trainer (``models.zoo.train
 torch.profiler, skipping the first (FLOP count, warm-up), and prints the shares of a step:
 batch preparation, forward, backward, optimizer (clip + AdamW), the rest (Python between
 them); then the operators taking the most self CPU time. Shares, not timings: on a shared
-machine only the proportions mean anything.
+machine only the proportions mean anything. ``--stock`` profiles torch's stock kernels on
+one batch (the path the CPU zoo was first trained on), ``--workers 1`` the fast kernels
+without the split over threads (with the split, the phases overlap across threads and
+their shares can add up to more than a step).
 """
 
 from __future__ import annotations
