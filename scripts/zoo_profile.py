@@ -7,9 +7,10 @@ torch.profiler, skipping the first (FLOP count, warm-up), and prints the shares 
 batch preparation, forward, backward, optimizer (clip + AdamW), the rest (Python between
 them); then the operators taking the most self CPU time. Shares, not timings: on a shared
 machine only the proportions mean anything. ``--stock`` profiles torch's stock kernels on
-one batch (the path the CPU zoo was first trained on), ``--workers 1`` the fast kernels
-without the split over threads (with the split, the phases overlap across threads and
-their shares can add up to more than a step).
+one batch (the path the CPU zoo was first trained on); otherwise the fast kernels, on one
+worker thread by default: torch.profiler records the operators of the thread that entered
+it, so with the batch split over worker threads (``--workers 2``, the trainer's default)
+their forward and backward would not show.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def main(argv=None) -> int:
     p.add_argument("--sentences", type=int, default=20000, help="corpus lines to tokenize (enough for the steps)")
     p.add_argument("--top", type=int, default=15)
     p.add_argument("--stock", action="store_true", help="torch's stock kernels (ZooConfig.fast_kernels=False)")
-    p.add_argument("--workers", type=int, default=Z.ZooConfig.workers, help="threads a batch's rows are split over")
+    p.add_argument("--workers", type=int, default=1,
+                   help="threads a batch's rows are split over (their operators are not profiled)")
     args = p.parse_args(argv)
     from transformers import AutoTokenizer
 
