@@ -111,6 +111,10 @@ def main(argv=None) -> int:
     p.add_argument("--dropout", type=float, default=None, help="every model's dropout (default: each config's)")
     p.add_argument("--checkpoint-every", type=int, default=0,
                    help="write WORK/<family>.ckpt every N steps; re-running the same command resumes from it")
+    p.add_argument("--stock-kernels", action="store_true",
+                   help="torch's stock CPU kernels, one batch per step (ZooConfig.fast_kernels=False): the old path")
+    p.add_argument("--workers", type=int, default=Z.ZooConfig.workers,
+                   help="CPU: threads each batch's rows are split over (the same gradient); 1: one batch with torch's threads")
     p.add_argument("--device", default="cpu")
     p.add_argument("--tiny", action="store_true", help="a 2-layer 64-wide shape (tests only)")
     p.add_argument("--max-sentences", type=int, default=0, help="use only the first N corpus lines (tests)")
@@ -136,7 +140,8 @@ def main(argv=None) -> int:
                     electra_generator_hidden=16) if args.tiny else zm.Shape()
     cfg = Z.ZooConfig(tokens=args.tokens, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                       autocast=args.autocast, evals=args.evals, eval_sentences=args.eval_sentences,
-                      threads=args.threads, shape=shape, dropout=args.dropout)
+                      threads=args.threads, shape=shape, dropout=args.dropout,
+                      fast_kernels=not args.stock_kernels, workers=args.workers)
     work = args.work / ("tiny" if args.tiny else "")
     sources, sentences = zd.read_ordered(args.corpus / "train_ordered.tsv")
     if args.max_sentences:

@@ -6,7 +6,11 @@ Trains ``--steps`` steps of one family with the real trainer (``models.zoo.train
 torch.profiler, skipping the first (FLOP count, warm-up), and prints the shares of a step:
 batch preparation, forward, backward, optimizer (clip + AdamW), the rest (Python between
 them); then the operators taking the most self CPU time. Shares, not timings: on a shared
-machine only the proportions mean anything.
+machine only the proportions mean anything. ``--stock`` profiles torch's stock kernels on
+one batch (the path the CPU zoo was first trained on); otherwise the fast kernels, on one
+worker thread by default: torch.profiler records the operators of the thread that entered
+it, so with the batch split over worker threads (``--workers 2``, the trainer's default)
+their forward and backward would not show.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ def main(argv=None) -> int:
     p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     p.add_argument("--sentences", type=int, default=20000, help="corpus lines to tokenize (enough for the steps)")
     p.add_argument("--top", type=int, default=15)
+    p.add_argument("--stock", action="store_true", help="torch's stock kernels (ZooConfig.fast_kernels=False)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="threads a batch's rows are split over (their operators are not profiled)")
     args = p.parse_args(argv)
     from transformers import AutoTokenizer
 
@@ -51,7 +58,8 @@ def main(argv=None) -> int:
         from transformers import BertForPreTraining
 
         teacher = BertForPreTraining.from_pretrained(str(REPO / "weights" / "zoo" / "mini-bert"), dtype=torch.float32)
-    cfg = Z.ZooConfig(tokens=10**12, batch_size=args.batch_size, evals=0, dropout=args.dropout)
+    cfg = Z.ZooConfig(tokens=10**12, batch_size=args.batch_size, evals=0, dropout=args.dropout,
+                      fast_kernels=not args.stock, workers=args.workers)
     with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=args.steps - 1, repeat=1),
                  record_shapes=False) as prof:
         Z.train_family(args.family, tokenizer, chunks, [], cfg, Path("/tmp"), teacher=teacher, log=lambda _: None,
@@ -61,7 +69,8 @@ def main(argv=None) -> int:
     step_total = sum(e.cpu_time_total for e in events if e.key.startswith("ProfilerStep"))
     if not step_total:
         raise SystemExit("no profiled step: " + ", ".join(sorted(total)[:20]))
-    print(f"{args.family}: {args.steps - 1} profiled steps of {args.batch_size} sequences, {args.threads} threads")
+    print(f"{args.family}: {args.steps - 1} profiled steps of {args.batch_size} sequences, {args.threads} threads, "
+          f"{'stock kernels' if args.stock else f'fast kernels, {args.workers} worker thread(s)'}")
     shares = {k: total.get(k, 0.0) / step_total for k in PHASES}
     for k, v in shares.items():
         print(f"  {k:15s} {v:6.1%}")

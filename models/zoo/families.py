@@ -229,13 +229,19 @@ class Objective(nn.Module):
             for p in teacher.parameters():
                 p.requires_grad_(False)
 
-    def forward(self, ids, attention, types, inputs, labels, pair_labels=None, generator=None):
+    def forward(self, ids, attention, types, inputs, labels, pair_labels=None, generator=None, shares=None):
+        """(loss, parts). ``shares``: when this batch is one part of a larger one (the trainer's
+        worker threads), {"masked", "real", "rows"}: its share of the whole batch's masked
+        positions, non-padding tokens and rows; each mean is scaled by the share of what it
+        averages over, so the parts' losses (and gradients) sum to the whole batch's."""
         fam, sel = self.family, labels != -100
+        s = shares or {}
+        masked, real_share, rows = s.get("masked", 1.0), s.get("real", 1.0), s.get("rows", 1.0)
         parts = {}
         if fam == "mini-electra":
             hidden_g, _ = encode(fam, self.generator, inputs, attention)
             g_logits = mlm_logits(fam, self.generator, hidden_g[sel])  # (N, V)
-            parts["mlm"] = F.cross_entropy(g_logits.float(), labels[sel])
+            parts["mlm"] = F.cross_entropy(g_logits.float(), labels[sel]) * masked
             with torch.no_grad():  # sample replacements from the generator (temperature 1)
                 sampled = torch.multinomial(g_logits.float().softmax(-1), 1, generator=generator).squeeze(-1)
             corrupted = ids.clone()
@@ -244,17 +250,17 @@ class Objective(nn.Module):
             hidden_d, _ = encode(fam, self.model, corrupted, attention)
             d_logits = self.model.discriminator_predictions(hidden_d)  # (B, T)
             real = attention.bool()
-            parts["rtd"] = F.binary_cross_entropy_with_logits(d_logits[real].float(), replaced[real])
+            parts["rtd"] = F.binary_cross_entropy_with_logits(d_logits[real].float(), replaced[real]) * real_share
             return parts["mlm"] + 50.0 * parts["rtd"], parts
         hidden, pooled = encode(fam, self.model, inputs, attention, types)
         logits = mlm_logits(fam, self.model, hidden[sel])  # (N, V)
-        parts["mlm"] = F.cross_entropy(logits.float(), labels[sel])
+        parts["mlm"] = F.cross_entropy(logits.float(), labels[sel]) * masked
         loss = parts["mlm"]
         if fam == "mini-bert":
-            parts["nsp"] = F.cross_entropy(self.model.cls.seq_relationship(pooled).float(), pair_labels)
+            parts["nsp"] = F.cross_entropy(self.model.cls.seq_relationship(pooled).float(), pair_labels) * rows
             loss = loss + parts["nsp"]
         elif fam == "mini-albert":
-            parts["sop"] = F.cross_entropy(self.model.sop_classifier(pooled).float(), pair_labels)
+            parts["sop"] = F.cross_entropy(self.model.sop_classifier(pooled).float(), pair_labels) * rows
             loss = loss + parts["sop"]
         elif fam == "mini-distilbert":
             with torch.no_grad():
@@ -263,9 +269,10 @@ class Objective(nn.Module):
             temperature = 2.0
             parts["kd"] = F.kl_div(F.log_softmax(logits.float() / temperature, -1),
                                    F.softmax(t_logits / temperature, -1),
-                                   reduction="batchmean") * temperature ** 2
+                                   reduction="batchmean") * temperature ** 2 * masked
             real = attention.bool()
-            parts["cos"] = 1.0 - F.cosine_similarity(hidden[real].float(), t_hidden[real].float(), dim=-1).mean()
+            parts["cos"] = (1.0 - F.cosine_similarity(hidden[real].float(), t_hidden[real].float(), dim=-1).mean()
+                            ) * real_share
             loss = 5.0 * parts["kd"] + 2.0 * parts["mlm"] + 1.0 * parts["cos"]
         return loss, parts
 

@@ -19,6 +19,12 @@ mini-modernbert    ModernBertForMaskedLM: RoPE, GeGLU, alternating global / loca
 
 The loss runs each MLM head at the masked positions only (the 8k-way projection is most of
 the cost). Masking is the project's one implementation (``models.pretraining.masking.apply_masking``).
+On the CPU (``ZooConfig.fast_kernels``, default on) each batch's rows are split over
+``ZooConfig.workers`` threads, each running torch's kernels on its own core, with the
+faster dropout and attention of ``models.zoo.fast``: each part's losses are weighted by its
+share of what they average over and the gradients summed in a fixed order, so the step is
+the whole batch's (summation order aside; dropout and ELECTRA's samples are other draws of
+the same distributions). ``fast_kernels=False`` is the path the CPU zoo was first trained on.
 Runs on one process or under ``torchrun`` with DistributedDataParallel (gloo on CPU, NCCL
 on CUDA): each rank takes every ``world``-th batch; gradients are averaged by DDP.
 """
@@ -38,6 +44,7 @@ import torch.nn as nn
 
 from ..pretraining.masking import apply_masking
 from .data import Examples, pad_batch, static_masking
+from .fast import dropout_generator, fast_kernels
 from .families import Objective, Shape, build_models, masking_policy
 from .scores import whole_word_accuracy
 
@@ -61,6 +68,15 @@ class ZooConfig:
     dropout: float | None = None  # None: each family's config default (0.1; ModernBERT 0)
     position_init: str = "random"  # "sinusoidal": a learnt position table starts as sinusoids
     init_std: float | None = None  # initializer_range (None: transformers' 0.02)
+    # the same maths on faster CPU kernels (models/zoo/fast.py): linear layers on oneDNN forward
+    # and backward, dropout masks from 32-bit random integers, attention with dropout as explicit
+    # products, fused AdamW; False: torch's stock kernels (the shipped zoo's path)
+    fast_kernels: bool = True
+    onednn_linear: bool = False  # with fast_kernels: linear layers on oneDNN (not faster in training here)
+    # with fast_kernels, on the CPU, one process: each batch's rows split over this many threads
+    # (torch's threads shared out among them), each part's losses weighted by its share of what
+    # they average over and the gradients summed in a fixed order: the whole batch's gradient
+    workers: int = 2
     shape: Shape = field(default_factory=Shape)
 
 
@@ -86,11 +102,15 @@ def flop_counter():
     def backward(grad_out, query, key, value, *args, out_shape=None, **kwargs) -> int:
         return sdpa_backward_flop_count(grad_out, query, key, value)
 
+    def onednn_linear(x, weight, *args, out_shape=None, **kwargs) -> int:  # x @ weight^T (the fast path's)
+        return 2 * x.numel() * weight.shape[0]
+
     aten = torch.ops.aten
-    return FlopCounterMode(display=False, custom_mapping={
-        aten._scaled_dot_product_flash_attention_for_cpu: forward,
-        aten._scaled_dot_product_flash_attention_for_cpu_backward: backward,
-    })
+    mapping = {aten._scaled_dot_product_flash_attention_for_cpu: forward,
+               aten._scaled_dot_product_flash_attention_for_cpu_backward: backward}
+    if hasattr(torch.ops.mkldnn, "_linear_pointwise"):
+        mapping[torch.ops.mkldnn._linear_pointwise.default] = onednn_linear
+    return FlopCounterMode(display=False, custom_mapping=mapping)
 
 
 def train_step(wrapped, opt, trained, batch, sample_gen, autocast: str = "", count_flops: bool = False):
@@ -117,11 +137,82 @@ def train_step(wrapped, opt, trained, batch, sample_gen, autocast: str = "", cou
     return loss, parts, counter.get_total_flops() if count_flops else None
 
 
+def split_batch(batch, workers: int):
+    """``batch`` as ``workers`` parts of consecutive rows, each cut to its longest row, with
+    each part's shares of the batch's masked positions, real tokens and rows; None when a
+    part would have no masked position (its mean would be undefined)."""
+    ids, attention, tt, inputs, labels, pair = batch
+    rows = ids.shape[0]
+    bounds = [round(rows * k / workers) for k in range(workers + 1)]
+    n_masked, n_real = float((labels != -100).sum()), float(attention.sum())
+    parts = []
+    for a, b in zip(bounds, bounds[1:]):
+        if b <= a:
+            return None
+        width = int(attention[a:b].sum(1).max())
+        part = tuple(None if x is None else x[a:b, :width] if x.dim() == 2 else x[a:b] for x in batch)
+        masked = float((part[4] != -100).sum())
+        if not masked:
+            return None
+        parts.append((part, {"masked": masked / n_masked, "real": float(part[1].sum()) / n_real,
+                             "rows": (b - a) / rows}))
+    return parts
+
+
+def split_step(objective, opt, trained, batch, sample_gen, pool, workers: int, count_flops: bool = False):
+    """``train_step`` with the batch's rows split over ``pool``'s threads (see ``split_batch``):
+    the same loss and, summation order aside, the same gradient. Each part draws its dropout
+    and ELECTRA's samples from generators seeded here, from torch's default generator and
+    ``sample_gen``, so a run (and a resumed one) is reproducible whichever thread runs first."""
+    from torch.profiler import record_function
+
+    parts = split_batch(batch, workers)
+    if parts is None:
+        return train_step(objective, opt, trained, batch, sample_gen, count_flops=count_flops)
+    seeds = torch.randint(0, 2 ** 62, (len(parts),)).tolist()
+    sample_seeds = torch.randint(0, 2 ** 62, (len(parts),), generator=sample_gen,
+                                 device=sample_gen.device).tolist()
+
+    def work(k):
+        part, shares = parts[k]
+        with dropout_generator(torch.Generator().manual_seed(seeds[k])):
+            with record_function("zoo.forward"):
+                loss, losses = objective(*part, torch.Generator().manual_seed(sample_seeds[k]), shares=shares)
+            with record_function("zoo.backward"):
+                if count_flops:  # in turn, into .grad (FlopCounterMode's module hooks refuse autograd.grad)
+                    loss.backward()
+                    grads = None
+                else:
+                    grads = torch.autograd.grad(loss, trained, allow_unused=True)
+        return loss.detach(), {name: v.detach() for name, v in losses.items()}, grads
+
+    opt.zero_grad(set_to_none=True)
+    counter = flop_counter() if count_flops else contextlib.nullcontext()
+    with counter:  # a dispatch mode sees its own thread only: the counted step runs the parts in turn
+        done = [work(k) for k in range(len(parts))] if count_flops else list(pool.map(work, range(len(parts))))
+    if not count_flops:
+        for i, p in enumerate(trained):
+            grads = [d[2][i] for d in done if d[2][i] is not None]
+            if grads:
+                total = grads[0]
+                for g in grads[1:]:  # a fixed order: part 0 + part 1 + ... (as .grad accumulates in turn)
+                    total = total + g
+                p.grad = total
+    with record_function("zoo.optimizer"):
+        torch.nn.utils.clip_grad_norm_(trained, 1.0)
+        opt.step()
+    loss, losses = done[0][0], dict(done[0][1])
+    for d in done[1:]:
+        loss = loss + d[0]
+        losses = {name: v + d[1][name] for name, v in losses.items()}
+    return loss, losses, counter.get_total_flops() if count_flops else None
+
+
 def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooConfig, out: Path,
                  teacher=None, device: torch.device | None = None, log=print,
                  models: dict[str, nn.Module] | None = None, max_steps: int = 0,
                  deadline: float = 0.0, step_hook=None, checkpoint: Path | None = None,
-                 checkpoint_every: int = 0) -> dict:
+                 checkpoint_every: int = 0, on_step=None) -> dict:
     """Train one family to ``cfg.tokens`` tokens; returns its record (curves, costs).
 
     ``models``: start from these instead of a random init (``build_models``' keys);
@@ -129,7 +220,8 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
     (``scripts/zoo_flops.py``) runs the shipped models for one step this way.
     ``deadline``: a ``time.time()`` after which the run stops where it is (0: none); the
     record then says ``stopped_at_deadline`` and has the tokens it reached.
-    ``step_hook``: called after every step (the profiler's ``step``).
+    ``step_hook``: called after every step (the profiler's ``step``); ``on_step``: called
+    after every step with (steps, tokens) so far (the throughput bench's clock).
     ``checkpoint``: a file; when it exists the run resumes from it exactly where it stopped
     (weights, optimizer, data position, every random generator, curve and log), and every
     ``checkpoint_every`` steps (and at the end) the run's state is written there, so a long
@@ -152,10 +244,12 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         wrapped = DDP(objective, device_ids=[device.index] if device.type == "cuda" else None)
     decay = [p for n, p in objective.named_parameters() if p.requires_grad and p.ndim >= 2]
     no_decay = [p for n, p in objective.named_parameters() if p.requires_grad and p.ndim < 2]
+    fast = cfg.fast_kernels and device.type == "cpu"
+    workers = max(1, cfg.workers) if fast and not dist and not cfg.autocast else 1
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=cfg.lr, betas=(0.9, 0.98), eps=1e-6,
-                            **({"fused": True} if device.type == "cuda" else {"foreach": True}))
+                            **({"fused": True} if device.type == "cuda" or fast else {"foreach": True}))
     examples = Examples(tokenizer, chunks, cfg.shape.max_len, cfg.seed)
     policy = masking_policy(family)
     pair_kind = {"mini-bert": "nsp", "mini-albert": "sop"}.get(family)
@@ -243,60 +337,82 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         return ids, tt, attention, inputs, labels, pair
 
     stopped_at_deadline = False
-    for idx in batches():
-        with torch.profiler.record_function("zoo.data"):
-            made = make(idx)
-        n_real = int(made[2].sum())  # non-padding tokens, counted on the CPU (no device sync)
-        ids, tt, attention, inputs, labels, pair = (x.to(device, non_blocking=True) if x is not None else None
-                                                    for x in made)
-        if dist:
-            n_tok = torch.tensor(float(n_real), device=device)
-            dist.all_reduce(n_tok)
-            n_real = int(n_tok)
-        progress = tokens / cfg.tokens
-        lr = cfg.lr * (progress / cfg.warmup if progress < cfg.warmup
-                       else max(0.0, (1 - progress) / (1 - cfg.warmup)))
-        for group in opt.param_groups:
-            group["lr"] = lr
-        objective.train()
-        if teacher is not None:
-            teacher.eval()
-        loss, parts, flops = train_step(wrapped, opt, trained, (ids, attention, tt, inputs, labels, pair),
-                                        sample_gen, cfg.autocast, count_flops=flops_per_token is None)
-        if flops is not None:
-            flops_per_token = flops / float(made[2].sum())
-        tokens += n_real
-        step += 1
-        # kept on the device until the log line (reading a value every step would sync)
-        running.append({k: v.detach() for k, v in parts.items()} | {"loss": loss.detach()})
-        if step % 25 == 0 and rank == 0:
-            mean = {k: float(torch.stack([r[k] for r in running]).float().mean()) for k in running[0]}
-            row = {"step": step, "tokens": tokens, "lr": lr, **{k: round(v, 4) for k, v in mean.items()},
-                   "elapsed_s": round(state_extra["wall_s"] + time.time() - wall0, 1),
-                   "tokens_per_s": round(tokens / max(state_extra["wall_s"] + time.time() - wall0, 1e-9))}
-            log_rows.append(row)
-            log(json.dumps({"family": family, **row}))
-            running = []
-        if eval_at and tokens >= eval_at[0]:
-            while eval_at and tokens >= eval_at[0]:
-                eval_at.pop(0)
-            if rank == 0:
-                mlm_model = objective.generator if family == "mini-electra" else objective.model
-                score = whole_word_accuracy(family, mlm_model, tokenizer, heldout[: cfg.eval_sentences],
-                                            autocast=cfg.autocast)
-                point = {"tokens": tokens, "step": step, **score,
-                         "train_loss": log_rows[-1]["loss"] if log_rows else float(loss.detach())}
-                curve.append(point)
-                log(json.dumps({"family": family, "eval": point}))
-        if step_hook is not None:
-            step_hook()
-        if checkpoint is not None and checkpoint_every and step % checkpoint_every == 0:
-            save_checkpoint()
-        if tokens >= cfg.tokens or step == max_steps:
-            break
-        if deadline and time.time() > deadline:
-            stopped_at_deadline = True
-            break
+    threads = torch.get_num_threads()
+    pool = None
+    if workers > 1:  # torch's threads shared out among the workers
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zoo-worker")
+        torch.set_num_threads(max(1, threads // workers))
+    with fast_kernels(objective, fast, onednn=cfg.onednn_linear), contextlib.ExitStack() as cleanup:
+        if pool is not None:
+            cleanup.callback(torch.set_num_threads, threads)
+            cleanup.callback(pool.shutdown)
+        for idx in batches():
+            with torch.profiler.record_function("zoo.data"):
+                made = make(idx)
+            n_real = int(made[2].sum())  # non-padding tokens, counted on the CPU (no device sync)
+            ids, tt, attention, inputs, labels, pair = (x.to(device, non_blocking=True) if x is not None else None
+                                                        for x in made)
+            if dist:
+                n_tok = torch.tensor(float(n_real), device=device)
+                dist.all_reduce(n_tok)
+                n_real = int(n_tok)
+            progress = tokens / cfg.tokens
+            lr = cfg.lr * (progress / cfg.warmup if progress < cfg.warmup
+                           else max(0.0, (1 - progress) / (1 - cfg.warmup)))
+            for group in opt.param_groups:
+                group["lr"] = lr
+            objective.train()
+            if teacher is not None:
+                teacher.eval()
+            batch = (ids, attention, tt, inputs, labels, pair)
+            if pool is not None:
+                loss, parts, flops = split_step(objective, opt, trained, batch, sample_gen, pool, workers,
+                                                count_flops=flops_per_token is None)
+            else:
+                loss, parts, flops = train_step(wrapped, opt, trained, batch, sample_gen, cfg.autocast,
+                                                count_flops=flops_per_token is None)
+            if flops is not None:
+                flops_per_token = flops / float(made[2].sum())
+            tokens += n_real
+            step += 1
+            # kept on the device until the log line (reading a value every step would sync)
+            running.append({k: v.detach() for k, v in parts.items()} | {"loss": loss.detach()})
+            if step % 25 == 0 and rank == 0:
+                mean = {k: float(torch.stack([r[k] for r in running]).float().mean()) for k in running[0]}
+                row = {"step": step, "tokens": tokens, "lr": lr, **{k: round(v, 4) for k, v in mean.items()},
+                       "elapsed_s": round(state_extra["wall_s"] + time.time() - wall0, 1),
+                       "tokens_per_s": round(tokens / max(state_extra["wall_s"] + time.time() - wall0, 1e-9))}
+                log_rows.append(row)
+                log(json.dumps({"family": family, **row}))
+                running = []
+            if eval_at and tokens >= eval_at[0]:
+                while eval_at and tokens >= eval_at[0]:
+                    eval_at.pop(0)
+                if rank == 0:
+                    mlm_model = objective.generator if family == "mini-electra" else objective.model
+                    if pool is not None:  # the evaluation is one batch at a time: all of torch's threads
+                        torch.set_num_threads(threads)
+                    score = whole_word_accuracy(family, mlm_model, tokenizer, heldout[: cfg.eval_sentences],
+                                                autocast=cfg.autocast)
+                    if pool is not None:
+                        torch.set_num_threads(max(1, threads // workers))
+                    point = {"tokens": tokens, "step": step, **score,
+                             "train_loss": log_rows[-1]["loss"] if log_rows else float(loss.detach())}
+                    curve.append(point)
+                    log(json.dumps({"family": family, "eval": point}))
+            if step_hook is not None:
+                step_hook()
+            if on_step is not None:
+                on_step(step, tokens)
+            if checkpoint is not None and checkpoint_every and step % checkpoint_every == 0:
+                save_checkpoint()
+            if tokens >= cfg.tokens or step == max_steps:
+                break
+            if deadline and time.time() > deadline:
+                stopped_at_deadline = True
+                break
     if checkpoint is not None:
         save_checkpoint()
     wall = state_extra["wall_s"] + time.time() - wall0

@@ -1,0 +1,176 @@
+"""Mini-zoo training throughput: torch's stock kernels against the fast path, same run.
+
+    nice -n 19 .venv/bin/python -m bench.zoo_throughput            # 7 families, 3 repeats
+    .venv/bin/python -m bench.zoo_throughput --families mini-bert --steps 10 --repeats 1
+
+Trains each family with the real trainer (``models.zoo.train.train_family``, the shipped
+recipe: shape, batch, dropout, learning rate) for ``--warmup`` + ``--steps`` steps, once
+with ``ZooConfig(fast_kernels=False)`` (the path the shipped zoo was trained on) and once
+with ``fast_kernels=True`` (``models/zoo/fast.py``), alternating which goes first from one
+family and repeat to the next, and prints training tokens per second (non-padding inputs,
+as the trainer counts them) over the steps after the warm-up, each path's figure over the
+repeats with its spread, and the ratio fast / stock per family (median of the repeats'
+ratios; the target of issue 24 is 2.0). Both paths see the same batches and masks.
+
+Figures from a shared machine are indicative only: take them on a quiet one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as scripts/train_zoo.py (sleeping, not spinning, waits)
+
+import torch  # noqa: E402
+
+from bench.bench_common import machine_line, spread, spread_text  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET = 2.0
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    from models.zoo.families import FAMILIES
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
+    p.add_argument("--steps", type=int, default=20, help="timed steps per run (after the warm-up)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed steps first (the first counts FLOPs)")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--batch-size", type=int, default=None, help="default: the shipped ZooConfig's")
+    p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus" / "train_ordered.tsv",
+                   help="train_ordered.tsv (source<TAB>sentence), or a plain text file of sentences")
+    p.add_argument("--sentences", type=int, default=8000, help="corpus lines to tokenize")
+    p.add_argument("--tiny", action="store_true", help="a 2-layer 32-wide shape (tests only)")
+    p.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = p.parse_args(argv)
+    if args.steps < 1 or args.repeats < 1 or args.warmup < 1:
+        p.error("--steps, --repeats and --warmup must be at least 1")
+    return args
+
+
+def _corpus(path: Path, limit: int) -> tuple[list[str], list[str]]:
+    from models.zoo import data as zd
+
+    if path.suffix == ".tsv":
+        sources, sentences = zd.read_ordered(path)
+    else:
+        sentences = [s for s in path.read_text(encoding="utf-8").splitlines() if s.strip()]
+        sources = ["text"] * len(sentences)
+    return sources[:limit], sentences[:limit]
+
+
+def _shape(tiny: bool, vocab: int):
+    from models.zoo.families import Shape
+
+    if tiny:
+        return Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=vocab, max_len=64, albert_embedding=16,
+                     electra_generator_hidden=16)
+    return Shape()
+
+
+def one_run(family: str, fast: bool, setup: dict, args) -> tuple[float, float]:
+    """(training tokens per second of wall time, per second of this process's CPU time) of one
+    run, over the steps after the warm-up. The CPU-time figure moves less on a shared machine
+    (time spent waiting for a core is not counted); the wall-time one is what a run takes."""
+    from models.zoo import train as Z
+
+    cfg = Z.ZooConfig(tokens=10 ** 12, evals=0, fast_kernels=fast, shape=setup["shape"],
+                      **({"batch_size": args.batch_size} if args.batch_size else {}))
+    marks = {}
+
+    def on_step(step, tokens):
+        if step in (args.warmup, args.warmup + args.steps):
+            marks[step] = (time.perf_counter(), time.process_time(), tokens)
+
+    Z.train_family(family, setup["tokenizer"], setup["chunks"], [], cfg, Path("/tmp"), teacher=setup["teacher"],
+                   log=lambda _: None, max_steps=args.warmup + args.steps, on_step=on_step)
+    (t0, c0, n0), (t1, c1, n1) = marks[args.warmup], marks[args.warmup + args.steps]
+    return (n1 - n0) / (t1 - t0), (n1 - n0) / (c1 - c0)
+
+
+def family_setup(family: str, args, sources, sentences, cache: dict) -> dict:
+    from transformers import AutoTokenizer
+
+    from models.registry.zoo_entries import zoo_folder
+    from models.zoo import data as zd
+    from models.zoo.families import TOKENIZER_OF
+
+    tokenizer = AutoTokenizer.from_pretrained(str(zoo_folder(family)))
+    shape = _shape(args.tiny, len(tokenizer))
+    kind = TOKENIZER_OF[family]
+    if kind not in cache:
+        ids = tokenizer(sentences, add_special_tokens=False)["input_ids"]
+        cache[kind] = zd.make_chunks(sources, ids, shape.max_len - 3)
+    teacher = None
+    if family == "mini-distilbert":  # DistilBERT distils from a mini-bert of the same shape
+        from transformers import BertConfig, BertForPreTraining
+
+        if args.tiny:
+            teacher = BertForPreTraining(BertConfig(vocab_size=shape.vocab, hidden_size=shape.hidden,
+                                                    num_hidden_layers=shape.layers, num_attention_heads=shape.heads,
+                                                    intermediate_size=shape.ffn, max_position_embeddings=shape.max_len,
+                                                    pad_token_id=tokenizer.pad_token_id))
+        else:
+            teacher = BertForPreTraining.from_pretrained(str(zoo_folder("mini-bert")), dtype=torch.float32)
+    return {"tokenizer": tokenizer, "chunks": cache[kind], "shape": shape, "teacher": teacher}
+
+
+def run(args, print_=print) -> dict:
+    torch.set_num_threads(args.threads)
+    print_(machine_line())
+    from models.zoo import train as Z
+
+    default = Z.ZooConfig()
+    print_(f"fast path: ZooConfig defaults (fast_kernels {default.fast_kernels}, workers {default.workers}, "
+           f"onednn_linear {default.onednn_linear}); stock: fast_kernels=False; {args.steps} timed steps after "
+           f"{args.warmup} warm-up, {args.repeats} repeats, {args.threads} threads; indicative only on a shared machine")
+    sources, sentences = _corpus(args.corpus, args.sentences)
+    cache, setups = {}, {}
+    for family in args.families:
+        setups[family] = family_setup(family, args, sources, sentences, cache)
+    figures = {f: {"stock": [], "fast": [], "stock_cpu": [], "fast_cpu": []} for f in args.families}
+    k = 0
+    for repeat in range(args.repeats):
+        for family in args.families:
+            order = (False, True) if k % 2 == 0 else (True, False)  # alternate which path goes first
+            k += 1
+            for fast in order:
+                wall, cpu = one_run(family, fast, setups[family], args)
+                path = "fast" if fast else "stock"
+                figures[family][path].append(wall)
+                figures[family][path + "_cpu"].append(cpu)
+            f = figures[family]
+            print_(f"  repeat {repeat + 1} {family}: stock {f['stock'][-1]:,.0f}, fast {f['fast'][-1]:,.0f} tokens/s; "
+                   f"per CPU-second stock {f['stock_cpu'][-1]:,.0f}, fast {f['fast_cpu'][-1]:,.0f}")
+    result = {"machine": machine_line(), "steps": args.steps, "warmup": args.warmup, "repeats": args.repeats,
+              "threads": args.threads, "families": {}}
+    for unit, suffix in (("tokens/s (wall)", ""), ("tokens per CPU-second", "_cpu")):
+        print_(f"\n{unit}, median of {args.repeats} (range, spread); ratio fast / stock (target >= {TARGET})")
+        for family, f in figures.items():
+            stock, fast = f["stock" + suffix], f["fast" + suffix]
+            ratios = [b / a for a, b in zip(stock, fast)]
+            result["families"].setdefault(family, {}).update(
+                {"stock" + suffix: spread(stock), "fast" + suffix: spread(fast), "ratio" + suffix: spread(ratios)})
+            print_(f"  {family:16s} stock {spread_text(stock, '{:,.0f}')}\n  {'':16s} fast  "
+                   f"{spread_text(fast, '{:,.0f}')}\n  {'':16s} ratio {spread_text(ratios)}"
+                   f"{'' if statistics.median(ratios) >= TARGET else '  (below target)'}")
+    return result
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    result = run(args)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,235 @@
+"""Faster CPU kernels for training the mini zoo, the same maths (``ZooConfig.fast_kernels``).
+
+Where a training step's time went on the 2-core AMD EPYC (``scripts/zoo_profile.py``,
+mini-bert, dropout 0.1, stock path): matrix products about half (MKL's sgemm), then
+dropout's ``bernoulli_`` (12 %: torch draws one random number per element), the
+attention's softmax, masking and copies, and the rest; and two intra-op threads on one
+batch kept the second core mostly idle (one thread: about 6.5 k tokens per CPU-second;
+two: 7.9 k tokens/s). What this module changes, each keeping the family's model, loss,
+masking and hyper-parameters (the split over threads is in ``models.zoo.train``):
+
+- **Dropout masks from 32-bit random integers.** ``dropout_mask`` keeps an element when a
+  uniform 32-bit integer is at or above ``round(p * 2**32)``: a drop rate within 2**-33
+  of ``p``, from torch's default generator or the thread's (``dropout_generator``), so
+  seeding and a checkpoint still reproduce a run. Same distribution, other draws than
+  ``bernoulli_``: a run with dropout is not bit-identical to a stock one; with dropout 0
+  it is the same maths.
+- **Attention with dropout as explicit products.** With attention dropout (training, p >
+  0) torch's SDPA leaves its fused CPU kernel for its "math" path and ``bernoulli_``; the
+  ``zoo_fast`` attention (registered with transformers' attention interface, masks as for
+  SDPA) computes softmax(Q s K^T + mask) V with ``dropout_mask`` on the probabilities.
+  Without dropout (eval, ModernBERT's 0) it calls transformers' SDPA function unchanged.
+- **Linear layers on oneDNN, forward and backward** (opt-in, ``onednn=True``):
+  ``OneDNNLinear`` is an autograd Function whose three products (y = x W^T + b, dX = dY W,
+  dW = dY^T X) all run on ``torch.ops.mkldnn._linear_pointwise`` (the op
+  ``models.runtime.onednn`` uses for inference; checked against ``nn.Linear``'s forward
+  and gradients once, off if it disagrees). Measured here in training it was not faster
+  than MKL (one thread: MKL's products already run near the core's peak at these shapes;
+  the weights are not pre-packed per call), so it is off by default.
+
+AdamW runs its fused CPU kernel (``fused=True``: the same update, one pass over each
+tensor) when this path is on: see ``models.zoo.train``.
+
+``fast_kernels(module)`` turns all this on for a module tree within a block, CPU float32
+only (autocast, CUDA and other dtypes run the stock layers), and restores it after.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ATTENTION = "zoo_fast"  # the name the attention is registered under in transformers
+_TWO32 = 2 ** 32
+_local = threading.local()  # .generator: this thread's dropout generator (the trainer's worker threads)
+
+
+@contextmanager
+def dropout_generator(generator: torch.Generator | None):
+    """Within this block (and this thread) ``fast_dropout`` draws from ``generator``."""
+    previous = getattr(_local, "generator", None)
+    _local.generator = generator
+    try:
+        yield
+    finally:
+        _local.generator = previous
+
+
+def _op(x, weight, bias):
+    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
+
+
+_works: bool | None = None
+
+
+def onednn_training_works() -> bool:
+    """The oneDNN op exists and agrees with ``nn.Linear`` (forward and both gradients), checked once."""
+    global _works
+    if _works is None:
+        _works = _check()
+    return _works
+
+
+def _check() -> bool:
+    if not torch.backends.mkldnn.is_available():
+        return False
+    try:
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(3, 7, 16, generator=g)
+        w = torch.randn(8, 16, generator=g)
+        b = torch.randn(8, generator=g)
+        dy = torch.randn(3, 7, 8, generator=g)
+        for bias in (b, None):
+            ref = [t.clone().requires_grad_(True) for t in (x, w)]
+            refb = bias.clone().requires_grad_(True) if bias is not None else None
+            F.linear(ref[0], ref[1], refb).backward(dy)
+            got = [t.clone().requires_grad_(True) for t in (x, w)]
+            gotb = bias.clone().requires_grad_(True) if bias is not None else None
+            y = OneDNNLinear.apply(got[0], got[1], gotb)
+            if not torch.allclose(y, F.linear(x, w, bias), rtol=1e-5, atol=1e-5):
+                return False
+            y.backward(dy)
+            pairs = [(got[0].grad, ref[0].grad), (got[1].grad, ref[1].grad)]
+            if bias is not None:
+                pairs.append((gotb.grad, refb.grad))
+            if not all(torch.allclose(a, r, rtol=1e-5, atol=1e-5) for a, r in pairs):
+                return False
+    except Exception:  # a build without the op, or one that rejects these arguments
+        return False
+    return True
+
+
+class OneDNNLinear(torch.autograd.Function):
+    """y = x W^T + b on oneDNN; its backward's dX = dY W and dW = dY^T X on oneDNN too."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        x2 = x.reshape(-1, x.shape[-1])
+        ctx.save_for_backward(x2, weight)
+        ctx.has_bias = bias is not None
+        ctx.in_shape = x.shape
+        return _op(x2, weight, bias).view(*x.shape[:-1], weight.shape[0])
+
+    @staticmethod
+    def backward(ctx, grad):
+        x2, weight = ctx.saved_tensors
+        g2 = grad.reshape(-1, grad.shape[-1])
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            gx = _op(g2, weight.t(), None).view(ctx.in_shape)  # dY W = dY (W^T)^T
+        if ctx.needs_input_grad[1]:
+            gw = _op(g2.t(), x2.t(), None)  # dY^T X = dY^T (X^T)^T
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            gb = g2.sum(0)
+        return gx, gw, gb
+
+
+def dropout_mask(x: torch.Tensor, p: float) -> torch.Tensor:
+    """Inverted dropout's mask for ``x``: 1 / (1 - p) where kept, 0 where dropped."""
+    n = x.numel()
+    # each int64 draw is two mt19937 outputs: 64 random bits, two elements' worth
+    bits = torch.empty((n + 1) // 2, dtype=torch.int64, device=x.device).random_(
+        -(2 ** 63), 2 ** 63 - 1, generator=getattr(_local, "generator", None))
+    u = bits.view(torch.int32)[:n].view(x.shape)  # uniform on [-2^31, 2^31)
+    return torch.where(u >= (round(p * _TWO32) - 2 ** 31), 1.0 / (1.0 - p), 0.0).to(x.dtype)
+
+
+def fast_dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
+    """Inverted dropout (as ``F.dropout``) with its mask from 32-bit random integers."""
+    if not training or p == 0.0:
+        return x
+    if p >= 1.0:
+        return x * 0.0
+    return x * dropout_mask(x, p)
+
+
+def _linear_forward(module: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    w = module.weight
+    if (x.device.type != "cpu" or x.dtype != torch.float32 or w.dtype != torch.float32 or x.dim() < 2
+            or torch.is_autocast_enabled("cpu")):
+        return nn.Linear.forward(module, x)
+    return OneDNNLinear.apply(x, w, module.bias)
+
+
+def _dropout_forward(module: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
+    if x.device.type != "cpu" or module.inplace:
+        return nn.Dropout.forward(module, x)
+    return fast_dropout(x, module.p, module.training)
+
+
+def zoo_attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None,
+                  is_causal=None, **kwargs):
+    """transformers' SDPA attention, except in training with dropout on the CPU: explicit
+    products with ``fast_dropout`` (SDPA would take its math path and ``bernoulli_``)."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if (not module.training or not dropout or query.device.type != "cpu" or is_causal
+            or getattr(module, "is_causal", False) or query.shape[1] != key.shape[1]):
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
+                                      scaling=scaling, is_causal=is_causal, **kwargs)
+    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+    scores = torch.matmul(query * scale, key.transpose(-1, -2))  # scaled on the smaller operand
+    if attention_mask is not None:
+        if attention_mask.dtype == torch.bool:  # True: attend (SDPA's convention), as an additive mask
+            attention_mask = torch.where(attention_mask, 0.0, torch.finfo(scores.dtype).min).to(scores.dtype)
+        scores += attention_mask  # in place: the product's backward does not need its output
+    probs = torch.softmax(scores, dim=-1)
+    return torch.matmul(probs * dropout_mask(probs, dropout), value).transpose(1, 2).contiguous(), None
+
+
+_registered = False
+
+
+def _register() -> None:
+    global _registered
+    if not _registered:
+        from transformers import AttentionInterface
+        from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+        AttentionInterface.register(ATTENTION, zoo_attention)
+        AttentionMaskInterface.register(ATTENTION, sdpa_mask)
+        _registered = True
+
+
+def _configs(module: nn.Module) -> list:
+    seen, out = set(), []
+    for m in module.modules():
+        cfg = getattr(m, "config", None)
+        if cfg is not None and id(cfg) not in seen and getattr(cfg, "_attn_implementation", None) == "sdpa":
+            seen.add(id(cfg))
+            out.append(cfg)
+    return out
+
+
+@contextmanager
+def fast_kernels(module: nn.Module, enabled: bool = True, onednn: bool = False):
+    """Within this block, ``module``'s dropout and SDPA attention run the fast CPU path, and
+    with ``onednn`` its linear layers too (where the op agrees with ``nn.Linear``). Restores
+    the stock forwards and attention after."""
+    if not enabled:
+        yield False
+        return
+    _register()
+    onednn = onednn and onednn_training_works()
+    patched = []
+    for m in module.modules():
+        if onednn and type(m) is nn.Linear:
+            m.forward = _linear_forward.__get__(m)
+            patched.append(m)
+        elif type(m) is nn.Dropout:
+            m.forward = _dropout_forward.__get__(m)
+            patched.append(m)
+    configs = _configs(module)
+    for cfg in configs:
+        cfg._attn_implementation = ATTENTION
+    try:
+        yield True
+    finally:
+        for m in patched:
+            del m.forward
+        for cfg in configs:
+            cfg._attn_implementation = "sdpa"

@@ -1,0 +1,168 @@
+"""The zoo trainer's fast CPU path (models/zoo/fast.py, ZooConfig.fast_kernels / workers).
+
+References: autograd of ``nn.Linear`` for the oneDNN op; torch's SDPA (transformers' own
+attention function) and the stock model for the explicit attention; the stock trainer
+(``fast_kernels=False``) for the split batches; the binomial law for the dropout masks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from models.zoo import fast
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.skipif(not fast.onednn_training_works(), reason="oneDNN's linear op is missing or disagrees here")
+@pytest.mark.parametrize("bias", [True, False])
+def test_onednn_linear_matches_nn_linear_autograd(bias):
+    g = torch.Generator().manual_seed(0)
+    linear = torch.nn.Linear(48, 80, bias=bias)
+    x = torch.randn(3, 37, 48, generator=g)
+    dy = torch.randn(3, 37, 80, generator=g)
+    x_ref = x.clone().requires_grad_(True)
+    linear(x_ref).backward(dy)
+    ref = (linear(x_ref).detach(), x_ref.grad, linear.weight.grad.clone(), linear.bias.grad.clone() if bias else None)
+    linear.zero_grad()
+    x_new = x.clone().requires_grad_(True)
+    y = fast.OneDNNLinear.apply(x_new, linear.weight, linear.bias)
+    y.backward(dy)
+    torch.testing.assert_close(y.detach(), ref[0], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(x_new.grad, ref[1], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(linear.weight.grad, ref[2], rtol=1e-5, atol=1e-4)
+    if bias:
+        torch.testing.assert_close(linear.bias.grad, ref[3], rtol=1e-5, atol=1e-4)
+
+
+def test_dropout_mask_keeps_one_minus_p_scaled_and_follows_its_generator():
+    p = 0.1
+    x = torch.ones(400, 1000)
+    with fast.dropout_generator(torch.Generator().manual_seed(5)):
+        mask = fast.dropout_mask(x, p)
+    with fast.dropout_generator(torch.Generator().manual_seed(5)):
+        again = fast.dropout_mask(x, p)
+    assert torch.equal(mask, again)  # the thread's generator decides the draws
+    values = mask.unique()
+    assert values.tolist()[0] == 0.0 and len(values) == 2
+    assert float(values[1]) == pytest.approx(1 / (1 - p), rel=1e-7)
+    kept = float((mask > 0).float().mean())
+    sd = (p * (1 - p) / mask.numel()) ** 0.5
+    assert abs(kept - (1 - p)) < 5 * sd  # a binomial draw of 400,000 at 1 - p
+    # the two 32-bit halves of each draw are both used, and neither is biased
+    assert abs(float((mask[:, 0::2] > 0).float().mean()) - (1 - p)) < 7 * sd
+    assert abs(float((mask[:, 1::2] > 0).float().mean()) - (1 - p)) < 7 * sd
+    assert torch.equal(fast.fast_dropout(x, p, training=False), x) and torch.equal(fast.fast_dropout(x, 0.0), x)
+
+
+def _tiny_model(kind: str, dropout: float):
+    import transformers as T
+
+    torch.manual_seed(0)
+    if kind == "bert":
+        return T.BertModel(T.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                        intermediate_size=64, hidden_dropout_prob=dropout,
+                                        attention_probs_dropout_prob=dropout))
+    # ModernBERT: a local layer's window (4 tokens) shorter than the text, so its band mask matters
+    return T.ModernBertModel(T.ModernBertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                                                num_attention_heads=4, intermediate_size=64, local_attention=4,
+                                                global_attn_every_n_layers=2, attention_dropout=dropout,
+                                                mlp_dropout=dropout, embedding_dropout=dropout, pad_token_id=0,
+                                                reference_compile=False))
+
+
+@pytest.mark.parametrize("kind", ["bert", "modernbert"])
+def test_fast_attention_with_dropout_is_sdpa_when_nothing_is_dropped(kind, monkeypatch):
+    """Training mode, dropout 0.3, every mask forced to keep (scaled): the fast path's
+    explicit attention and dropout must give the stock model's eval output and gradients."""
+    ids = torch.randint(5, 100, (3, 11))
+    attention = torch.ones_like(ids)
+    attention[1, 7:] = 0  # padding: the mask reaches the attention
+    model = _tiny_model(kind, 0.3)
+    model.eval()
+    ref = model(input_ids=ids, attention_mask=attention).last_hidden_state
+    ref_grads = torch.autograd.grad(ref[attention.bool()].square().sum(), list(model.parameters()), allow_unused=True)
+
+    monkeypatch.setattr(fast, "dropout_mask", lambda x, p: torch.ones_like(x))  # keep all, scale 1
+    model.train()
+    with fast.fast_kernels(model):
+        assert model.config._attn_implementation == fast.ATTENTION
+        out = model(input_ids=ids, attention_mask=attention).last_hidden_state
+        grads = torch.autograd.grad(out[attention.bool()].square().sum(), list(model.parameters()), allow_unused=True)
+    assert model.config._attn_implementation == "sdpa"  # restored
+    torch.testing.assert_close(out[attention.bool()], ref[attention.bool()], rtol=1e-5, atol=1e-5)
+    assert sum(g is not None for g in grads) >= len(grads) - 2  # every weight but BERT's pooler
+    scale = max(float(r.abs().max()) for r in ref_grads if r is not None)
+    for g, r in zip(grads, ref_grads):
+        assert (g is None) == (r is None)
+        if g is not None:  # float32 summation order: to 1e-5 of the largest gradient
+            torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-5 * scale)
+
+
+def _tiny_run(family: str, tmp_path, max_steps: int, dropout: float, **kw):
+    from transformers import AutoTokenizer
+
+    from models.registry.zoo_entries import zoo_folder
+    from models.zoo import data as zd
+    from models.zoo import train as Z
+    from models.zoo.families import Shape
+
+    tok = AutoTokenizer.from_pretrained(zoo_folder(family))
+    lines = [s for s in open(REPO / "data" / "train_sample.txt", encoding="utf-8").read().splitlines() if s][:120]
+    chunks = zd.make_chunks(["s"] * len(lines), tok(lines, add_special_tokens=False)["input_ids"], 61)
+    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
+                  electra_generator_hidden=16)
+    teacher = None
+    if family == "mini-distilbert":
+        import transformers as T
+
+        torch.manual_seed(3)
+        teacher = T.BertForPreTraining(T.BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2,
+                                                    num_attention_heads=2, intermediate_size=64,
+                                                    max_position_embeddings=64))
+    # a small budget, so the learning rate is well above 0 by the steps compared
+    cfg = Z.ZooConfig(tokens=4000, batch_size=8, evals=0, dropout=dropout, shape=shape, **kw)
+    return Z.train_family(family, tok, chunks, [], cfg, tmp_path, teacher=teacher, log=lambda _: None,
+                          max_steps=max_steps)
+
+
+@pytest.mark.parametrize("family", ["mini-bert", "mini-distilbert", "mini-modernbert", "mini-deberta"])
+def test_split_batches_train_the_same_weights_as_the_stock_path(family, tmp_path):
+    """Dropout 0 (the maths then has no randomness but the data's): 6 steps with the batch
+    split over 2 worker threads end at the stock path's weights, to float tolerance.
+    (Not ALBERT: its SOP head keeps transformers' classifier dropout of 0.1 whatever
+    ``ZooConfig.dropout`` says; not ELECTRA: each part samples its replacements from its own
+    generator, the same distribution but other draws.)"""
+    torch.set_num_threads(2)
+    stock = _tiny_run(family, tmp_path, 6, 0.0, fast_kernels=False)
+    split = _tiny_run(family, tmp_path, 6, 0.0, workers=2)
+    assert split["record"]["tokens"] == stock["record"]["tokens"]
+    ref = stock["objective"].state_dict()
+    for name, value in split["objective"].state_dict().items():
+        if value.is_floating_point():
+            torch.testing.assert_close(value, ref[name], rtol=1e-4, atol=2e-6)
+    start = _tiny_run(family, tmp_path, 1, 0.0, fast_kernels=False)["objective"].state_dict()
+    moved = max(float((ref[k] - start[k]).abs().max()) for k in ref if ref[k].is_floating_point())
+    assert moved > 1e-3  # the weights did move between step 1 and step 6: the comparison means something
+
+
+def test_split_batch_shares_sum_to_one_and_parts_are_cut_to_their_longest_row():
+    from models.zoo.train import split_batch
+
+    ids = torch.arange(6 * 9).view(6, 9)
+    attention = torch.ones(6, 9, dtype=torch.long)
+    attention[:3, 5:] = 0  # the first half's rows are at most 5 long
+    labels = torch.full((6, 9), -100)
+    labels[0, 1] = labels[4, 2] = labels[5, 3] = 7
+    pair = torch.tensor([0, 1, 0, 1, 1, 0])
+    parts = split_batch((ids, attention, torch.zeros_like(ids), ids, labels, pair), 2)
+    assert [p[0][0].shape for p in parts] == [(3, 5), (3, 9)]
+    assert torch.equal(parts[1][0][5], pair[3:])
+    for key, expected in (("masked", [1 / 3, 2 / 3]), ("rows", [0.5, 0.5]), ("real", [15 / 42, 27 / 42])):
+        assert [p[1][key] for p in parts] == pytest.approx(expected)
+    labels[:3] = -100  # a part without a masked position: no split
+    assert split_batch((ids, attention, torch.zeros_like(ids), ids, labels, pair), 2) is None

@@ -1,0 +1,41 @@
+"""bench/zoo_throughput.py: its arguments, and a tiny run of both paths (no timings asserted)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import zoo_throughput as B
+from models.zoo.families import FAMILIES
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_arguments_default_to_every_family_three_repeats_and_refuse_zero_steps():
+    args = B.parse_args([])
+    assert args.families == list(FAMILIES) and args.repeats == 3 and args.steps >= 10 and args.warmup >= 1
+    assert args.corpus.name == "train_ordered.tsv"
+    with pytest.raises(SystemExit):
+        B.parse_args(["--steps", "0"])
+    with pytest.raises(SystemExit):
+        B.parse_args(["--families", "mini-gpt"])
+
+
+def test_a_tiny_run_times_both_paths_of_each_family_and_reports_their_ratio(tmp_path):
+    out = tmp_path / "zoo.json"
+    lines = []
+    args = B.parse_args(["--tiny", "--families", "mini-bert", "mini-electra", "--steps", "2", "--warmup", "1",
+                         "--repeats", "2", "--batch-size", "4", "--sentences", "200", "--threads", "1",
+                         "--corpus", str(REPO / "data" / "train_sample.txt"), "--json", str(out)])
+    result = B.run(args, print_=lines.append)
+    text = "\n".join(lines)
+    assert "CPU:" in text and "machine:" in text  # the machine line of bench_common
+    assert set(result["families"]) == {"mini-bert", "mini-electra"}
+    for family, figures in result["families"].items():
+        for suffix in ("", "_cpu"):
+            stock, fast, ratio = (figures[k + suffix] for k in ("stock", "fast", "ratio"))
+            assert len(stock["runs"]) == len(fast["runs"]) == 2 and min(stock["runs"] + fast["runs"]) > 0
+            assert ratio["runs"] == pytest.approx([b / a for a, b in zip(stock["runs"], fast["runs"])])
+        assert f"repeat 2 {family}" in text
+    assert text.count("ratio") >= 4
