@@ -43,6 +43,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..runtime.onednn import _linear_op as _op  # the inference path's op: x @ W.T + b on oneDNN
+
 ATTENTION = "zoo_fast"  # the name the attention is registered under in transformers
 _TWO32 = 2 ** 32
 _local = threading.local()  # .generator: this thread's dropout generator (the trainer's worker threads)
@@ -59,8 +61,6 @@ def dropout_generator(generator: torch.Generator | None):
         _local.generator = previous
 
 
-def _op(x, weight, bias):
-    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
 
 
 _works: bool | None = None
