@@ -4,7 +4,7 @@ The Lessons' live-training steps train short seeded runs (a classifier probe, a 
 a pair probe, a span head, two distillation students) whose result depends only on their
 arguments, the code, the data and the weights. Trained again at every start, they were most of
 what a restarted app computed before its first visitor's views were ready (about 28 of 32 s on
-two cores, measured 2026-11-26). ``kept_run(trainer, model_key,
+two cores, one run measured 2026-11-26). ``kept_run(trainer, model_key,
 *args, **kwargs)`` runs ``trainer`` once and keeps its result (and the trained copy it holds) in
 ``.cache/runs-kept`` (``ENCODER_LAB_RUNS_DIR``); a later call with the same fingerprint, in this
 process or after a restart, restores it: the trained copy is registered again in this process
