@@ -28,8 +28,10 @@ import torch.nn.functional as F
 
 from ..errors import CapabilityError, InputError
 from ..registry import catalogue
+from ..runtime.batching import map_forwards
 from ..runtime.loading import LoadedModel, check_token_count, load_model
 from ..runtime.onednn import onednn_linears
+from ..runtime.packed import can_pack, packed_hidden_states
 from ..validation import check_text
 
 POOLINGS = ("cls", "mean", "max")
@@ -45,11 +47,16 @@ MAX_EMBED_SENTENCES = 10_000  # ``embed`` alone (notebooks, benchmarks) takes mo
 # 1024 gave 0.97x / 1.08x (bench/embeddings.py); a same-run sweep gave 256: 1.18x / 1.28x,
 # 128: 1.23x / 1.32x, 64: 1.29x / 1.36x. Tight batches (little padding) win once both cores
 # are free. (An earlier sweep on a busy machine had favoured 1024: with other work on the
-# cores, fewer calls mattered more.) Running the batches side by side, one per core on one
-# thread each, was tried: equal on long sentences, ~10 % slower on short ones (the two
-# workers' Python halves share one interpreter lock), so the batches run one after another.
-# With the linear layers on oneDNN (models/runtime/onednn.py) a same-run sweep, seconds for 256
-# sentences short / long: 16: 0.54 / 1.46, 64: 0.54 / 1.45, 256: 0.56 / 1.53, 1024: 0.70 / 1.93.
+# cores, fewer calls mattered more.) With the linear layers on oneDNN (models/runtime/onednn.py)
+# a same-run sweep, seconds for 256 sentences short / long: 16: 0.54 / 1.46, 64: 0.54 / 1.45,
+# 256: 0.56 / 1.53, 1024: 0.70 / 1.93.
+# Since session 11 two batches run at once (``map_forwards``, each with torch's threads) and a
+# BERT body reads only real tokens (models/runtime/packed.py). One alternating run here
+# (5 rounds, seconds for the bench's 256 sentences short / long): batches one after another
+# 1.04 / 2.63, two at once 0.92 / 2.30; with two at once the overhead hardly matters any more
+# (16: 0.92 / 2.36, 64: 0.92 / 2.30, 256: 0.91 / 2.30). In an earlier trial two batches side by side
+# on one thread each had been ~10 % slower on short sentences; with each keeping torch's two
+# threads they are faster. Packing alone, 11 alternating rounds: 3.2 % / 1.3 % less time.
 OVERHEAD_TOKENS_CPU = 64
 # Unmeasured guess: no GPU has been lent to this project yet. A GPU call's launch and
 # transfer cost is assumed to be worth thousands of tokens of compute; measure when lent.
@@ -186,7 +193,8 @@ def forward_layers(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[i
     """For each batch: (sentence indexes, [hidden states (B, T, d) per asked layer], mask (B, T)).
 
     The only step that touches the device. Runs under ``inference_mode``; the states stay
-    on the device, in the model's dtype.
+    on the device, in the model's dtype. On a CPU two batches run at once, on two threads
+    (``map_forwards``); the batches come costliest first.
     """
     model, device = loaded.model, loaded.device
     n_layers = int(model.config.num_hidden_layers)
@@ -194,6 +202,7 @@ def forward_layers(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[i
     pad_id = loaded.tokenizer.pad_token_id or 0
     lengths = [len(x) for x in ids]
     overhead = OVERHEAD_TOKENS_CPU if device.type == "cpu" else OVERHEAD_TOKENS_ACCELERATOR
+    packed = device.type == "cpu" and can_pack(model)  # padding costs CPU time; a GPU pads as transformers does
 
     def run(batch):
         width = max(lengths[i] for i in batch)
@@ -203,17 +212,19 @@ def forward_layers(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[i
             input_ids[row, : lengths[i]] = ids[i]
             mask[row, : lengths[i]] = 1
         mask_t = torch.from_numpy(mask).to(device)
+        ids_t = torch.from_numpy(input_ids).to(device)
         with torch.inference_mode(), onednn_linears(model):
-            out = model(
-                input_ids=torch.from_numpy(input_ids).to(device),
-                attention_mask=mask_t,
-                output_hidden_states=want_all,
-            )
+            if packed:  # the same layers on the real tokens only (models.runtime.packed)
+                return batch, packed_hidden_states(model, ids_t, mask_t, layers), mask_t
+            out = model(input_ids=ids_t, attention_mask=mask_t, output_hidden_states=want_all)
         # The last layer is the model's own final output (hidden_states[L] for BERT).
         states = [out.last_hidden_state if layer == n_layers else out.hidden_states[layer] for layer in layers]
         return batch, states, mask_t
 
-    yield from map(run, plan_batches(lengths, int(model.config.hidden_size), overhead))
+    plan = plan_batches(lengths, int(model.config.hidden_size), overhead)
+    # the costliest first, so that the last batch to finish is a small one (two run at once on a CPU)
+    plan.sort(key=lambda b: -len(b) * max(lengths[i] for i in b))
+    yield from map_forwards(run, plan, device)
 
 
 def pool_hidden(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:

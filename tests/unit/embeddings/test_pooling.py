@@ -88,9 +88,10 @@ def test_mean_pooling_matches_sentence_transformers(reference):
 
 
 def test_fused_onednn_path_on_a_padded_batch_matches_sentence_transformers(reference, monkeypatch):
-    """Sentences a few tokens apart share one padded batch; on the CPU in float32 its blocks
-    run oneDNN's fused GELU and residual adds (models/runtime/onednn.py), here held to
-    sentence-transformers (its own model copy, nn.Linear + GELU + add)."""
+    """Sentences a few tokens apart share one batch; on the CPU in float32 its blocks run
+    oneDNN's fused GELU and residual adds (models/runtime/onednn.py) on the batch's real
+    tokens only, packed without padding (models/runtime/packed.py), here held to
+    sentence-transformers (its own model copy, padded, nn.Linear + GELU + add)."""
     from models import load_model, onednn_enabled
 
     calls = spy_onednn(monkeypatch)
@@ -98,9 +99,11 @@ def test_fused_onednn_path_on_a_padded_batch_matches_sentence_transformers(refer
     ours = embed(KEY, sentences, pooling="mean", normalize=True)
     theirs = reference.encode(sentences, normalize_embeddings=True, convert_to_numpy=True)
     loaded = load_model(KEY)
+    real = sum(len(loaded.tokenizer(s)["input_ids"]) for s in sentences)
+    assert real < len(sentences) * max(len(loaded.tokenizer(s)["input_ids"]) for s in sentences)
     if onednn_enabled() and loaded.device.type == "cpu" and loaded.dtype == torch.float32:
-        for op in ("linear+gelu", "linear+add"):  # the three sentences, padded to one length
-            assert any(name == op and shape[0] == len(sentences) for name, _, shape in calls), op
+        for op in ("linear+gelu", "linear+add"):  # one call on the three sentences' real tokens
+            assert any(name == op and shape == (real, 384) for name, _, shape in calls), op
     assert np.abs(ours - theirs).max() <= ATOL
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 import torch
@@ -165,3 +166,59 @@ def test_concurrent_fill_mask_requests_batched_match_the_pipeline(mlm_key, mlm_l
             for p in mask.predictions:
                 if p.token_id in scores:
                     assert abs(p.score - scores[p.token_id]) <= (1e-5 if exact else 2e-3)
+
+
+# --- map_forwards: two batches at once on a CPU ------------------------------------------
+
+
+def test_map_forwards_keeps_order_and_runs_two_at_once_on_a_cpu(monkeypatch):
+    from models.runtime import batching
+
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    both_in, threads, order = threading.Barrier(2, timeout=30), set(), []
+
+    def run(batch):
+        threads.add(threading.get_ident())
+        if batch < 2:
+            both_in.wait()  # the first two batches must be running at the same time
+        return batch * 10
+
+    for result in batching.map_forwards(run, list(range(7)), torch.device("cpu")):
+        order.append(result)
+    assert order == [0, 10, 20, 30, 40, 50, 60]
+    assert len(threads) == 2 and threading.get_ident() not in threads
+
+
+def test_map_forwards_reads_ahead_only_a_few_batches(monkeypatch):
+    from models.runtime import batching
+
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    started = []
+    results = batching.map_forwards(lambda b: started.append(b) or b, list(range(20)), torch.device("cpu"))
+    assert next(results) == 0
+    time.sleep(0.2)  # the pool had time to run whatever was submitted
+    assert len(started) <= batching.CPU_FORWARD_WORKERS + 2
+    results.close()  # a caller that stops early: what was queued is cancelled
+    time.sleep(0.2)
+    assert len(started) <= batching.CPU_FORWARD_WORKERS + 2
+
+
+def test_map_forwards_raises_a_batch_error_and_stays_serial_off_the_cpu(monkeypatch):
+    from models.runtime import batching
+
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+
+    def fail_on_three(batch):
+        if batch == 3:
+            raise ValueError("batch three")
+        return batch
+
+    with pytest.raises(ValueError, match="batch three"):
+        list(batching.map_forwards(fail_on_three, list(range(6)), torch.device("cpu")))
+    seen = []
+    out = list(batching.map_forwards(lambda b: seen.append(threading.get_ident()) or b, [1, 2, 3], torch.device("meta")))
+    assert out == [1, 2, 3] and set(seen) == {threading.get_ident()}  # one after another, here
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    seen.clear()
+    list(batching.map_forwards(lambda b: seen.append(threading.get_ident()) or b, [1, 2, 3], torch.device("cpu")))
+    assert set(seen) == {threading.get_ident()}  # one thread: nothing to share out

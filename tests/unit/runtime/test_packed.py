@@ -1,0 +1,100 @@
+"""The padding-free BERT forward (models/runtime/packed.py) against transformers' own padded
+forward: every layer's states at the real tokens, with oneDNN's path on and off."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers import parity_atol
+from models import embed, load_model, use_onednn
+from models.runtime import packed
+from models.runtime.onednn import onednn_linears
+
+ATOL = parity_atol()
+SENTENCES = [
+    "Ok",
+    "The quick brown fox jumps over the lazy dog.",
+    "It rained all day, so we stayed inside and read books by the fire, as we always do.",
+    "Dogs bark.",
+]
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return load_model("minilm-l6", head="base")
+
+
+def _padded(loaded, sentences):
+    enc = loaded.tokenizer(sentences, padding=True, return_tensors="pt", return_token_type_ids=False)
+    return enc["input_ids"].to(loaded.device), enc["attention_mask"].to(loaded.device)
+
+
+@pytest.mark.parametrize("onednn", [True, False])
+def test_every_layer_matches_transformers_padded_forward(minilm, onednn):
+    model = minilm.model
+    ids, mask = _padded(minilm, SENTENCES)
+    assert (mask == 0).any()  # a real mix: some rows padded
+    layers = list(range(model.config.num_hidden_layers + 1))
+    previous = use_onednn(onednn)
+    try:
+        with torch.inference_mode():
+            theirs = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+            assert any(m._forward_hooks for m in model.modules())  # transformers' own output capture
+            assert packed.can_pack(model)  # ... which the packed path passes through
+            with onednn_linears(model):
+                ours = packed.packed_hidden_states(model, ids, mask, layers)
+    finally:
+        use_onednn(previous)
+    keep = mask.bool()
+    for layer in layers:
+        assert ours[layer].shape == theirs[layer].shape
+        torch.testing.assert_close(ours[layer][keep].float(), theirs[layer][keep].float(), atol=ATOL, rtol=0)
+        assert not ours[layer][~keep].any()  # padding stays zero: nothing computed there
+
+
+def test_only_the_asked_layers_come_back(minilm):
+    ids, mask = _padded(minilm, SENTENCES[:2])
+    with torch.inference_mode():
+        states = packed.packed_hidden_states(minilm.model, ids, mask, [0, 6])
+        full = minilm.model(input_ids=ids, attention_mask=mask).last_hidden_state
+    assert len(states) == 2
+    keep = mask.bool()
+    torch.testing.assert_close(states[1][keep], full[keep], atol=ATOL, rtol=0)
+
+
+def test_embed_from_plain_text_takes_the_packed_path(minilm, monkeypatch):
+    """What a user's embed call runs on the CPU: the packed forward, one call per batch."""
+    seen = []
+    real = packed.packed_hidden_states
+
+    def spy(model, ids, mask, layers):
+        seen.append(int(mask.sum()))
+        return real(model, ids, mask, layers)
+
+    import models.embeddings.pooling as pooling
+
+    monkeypatch.setattr(pooling, "packed_hidden_states", spy)
+    vectors = embed("minilm-l6", SENTENCES)
+    assert vectors.shape == (len(SENTENCES), 384)
+    if minilm.device.type == "cpu":
+        assert sum(seen) == sum(len(minilm.tokenizer(s)["input_ids"]) for s in SENTENCES)
+    else:
+        assert not seen  # an accelerator pads as transformers does
+
+
+def test_models_it_does_not_know_keep_transformers_path(minilm):
+    model = minilm.model
+    handle = model.encoder.layer[0].attention.register_forward_hook(lambda *a: None)
+    try:
+        assert not packed.can_pack(model)  # hooked (the attribution and inside views)
+    finally:
+        handle.remove()
+    assert packed.can_pack(model)
+    model.train()
+    try:
+        assert not packed.can_pack(model)  # dropout would run
+    finally:
+        model.eval()
+    roberta = load_model("mini-roberta", head="base").model  # other embeddings (padding-offset positions)
+    assert type(roberta).__name__ != "BertModel" and not packed.can_pack(roberta)
