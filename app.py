@@ -31,7 +31,7 @@ from components.masking.tab import build_masking_tab
 from components.models.tab import build_models_tab
 from components.shell import present
 from components.pretrain.tab import build_pretrain_tab
-from components.shell.server import MAX_REQUEST_BYTES, RequestSizeLimit, limit_malloc_arenas
+from components.shell.server import MAX_REQUEST_BYTES, RequestSizeLimit, freeze_long_lived, limit_malloc_arenas
 from components.shell.vendor import routes as vendor_routes
 from components.inside.tab import build_inside_tab
 from components.shell.warm_views import first_views, warm_in_background
@@ -139,6 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     except EncoderLabError as exc:
         raise SystemExit(f"error: {exc}") from None
     demo = build_demo()
+    freeze_long_lived()  # and again after the warm-up: no full collection stalls a class
     warm_in_background(demo.first_views)
     demo.launch(
         server_name=args.host,

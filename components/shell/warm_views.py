@@ -26,6 +26,8 @@ from contextlib import contextmanager
 
 from models import background_runs
 
+from .server import freeze_long_lived
+
 log = logging.getLogger("encoder_lab")
 
 
@@ -117,8 +119,9 @@ def warm_in_background(plan) -> threading.Thread | None:
         start = time.monotonic()
         with background_runs():  # the Lessons' training runs give way to a user's run
             done = warm(plan)
-        log.info("first views: %d of %d computed in %.1f s", sum(ok for _, ok in done), len(done),
-                 time.monotonic() - start)
+        frozen = freeze_long_lived()  # what the warm-up built stays: out of the collector's walks
+        log.info("first views: %d of %d computed in %.1f s (%d objects frozen)", sum(ok for _, ok in done),
+                 len(done), time.monotonic() - start, frozen)
 
     thread = threading.Thread(target=run, name="encoder-lab-first-views", daemon=True)
     thread.start()
