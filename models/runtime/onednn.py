@@ -5,9 +5,11 @@ kernel (``torch.ops.mkldnn._linear_pointwise``, the op torch.compile emits for a
 takes the same dense float32 tensors and weights. On the 2-core x86-64 machine (AMD EPYC)
 it runs the encoder's shapes in 0.44-0.63 of MKL's time, same run: 18 rows (a fill-mask
 sentence) x 384 -> 384 / 1536 and back, 33 / 90 / 109 us against 52 / 203 / 192; 400 rows
-(an embedding batch), 287 / 1,112 / 1,125 us against 611 / 2,452 / 2,472. (MKL stays at
-170-185 GFLOP/s whatever the shape, oneDNN reaches ~400: likely MKL's AVX2 code path on an
-AMD CPU against oneDNN's AVX-512; not checked further.) Same products in
+(an embedding batch), 287 / 1,112 / 1,125 us against 611 / 2,452 / 2,472. (Measured again
+on 2026-11-26, the products alone, one run, pre-packed weights: with 2 threads oneDNN gives
+185-201 GFLOP/s at 400-4,096 rows against MKL's 126-172; with one thread 102-108 against
+79-97. About 107 GFLOP/s per core is this CPU's float32 ceiling here, so oneDNN's products
+run near it; an earlier "oneDNN reaches ~400" in this note was wrong.) Same products in
 float32, summation order aside: sentence vectors 2.5e-7 from sentence-transformers' (the
 bench; the tests hold them to 1e-5), fill-mask scores within 1e-5 of the pipeline's (tested).
 
