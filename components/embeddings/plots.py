@@ -36,8 +36,11 @@ def similarity_heatmaps(results: Sequence[SimilarityResult], groups: Sequence[in
     """The cosine matrices side by side, on one colour scale (so their ranges compare)."""
     n = len(results[0].sentences)
     ticks = [str(i + 1) for i in range(n)]
-    hover = [escape(short(s)) for s in results[0].sentences]
-    customdata = np.array([[[hover[i], hover[j]] for j in range(n)] for i in range(n)], dtype=object)
+    # Each axis's categories are the numbered sentences (escaped), its tick labels the
+    # numbers: a cell's hover reads its row's and column's sentence from the axes, so the
+    # figure carries each sentence once per axis, not twice per cell (a 16-sentence default
+    # view sent 197 KB of hover text for three heatmaps that way).
+    labels = [f"{i + 1}. {escape(short(s))}" for i, s in enumerate(results[0].sentences)]
     low = float(min(r.matrix.min() for r in results))
     fig = make_subplots(
         rows=1, cols=len(results), horizontal_spacing=0.08,
@@ -46,8 +49,8 @@ def similarity_heatmaps(results: Sequence[SimilarityResult], groups: Sequence[in
     for col, result in enumerate(results, start=1):
         fig.add_trace(
             go.Heatmap(
-                z=result.matrix, x=ticks, y=ticks, customdata=customdata, coloraxis="coloraxis",
-                hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>cosine %{z:.3f}<extra></extra>",
+                z=result.matrix, x=labels, y=labels, coloraxis="coloraxis",
+                hovertemplate="%{y}<br>%{x}<br>cosine %{z:.3f}<extra></extra>",
             ),
             row=1, col=col,
         )
@@ -56,7 +59,8 @@ def similarity_heatmaps(results: Sequence[SimilarityResult], groups: Sequence[in
             line = dict(type="line", line=dict(color="white", width=2))
             fig.add_shape(**line, xref=f"{x} domain", yref=y, x0=0, x1=1, y0=edge, y1=edge)
             fig.add_shape(**line, xref=x, yref=f"{y} domain", x0=edge, x1=edge, y0=0, y1=1)
-        fig.update_yaxes(autorange="reversed", scaleanchor=x, row=1, col=col)
+        fig.update_yaxes(autorange="reversed", scaleanchor=x, tickvals=labels, ticktext=ticks, row=1, col=col)
+        fig.update_xaxes(tickvals=labels, ticktext=ticks, row=1, col=col)
     fig.update_layout(
         coloraxis=dict(colorscale="Viridis", cmin=min(low, 0.0), cmax=1.0, colorbar=dict(title="cosine")),
         height=520, template="plotly_white", margin=dict(l=10, r=10, t=50, b=10),

@@ -25,8 +25,11 @@ def test_heatmaps_side_by_side_on_one_scale_with_escaped_hovers():
     fig = plots.similarity_heatmaps([result("cls", 1.0), result("mean", -1.0)], groups=[0, 0, 1])
     assert [t.type for t in fig.data] == ["heatmap", "heatmap"]
     assert fig.layout.coloraxis.cmin == -0.5 and fig.layout.coloraxis.cmax == 1.0
-    hovers = {str(c) for t in fig.data for c in np.asarray(t.customdata).ravel()}
-    assert "&lt;b&gt;bold&lt;/b&gt; claim" in hovers and not any("<b>" in h for h in hovers)
+    for t in fig.data:  # each cell's hover: its row's and its column's sentence, escaped
+        assert t.hovertemplate.startswith("%{y}<br>%{x}<br>") and t.customdata is None
+        assert list(t.x) == list(t.y) == ["1. &lt;b&gt;bold&lt;/b&gt; claim", '2. =HYPERLINK("x")', "3. plain %{y}"]
+    for axis in (fig.layout.xaxis, fig.layout.yaxis2):  # the axes show the numbers only
+        assert list(axis.ticktext) == ["1", "2", "3"] and list(axis.tickvals) == list(fig.data[0].x)
     assert len(fig.layout.shapes) == 4  # one group edge, two lines per heatmap
     assert [a.text for a in fig.layout.annotations] == ["[CLS] pooling, layer 6", "mean pooling, layer 6"]
 
