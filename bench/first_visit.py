@@ -14,7 +14,9 @@ the lesson's steps where the Lessons tab stands), in one of two ways:
 
 * ``click`` (default; a visitor in class): the page is opened once, then each tab is clicked
   and the lesson walked with its "Next" button. A view's time runs from the click to the view
-  shown; the first tab's from the page's first tab being shown (the page's own boot, Gradio's
+  shown (the click's time taken as the bench makes it, so a click that waits for the page's
+  main thread counts its wait, as a visitor's would); the first tab's from the page's first
+  tab being shown (the page's own boot, Gradio's
   client loading its scripts and the app's layout, is printed beside it: it is not a view).
 * ``link``: each view's deep link (``?tab=<slug>``, ``?tab=lessons&lesson=<slug>``:
   ``components/shell/links.py``) loaded one after the other in one browser context (its cache
@@ -141,7 +143,7 @@ def shown(page, view: View) -> tuple[float, float]:
     return times["tab"], times["shown"]
 
 
-# A visitor's click, noted on the page's clock (the tab counts as shown at the click).
+# A visitor's click (the tab counts as shown at the click).
 CLICK_JS = """([role, name]) => {
   const found = [...document.querySelectorAll(role === 'tab' ? '[role="tab"]' : 'button')]
       .find(e => e.textContent.trim() === name);
@@ -151,11 +153,18 @@ CLICK_JS = """([role, name]) => {
 }"""
 
 
-def click(page, view: View, previous: View | None) -> tuple[float, float]:
-    """(0, shown ms) of one view, from the visitor's click: its tab, or the lesson's "Next →"."""
+def click(page, view: View, previous: View | None, origin: float) -> tuple[float, float]:
+    """(0, shown ms) of one view, from the visitor's click: its tab, or the lesson's "Next →".
+
+    The clock starts when the bench clicks, read on this side and put on the page's clock
+    (``performance.timeOrigin``; one machine, one clock), not when the page's script gets to
+    run the click: while the page is busy with a long task (the previous view's charts still
+    drawing), a visitor's click waits for it, and so does this one's time.
+    """
     step = previous is not None and view.query.get("lesson") and previous.query.get("lesson")
-    at = page.evaluate(CLICK_JS, ["button", "Next →"] if step else ["tab", view.tab_label])
-    return 0.0, shown(page, view)[1] - at
+    clicked = time.time() * 1000 - origin  # now, on the page's clock (origin: its timeOrigin)
+    page.evaluate(CLICK_JS, ["button", "Next →"] if step else ["tab", view.tab_label])
+    return 0.0, shown(page, view)[1] - clicked
 
 
 def one_run(browser, url: str, started: float | None, after_s: float, how: str) -> list[tuple[View, float, float]]:
@@ -179,8 +188,9 @@ def one_run(browser, url: str, started: float | None, after_s: float, how: str) 
         else:  # the page opens on its first tab (a view of its own), then a click per view
             first, *rest = views()
             results, previous = [(first, *measure(page, url, first))], first
+            origin = page.evaluate("performance.timeOrigin")  # the page's clock, read while idle
             for view in rest:
-                results.append((view, *click(page, view, previous)))
+                results.append((view, *click(page, view, previous, origin)))
                 previous = view
         if outside:
             print(f"note: {len(outside)} requests to other hosts were blocked, e.g. {outside[0]}")
