@@ -128,8 +128,8 @@ def run(args, print_=print) -> dict:
     from models.zoo import train as Z
 
     default = Z.ZooConfig()
-    print_(f"fast path: ZooConfig defaults (fast_kernels {default.fast_kernels}, workers {default.workers}, "
-           f"onednn_linear {default.onednn_linear}); stock: fast_kernels=False; {args.steps} timed steps after "
+    print_(f"fast path: ZooConfig defaults (fast_kernels {default.fast_kernels}, workers {default.workers}); "
+           f"stock: fast_kernels=False; {args.steps} timed steps after "
            f"{args.warmup} warm-up, {args.repeats} repeats, {args.threads} threads; indicative only on a shared machine")
     sources, sentences = _corpus(args.corpus, args.sentences)
     cache, setups = {}, {}

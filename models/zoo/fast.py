@@ -19,13 +19,9 @@ masking and hyper-parameters (the split over threads is in ``models.zoo.train``)
   ``zoo_fast`` attention (registered with transformers' attention interface, masks as for
   SDPA) computes softmax(Q s K^T + mask) V with ``dropout_mask`` on the probabilities.
   Without dropout (eval, ModernBERT's 0) it calls transformers' SDPA function unchanged.
-- **Linear layers on oneDNN, forward and backward** (opt-in, ``onednn=True``):
-  ``OneDNNLinear`` is an autograd Function whose three products (y = x W^T + b, dX = dY W,
-  dW = dY^T X) all run on ``torch.ops.mkldnn._linear_pointwise`` (the op
-  ``models.runtime.onednn`` uses for inference; checked against ``nn.Linear``'s forward
-  and gradients once, off if it disagrees). Measured here in training it was not faster
-  than MKL (one thread: MKL's products already run near the core's peak at these shapes;
-  the weights are not pre-packed per call), so it is off by default.
+Linear layers on oneDNN (forward and backward, as an autograd Function over the inference
+path's op) were tried and measured no faster than MKL in training here (one thread: MKL's
+products already run near the core's peak at these shapes); that path was removed.
 
 AdamW runs its fused CPU kernel (``fused=True``: the same update, one pass over each
 tensor) when this path is on: see ``models.zoo.train``.
@@ -43,8 +39,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..runtime.onednn import _linear_op as _op  # the inference path's op: x @ W.T + b on oneDNN
-
 ATTENTION = "zoo_fast"  # the name the attention is registered under in transformers
 _TWO32 = 2 ** 32
 _local = threading.local()  # .generator: this thread's dropout generator (the trainer's worker threads)
@@ -59,73 +53,6 @@ def dropout_generator(generator: torch.Generator | None):
         yield
     finally:
         _local.generator = previous
-
-
-
-
-_works: bool | None = None
-
-
-def onednn_training_works() -> bool:
-    """The oneDNN op exists and agrees with ``nn.Linear`` (forward and both gradients), checked once."""
-    global _works
-    if _works is None:
-        _works = _check()
-    return _works
-
-
-def _check() -> bool:
-    if not torch.backends.mkldnn.is_available():
-        return False
-    try:
-        g = torch.Generator().manual_seed(0)
-        x = torch.randn(3, 7, 16, generator=g)
-        w = torch.randn(8, 16, generator=g)
-        b = torch.randn(8, generator=g)
-        dy = torch.randn(3, 7, 8, generator=g)
-        for bias in (b, None):
-            ref = [t.clone().requires_grad_(True) for t in (x, w)]
-            refb = bias.clone().requires_grad_(True) if bias is not None else None
-            F.linear(ref[0], ref[1], refb).backward(dy)
-            got = [t.clone().requires_grad_(True) for t in (x, w)]
-            gotb = bias.clone().requires_grad_(True) if bias is not None else None
-            y = OneDNNLinear.apply(got[0], got[1], gotb)
-            if not torch.allclose(y, F.linear(x, w, bias), rtol=1e-5, atol=1e-5):
-                return False
-            y.backward(dy)
-            pairs = [(got[0].grad, ref[0].grad), (got[1].grad, ref[1].grad)]
-            if bias is not None:
-                pairs.append((gotb.grad, refb.grad))
-            if not all(torch.allclose(a, r, rtol=1e-5, atol=1e-5) for a, r in pairs):
-                return False
-    except Exception:  # a build without the op, or one that rejects these arguments
-        return False
-    return True
-
-
-class OneDNNLinear(torch.autograd.Function):
-    """y = x W^T + b on oneDNN; its backward's dX = dY W and dW = dY^T X on oneDNN too."""
-
-    @staticmethod
-    def forward(ctx, x, weight, bias):
-        x2 = x.reshape(-1, x.shape[-1])
-        ctx.save_for_backward(x2, weight)
-        ctx.has_bias = bias is not None
-        ctx.in_shape = x.shape
-        return _op(x2, weight, bias).view(*x.shape[:-1], weight.shape[0])
-
-    @staticmethod
-    def backward(ctx, grad):
-        x2, weight = ctx.saved_tensors
-        g2 = grad.reshape(-1, grad.shape[-1])
-        gx = gw = gb = None
-        if ctx.needs_input_grad[0]:
-            gx = _op(g2, weight.t(), None).view(ctx.in_shape)  # dY W = dY (W^T)^T
-        if ctx.needs_input_grad[1]:
-            gw = _op(g2.t(), x2.t(), None)  # dY^T X = dY^T (X^T)^T
-        if ctx.has_bias and ctx.needs_input_grad[2]:
-            gb = g2.sum(0)
-        return gx, gw, gb
 
 
 def dropout_mask(x: torch.Tensor, p: float) -> torch.Tensor:
@@ -145,14 +72,6 @@ def fast_dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tens
     if p >= 1.0:
         return x * 0.0
     return x * dropout_mask(x, p)
-
-
-def _linear_forward(module: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    w = module.weight
-    if (x.device.type != "cpu" or x.dtype != torch.float32 or w.dtype != torch.float32 or x.dim() < 2
-            or torch.is_autocast_enabled("cpu")):
-        return nn.Linear.forward(module, x)
-    return OneDNNLinear.apply(x, w, module.bias)
 
 
 def _dropout_forward(module: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
@@ -206,21 +125,16 @@ def _configs(module: nn.Module) -> list:
 
 
 @contextmanager
-def fast_kernels(module: nn.Module, enabled: bool = True, onednn: bool = False):
-    """Within this block, ``module``'s dropout and SDPA attention run the fast CPU path, and
-    with ``onednn`` its linear layers too (where the op agrees with ``nn.Linear``). Restores
-    the stock forwards and attention after."""
+def fast_kernels(module: nn.Module, enabled: bool = True):
+    """Within this block, ``module``'s dropout and SDPA attention run the fast CPU path.
+    Restores the stock forwards and attention after."""
     if not enabled:
         yield False
         return
     _register()
-    onednn = onednn and onednn_training_works()
     patched = []
     for m in module.modules():
-        if onednn and type(m) is nn.Linear:
-            m.forward = _linear_forward.__get__(m)
-            patched.append(m)
-        elif type(m) is nn.Dropout:
+        if type(m) is nn.Dropout:
             m.forward = _dropout_forward.__get__(m)
             patched.append(m)
     configs = _configs(module)

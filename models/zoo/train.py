@@ -72,7 +72,6 @@ class ZooConfig:
     # and backward, dropout masks from 32-bit random integers, attention with dropout as explicit
     # products, fused AdamW; False: torch's stock kernels (the shipped zoo's path)
     fast_kernels: bool = True
-    onednn_linear: bool = False  # with fast_kernels: linear layers on oneDNN (not faster in training here)
     # with fast_kernels, on the CPU, one process: each batch's rows split over this many threads
     # (torch's threads shared out among them), each part's losses weighted by its share of what
     # they average over and the gradients summed in a fixed order: the whole batch's gradient
@@ -102,14 +101,9 @@ def flop_counter():
     def backward(grad_out, query, key, value, *args, out_shape=None, **kwargs) -> int:
         return sdpa_backward_flop_count(grad_out, query, key, value)
 
-    def onednn_linear(x, weight, *args, out_shape=None, **kwargs) -> int:  # x @ weight^T (the fast path's)
-        return 2 * x.numel() * weight.shape[0]
-
     aten = torch.ops.aten
     mapping = {aten._scaled_dot_product_flash_attention_for_cpu: forward,
                aten._scaled_dot_product_flash_attention_for_cpu_backward: backward}
-    if hasattr(torch.ops.mkldnn, "_linear_pointwise"):
-        mapping[torch.ops.mkldnn._linear_pointwise.default] = onednn_linear
     return FlopCounterMode(display=False, custom_mapping=mapping)
 
 
@@ -344,7 +338,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
 
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zoo-worker")
         torch.set_num_threads(max(1, threads // workers))
-    with fast_kernels(objective, fast, onednn=cfg.onednn_linear), contextlib.ExitStack() as cleanup:
+    with fast_kernels(objective, fast), contextlib.ExitStack() as cleanup:
         if pool is not None:
             cleanup.callback(torch.set_num_threads, threads)
             cleanup.callback(pool.shutdown)

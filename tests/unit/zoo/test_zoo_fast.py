@@ -18,27 +18,6 @@ from models.zoo import fast
 REPO = Path(__file__).resolve().parents[3]
 
 
-@pytest.mark.skipif(not fast.onednn_training_works(), reason="oneDNN's linear op is missing or disagrees here")
-@pytest.mark.parametrize("bias", [True, False])
-def test_onednn_linear_matches_nn_linear_autograd(bias):
-    g = torch.Generator().manual_seed(0)
-    linear = torch.nn.Linear(48, 80, bias=bias)
-    x = torch.randn(3, 37, 48, generator=g)
-    dy = torch.randn(3, 37, 80, generator=g)
-    x_ref = x.clone().requires_grad_(True)
-    linear(x_ref).backward(dy)
-    ref = (linear(x_ref).detach(), x_ref.grad, linear.weight.grad.clone(), linear.bias.grad.clone() if bias else None)
-    linear.zero_grad()
-    x_new = x.clone().requires_grad_(True)
-    y = fast.OneDNNLinear.apply(x_new, linear.weight, linear.bias)
-    y.backward(dy)
-    torch.testing.assert_close(y.detach(), ref[0], rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(x_new.grad, ref[1], rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(linear.weight.grad, ref[2], rtol=1e-5, atol=1e-4)
-    if bias:
-        torch.testing.assert_close(linear.bias.grad, ref[3], rtol=1e-5, atol=1e-4)
-
-
 def test_dropout_mask_keeps_one_minus_p_scaled_and_follows_its_generator():
     p = 0.1
     x = torch.ones(400, 1000)
