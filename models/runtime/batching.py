@@ -112,21 +112,47 @@ class MicroBatcher:
 # A small encoder's forward on a 2-core CPU spends ~88 % of its time in matrix products that
 # already run near the cores' peak with two threads; the rest (attention, LayerNorm, copies,
 # Python between ops) leaves a core idle while the other works. Two batches in flight on two
-# threads, each with torch's intra-op threads, fill those gaps: ``embed`` on all-MiniLM-L6-v2
-# took 7-12 % less time here in alternating runs (the same vectors, bit for bit: each batch's
-# maths does not depend on the thread). On accelerators the batches stay one after another.
+# threads, each with its share of the cores, fill those gaps (the same vectors, bit for bit:
+# each batch's maths does not depend on the thread; measured in BENCHMARKS.md, row 2). On
+# accelerators the batches stay one after another.
 CPU_FORWARD_WORKERS = 2
 _pool_lock = threading.Lock()
 _pool = None
 
 
 def _forward_pool():
+    """Two threads, each running torch's kernels on its share of the cores (one each on two).
+
+    Each worker sets its own intra-op thread count before its first op (torch reads it per
+    thread, once; libgomp keeps it per thread), then the process's setting is put back, so
+    no other thread changes. With two threads each instead, every worker kept an OpenMP team
+    of its own: more OpenMP threads than cores, and libgomp then makes every team, the main
+    thread's included, sleep sooner between parallel regions; sentence-transformers' encode
+    in the same process took 18 % longer after one ``embed`` (1.73 against 1.46 s).
+    """
     global _pool
     with _pool_lock:
         if _pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
-            _pool = ThreadPoolExecutor(CPU_FORWARD_WORKERS, thread_name_prefix="encoder-lab-forward")
+            import torch
+
+            threads = torch.get_num_threads()
+            each = max(1, threads // CPU_FORWARD_WORKERS)
+            started = threading.Barrier(CPU_FORWARD_WORKERS + 1, timeout=60)
+
+            def init():
+                torch.set_num_threads(each)  # (for a moment also what a new thread would read)
+                torch.ones(1 << 20).sum()  # a first parallel op here: torch now keeps this thread's count
+                started.wait()
+
+            pool = ThreadPoolExecutor(CPU_FORWARD_WORKERS, thread_name_prefix="encoder-lab-forward",
+                                      initializer=init)
+            for _ in range(CPU_FORWARD_WORKERS):  # start every worker now
+                pool.submit(int)
+            started.wait()
+            torch.set_num_threads(threads)  # the process's own setting back; the workers keep theirs
+            _pool = pool
         return _pool
 
 

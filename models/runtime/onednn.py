@@ -8,8 +8,11 @@ sentence) x 384 -> 384 / 1536 and back, 33 / 90 / 109 us against 52 / 203 / 192;
 (an embedding batch), 287 / 1,112 / 1,125 us against 611 / 2,452 / 2,472. (Measured again
 on 2026-11-26, the products alone, one run, pre-packed weights: with 2 threads oneDNN gives
 185-201 GFLOP/s at 400-4,096 rows against MKL's 126-172; with one thread 102-108 against
-79-97. About 107 GFLOP/s per core is this CPU's float32 ceiling here, so oneDNN's products
-run near it; an earlier "oneDNN reaches ~400" in this note was wrong.) Same products in
+79-97. About 107 GFLOP/s per core was this machine's float32 ceiling that day (a large
+product on MKL: 90 per core), so oneDNN's products ran near it. The figures above it imply
+~410-420 GFLOP/s on two cores: not reproduced; the machines here all read "AMD EPYC" with the
+same flags, yet ``bench.embeddings`` has printed 1.33-2.10x across days, so the CPU behind the
+name likely differs from day to day: treat every ratio as that day's.) Same products in
 float32, summation order aside: sentence vectors 2.5e-7 from sentence-transformers' (the
 bench; the tests hold them to 1e-5), fill-mask scores within 1e-5 of the pipeline's (tested).
 

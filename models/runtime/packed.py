@@ -82,8 +82,28 @@ def _attention(attn, h: torch.Tensor, index: torch.Tensor, batch: int, width: in
         return _unpack(x, index, batch, width).view(batch, width, heads, size).transpose(1, 2)
 
     q, k, v = split(attn.query(h)), split(attn.key(h)), split(attn.value(h))
-    context = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, scale=size ** -0.5)  # (B, H, T, h)
+    if width <= MATH_ATTENTION_MAX_WIDTH:
+        context = _math_attention(q, k, v, key_mask, size ** -0.5)
+    else:
+        context = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, scale=size ** -0.5)  # (B, H, T, h)
     return context.transpose(1, 2).reshape(batch * width, heads * size).index_select(0, index)  # (N, H*h)
+
+
+# Short sequences: softmax(Q K^T s + mask) V as three batched products is faster on the CPU
+# than SDPA's fused kernel, whose per-call set-up dominates at these sizes (measured, one
+# run, 12 heads of 32: 0.52 against 0.74 ms for 33 x 20 tokens, 0.70 against 1.26 for 24 x
+# 30, 0.82 against 1.24 for 10 x 60; 7.8 against 8.3 for 30 x 100). Its (B, H, T, T) scores
+# stay small up to this width; longer batches take SDPA.
+MATH_ATTENTION_MAX_WIDTH = 128
+
+
+def _math_attention(q, k, v, key_mask: torch.Tensor, scale: float) -> torch.Tensor:
+    batch, heads, width, size = q.shape
+    bias = torch.zeros(key_mask.shape, dtype=q.dtype, device=q.device).masked_fill_(~key_mask, float("-inf"))
+    scores = torch.baddbmm(bias.expand(batch, heads, width, width).reshape(batch * heads, width, width),
+                           q.reshape(batch * heads, width, size), k.reshape(batch * heads, width, size).transpose(1, 2),
+                           alpha=scale)  # (B*H, T, T)
+    return torch.bmm(scores.softmax(-1), v.reshape(batch * heads, width, size)).view(batch, heads, width, size)
 
 
 def _unpack(x: torch.Tensor, index: torch.Tensor, batch: int, width: int) -> torch.Tensor:

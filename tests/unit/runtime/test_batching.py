@@ -222,3 +222,21 @@ def test_map_forwards_raises_a_batch_error_and_stays_serial_off_the_cpu(monkeypa
     seen.clear()
     list(batching.map_forwards(lambda b: seen.append(threading.get_ident()) or b, [1, 2, 3], torch.device("cpu")))
     assert set(seen) == {threading.get_ident()}  # one thread: nothing to share out
+
+
+def test_forward_workers_take_their_share_of_the_threads_and_leave_the_process_setting():
+    """Each worker runs torch's kernels on its share of the cores (one of two here); the
+    process's own setting, and what a new thread reads, stay as they were."""
+    from models.runtime import batching
+
+    before = torch.get_num_threads()
+    pool = batching._forward_pool()
+    share = max(1, before // batching.CPU_FORWARD_WORKERS)
+    seen = {pool.submit(torch.get_num_threads).result() for _ in range(8)}
+    assert seen == {share}
+    assert torch.get_num_threads() == before
+    fresh = []
+    thread = threading.Thread(target=lambda: fresh.append(torch.get_num_threads()))
+    thread.start()
+    thread.join()
+    assert fresh == [before]

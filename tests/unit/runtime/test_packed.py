@@ -30,10 +30,16 @@ def _padded(loaded, sentences):
     return enc["input_ids"].to(loaded.device), enc["attention_mask"].to(loaded.device)
 
 
-@pytest.mark.parametrize("onednn", [True, False])
-def test_every_layer_matches_transformers_padded_forward(minilm, onednn):
+LONG = " ".join(["The committee met for several hours on Tuesday to discuss the budget for the coming year."] * 9)
+
+
+@pytest.mark.parametrize("onednn, sentences", [(True, SENTENCES), (False, SENTENCES), (True, SENTENCES + [LONG])])
+def test_every_layer_matches_transformers_padded_forward(minilm, onednn, sentences):
+    """Short batches take the three-product attention, one past MATH_ATTENTION_MAX_WIDTH
+    tokens torch's SDPA: both against transformers' own forward."""
     model = minilm.model
-    ids, mask = _padded(minilm, SENTENCES)
+    ids, mask = _padded(minilm, sentences)
+    assert (ids.shape[1] > packed.MATH_ATTENTION_MAX_WIDTH) == (LONG in sentences)
     assert (mask == 0).any()  # a real mix: some rows padded
     layers = list(range(model.config.num_hidden_layers + 1))
     previous = use_onednn(onednn)
