@@ -50,13 +50,16 @@ MAX_EMBED_SENTENCES = 10_000  # ``embed`` alone (notebooks, benchmarks) takes mo
 # cores, fewer calls mattered more.) With the linear layers on oneDNN (models/runtime/onednn.py)
 # a same-run sweep, seconds for 256 sentences short / long: 16: 0.54 / 1.46, 64: 0.54 / 1.45,
 # 256: 0.56 / 1.53, 1024: 0.70 / 1.93.
-# Since session 11 two batches run at once (``map_forwards``, each with torch's threads) and a
-# BERT body reads only real tokens (models/runtime/packed.py). One alternating run here
-# (5 rounds, seconds for the bench's 256 sentences short / long): batches one after another
-# 1.04 / 2.63, two at once 0.92 / 2.30; with two at once the overhead hardly matters any more
-# (16: 0.92 / 2.36, 64: 0.92 / 2.30, 256: 0.91 / 2.30). In an earlier trial two batches side by side
-# on one thread each had been ~10 % slower on short sentences; with each keeping torch's two
-# threads they are faster. Packing alone, 11 alternating rounds: 3.2 % / 1.3 % less time.
+# Since session 11 two batches run at once (``map_forwards``: two workers, one intra-op thread
+# each on two cores) and a BERT body reads only real tokens (models/runtime/packed.py); the
+# bench's figures are in BENCHMARKS.md, row 2. Along the way, one alternating run each (5-11
+# rounds, seconds for the bench's 256 sentences short / long), with a first version whose
+# workers kept torch's two threads each (dropped: it slowed other torch work in the process):
+# batches one after another 1.04 / 2.63, two at once 0.92 / 2.30; the per-call overhead then
+# hardly mattered (16: 0.92 / 2.36, 64: 0.92 / 2.30, 256: 0.91 / 2.30; with one thread per
+# worker, 8 and 24 were slower than 64: 1.22 / 2.74, 1.03 / 2.59 against 0.98 / 2.52). Packing
+# alone: 3.2 % / 1.3 % less time. (An earlier trial of two workers on one thread each, before
+# packing and oneDNN's prepacked weights, had been ~10 % slower on short sentences.)
 OVERHEAD_TOKENS_CPU = 64
 # Unmeasured guess: no GPU has been lent to this project yet. A GPU call's launch and
 # transfer cost is assumed to be worth thousands of tokens of compute; measure when lent.
