@@ -143,5 +143,19 @@ def test_the_server_freezes_after_building_and_after_the_warm_up(monkeypatch):
     monkeypatch.setattr(app, "freeze_long_lived", lambda: calls.append("freeze") or 0)
     monkeypatch.setattr(app, "warm_in_background", lambda plan: calls.append("warm"))
     monkeypatch.setattr(app, "limit_malloc_arenas", lambda: False)
-    app.main(["--port", "0"])
+    import logging
+
+    import models
+
+    # main's process-wide settings stay as the rest of the suite has them (set_device clears
+    # the model cache; the opt-in list and the app's log handler are global too)
+    monkeypatch.setattr(models, "set_device", lambda name: None)
+    monkeypatch.setattr(models, "allow_hub_models", lambda keys: None)
+    log = logging.getLogger("encoder_lab")
+    handlers, level = list(log.handlers), log.level
+    try:
+        app.main(["--port", "0"])
+    finally:
+        log.handlers[:] = handlers
+        log.setLevel(level)
     assert calls == ["warm-up", "build", "freeze", "warm", "launch"]
