@@ -65,9 +65,14 @@ def packed_hidden_states(model, input_ids: torch.Tensor, mask: torch.Tensor,
     index = keep.reshape(-1).nonzero().squeeze(1)  # (N,) real tokens' rows in the (B*T) layout
     key_mask = keep[:, None, None, :]  # (B, 1, 1, T): every query sees the real keys only
     h = model.embeddings(input_ids=input_ids).reshape(batch * width, -1).index_select(0, index)  # (N, d)
+    bias = None  # the three-product attention's additive mask: once per batch, for every layer
+    if width <= MATH_ATTENTION_MAX_WIDTH:
+        heads = model.encoder.layer[0].attention.self.num_attention_heads
+        bias = (torch.zeros(key_mask.shape, dtype=h.dtype, device=h.device).masked_fill_(~key_mask, float("-inf"))
+                .expand(batch, heads, width, width).reshape(batch * heads, width, width))  # (B*H, T, T)
     packed = [h]
     for layer in model.encoder.layer:
-        context = _attention(layer.attention.self, h, index, batch, width, key_mask)  # (N, d)
+        context = _attention(layer.attention.self, h, index, batch, width, key_mask, bias)  # (N, d)
         h = layer.attention.output(context, h)  # dense, + h, LayerNorm
         h = layer.output(layer.intermediate(h), h)  # dense + GELU, dense, + h, LayerNorm
         packed.append(h)
@@ -75,15 +80,15 @@ def packed_hidden_states(model, input_ids: torch.Tensor, mask: torch.Tensor,
 
 
 def _attention(attn, h: torch.Tensor, index: torch.Tensor, batch: int, width: int,
-               key_mask: torch.Tensor) -> torch.Tensor:
+               key_mask: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     heads, size = attn.num_attention_heads, attn.attention_head_size
 
     def split(x: torch.Tensor) -> torch.Tensor:  # (N, H*h) -> (B, H, T, h), zeros at padding
         return _unpack(x, index, batch, width).view(batch, width, heads, size).transpose(1, 2)
 
     q, k, v = split(attn.query(h)), split(attn.key(h)), split(attn.value(h))
-    if width <= MATH_ATTENTION_MAX_WIDTH:
-        context = _math_attention(q, k, v, key_mask, size ** -0.5)
+    if bias is not None:
+        context = _math_attention(q, k, v, bias, size ** -0.5)
     else:
         context = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, scale=size ** -0.5)  # (B, H, T, h)
     return context.transpose(1, 2).reshape(batch * width, heads * size).index_select(0, index)  # (N, H*h)
@@ -97,12 +102,11 @@ def _attention(attn, h: torch.Tensor, index: torch.Tensor, batch: int, width: in
 MATH_ATTENTION_MAX_WIDTH = 128
 
 
-def _math_attention(q, k, v, key_mask: torch.Tensor, scale: float) -> torch.Tensor:
+def _math_attention(q, k, v, bias: torch.Tensor, scale: float) -> torch.Tensor:
+    """softmax(Q K^T scale + bias) V; bias (B*H, T, T): 0 for real keys, -inf for padding."""
     batch, heads, width, size = q.shape
-    bias = torch.zeros(key_mask.shape, dtype=q.dtype, device=q.device).masked_fill_(~key_mask, float("-inf"))
-    scores = torch.baddbmm(bias.expand(batch, heads, width, width).reshape(batch * heads, width, width),
-                           q.reshape(batch * heads, width, size), k.reshape(batch * heads, width, size).transpose(1, 2),
-                           alpha=scale)  # (B*H, T, T)
+    scores = torch.baddbmm(bias, q.reshape(batch * heads, width, size),
+                           k.reshape(batch * heads, width, size).transpose(1, 2), alpha=scale)  # (B*H, T, T)
     return torch.bmm(scores.softmax(-1), v.reshape(batch * heads, width, size)).view(batch, heads, width, size)
 
 
