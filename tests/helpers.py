@@ -163,6 +163,33 @@ def stop(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
 SCREENSHOTS = ARTIFACTS / "screenshots"
 
 
+def sections_of(tab: str) -> list[str]:
+    """The sub-tabs of the tab ``tab`` (its label), in order; [] for a tab without any."""
+    from components.attention import copy as attention
+    from components.compare import copy as compare
+    from components.embeddings import copy as embeddings
+    from components.inside import copy as inside
+
+    return {
+        "Attention": [attention.SECTION_HEATMAPS, attention.SECTION_BERTVIZ, attention.SECTION_INPUT],
+        inside.TAB_LABEL: [inside.SECTION_STEPS, inside.SECTION_GRADIENTS],
+        "Embeddings": [embeddings.SECTION_POOLING, embeddings.SECTION_WORD],
+        "Compare": [compare.SECTION_SAME_INPUT, compare.SECTION_KNOWLEDGE, compare.SECTION_ARCHITECTURES,
+                    compare.SECTION_SPEED, compare.SECTION_ZOO],
+    }.get(tab, [])
+
+
+def page_tab(page):
+    """The selected one of the page's tabs (its top row: a tab's own sections come after it)."""
+    return page.locator('[role="tab"][aria-selected="true"]').first
+
+
+def open_section(page, name: str) -> None:
+    """Click the sub-tab ``name`` of the tab on screen (a tab's further sections, drawn only
+    once opened)."""
+    page.get_by_role("tab", name=name, exact=True).click()
+
+
 def screenshot(page, name: str) -> None:
     """Save a full-page screenshot for a person to look at (artifacts/ is git-ignored)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -96,3 +96,8 @@ GRID_ALT = (
     "Grid of attention heatmaps, one cell per layer (rows) and head (columns); click a cell "
     "to open that head in the heatmap beside it, which lists every weight on hover."
 )
+
+# The tab's sections (sub-tabs: only the one on screen is drawn, so the tab opens quickly).
+SECTION_HEATMAPS = "Heatmaps and statistics"
+SECTION_BERTVIZ = "bertviz"
+SECTION_INPUT = "Token + position + segment"

@@ -17,7 +17,7 @@ from models import (
 )
 
 from ..shell.common import model_choices, readable_errors
-from ..shell.deep_links import LinkTarget
+from ..shell.deep_links import LinkTarget, Section
 from ..shell.server import on_gpu
 from ..shell.vendor import library_urls
 from ..shell.view_cache import cached_view
@@ -206,40 +206,43 @@ def build_attention_tab() -> LinkTarget:
                     show_legend=True,
                     interactive=False,
                 )
-        gr.Markdown(copy.VIEWS_HELP)
-        with gr.Row():
-            layer = gr.Slider(0, MAX_LAYERS - 1, value=0, step=1, label="Layer")
-            head = gr.Slider(0, MAX_HEADS - 1, value=0, step=1, label="Head")
-            mode = gr.Radio(MODES, value="head", label="Heatmap shows")
-        with gr.Row():
-            with gr.Column(scale=1):
-                grid = gr.Image(
-                    label="All layers × all heads (click a cell to open it)",
-                    type="pil",
-                    format="png",
-                    interactive=False,
-                    elem_id="attention-grid",
-                    buttons=[],
-                    alt_text=copy.GRID_ALT,
+        with gr.Tabs(elem_id="attention-sections"):
+            with gr.Tab(copy.SECTION_HEATMAPS, id="attention-heatmaps"):
+                gr.Markdown(copy.VIEWS_HELP)
+                with gr.Row():
+                    layer = gr.Slider(0, MAX_LAYERS - 1, value=0, step=1, label="Layer")
+                    head = gr.Slider(0, MAX_HEADS - 1, value=0, step=1, label="Head")
+                    mode = gr.Radio(MODES, value="head", label="Heatmap shows")
+                with gr.Row():
+                    with gr.Column(scale=1):
+                        grid = gr.Image(
+                            label="All layers × all heads (click a cell to open it)",
+                            type="pil",
+                            format="png",
+                            interactive=False,
+                            elem_id="attention-grid",
+                            buttons=[],
+                            alt_text=copy.GRID_ALT,
+                        )
+                    with gr.Column(scale=1):
+                        plot = gr.Plot(label="Attention heatmap", elem_id="attention-heatmap")
+                gr.Markdown(copy.STATS_HELP)
+                which = gr.Radio([ALL_HEADS, *HEAD_FILTERS], value=ALL_HEADS, label="Show heads that")
+                table = gr.Dataframe(label="Per-head statistics", interactive=False, elem_id="attention-stats")
+            with gr.Tab(copy.SECTION_BERTVIZ, id="attention-bertviz-section"):
+                gr.Markdown(copy.BERTVIZ_HELP)
+                with gr.Row():
+                    view = gr.Radio(BERTVIZ_VIEWS, value="head", label="bertviz view")
+                    draw = gr.Button("Draw with bertviz")
+                bertviz = gr.HTML(
+                    "" if library_urls() else plots.notice_html(copy.LIBS_MISSING), elem_id="attention-bertviz"
                 )
-            with gr.Column(scale=1):
-                plot = gr.Plot(label="Attention heatmap", elem_id="attention-heatmap")
-        gr.Markdown(copy.STATS_HELP)
-        which = gr.Radio([ALL_HEADS, *HEAD_FILTERS], value=ALL_HEADS, label="Show heads that")
-        table = gr.Dataframe(label="Per-head statistics", interactive=False, elem_id="attention-stats")
-        gr.Markdown(copy.BERTVIZ_HELP)
-        with gr.Row():
-            view = gr.Radio(BERTVIZ_VIEWS, value="head", label="bertviz view")
-            draw = gr.Button("Draw with bertviz")
-        bertviz = gr.HTML(
-            "" if library_urls() else plots.notice_html(copy.LIBS_MISSING), elem_id="attention-bertviz"
-        )
-        gr.Markdown(copy.INPUT_EMBEDDINGS_HELP)
-        sum_button = gr.Button("Show token + position + segment")
-        sum_summary = gr.Markdown(elem_id="input-embeddings-summary")
-        sum_plot = gr.Plot(label="Input vectors per token (first dimensions)", elem_id="input-embeddings-plot")
-        sum_table = gr.Dataframe(label="Rows used and vector lengths", interactive=False)
-
+            with gr.Tab(copy.SECTION_INPUT, id="attention-input-section") as sum_tab:
+                gr.Markdown(copy.INPUT_EMBEDDINGS_HELP)
+                sum_button = gr.Button("Show token + position + segment")
+                sum_summary = gr.Markdown(elem_id="input-embeddings-summary")
+                sum_plot = gr.Plot(label="Input vectors per token (first dimensions)", elem_id="input-embeddings-plot")
+                sum_table = gr.Dataframe(label="Rows used and vector lengths", interactive=False)
         source = [text, text_pair, model]
         on_screen = gr.State(None)  # (text, second text, model) of the result shown
         shown = gr.on(
@@ -270,6 +273,6 @@ def build_attention_tab() -> LinkTarget:
         links = {"text": text, "text_pair": text_pair, "model": model, "layer": layer, "head": head,
                  "mode": mode, "causal": causal}
         views = [(arrive, [*source, layer, head, mode, causal, which],
-                  [tokens, status, plot, grid, on_screen, layer, head, table]),
-                 (show_input_embeddings, source, sum_outputs)]
-        return LinkTarget("attention", tab, links, views)
+                  [tokens, status, plot, grid, on_screen, layer, head, table])]
+        sections = [Section(copy.SECTION_INPUT.lower(), sum_tab, [(show_input_embeddings, source, sum_outputs)])]
+        return LinkTarget("attention", tab, links, views, sections)

@@ -2,6 +2,20 @@
 
 COMPARE_HELP = (
     "## The BERT family side by side\n"
+    "Five sections: the same input through several models, what they know (a probe set of "
+    "facts or everyday sentences), their architectures and training recipes, their speed "
+    "against sequence length, and the mini zoo (seven families trained here under one budget)."
+)
+
+# The tab's sections (sub-tabs: only the one on screen is drawn, so the tab opens quickly).
+SECTION_SAME_INPUT = "Same input"
+SECTION_KNOWLEDGE = "What they know"
+SECTION_ARCHITECTURES = "Architectures and recipes"
+SECTION_SPEED = "Speed vs length"
+SECTION_ZOO = "Mini zoo"
+
+ARCHITECTURE_HELP = (
+    "### Architectures, computed from their configs\n"
     "Every fact in the first table is computed here, not typed in: each architecture is "
     "built with transformers **on the meta device** (tensor shapes only, no weights, no "
     "memory) from the checkpoint's official `config.json` (kept in `data/configs/`) or the "

@@ -22,7 +22,7 @@ from models import (
 )
 
 from ..shell.common import HEAVY, error_figure, model_choices, readable_errors
-from ..shell.deep_links import LinkTarget
+from ..shell.deep_links import LinkTarget, Section
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
 from ..views.knowledge import build_compare_knowledge
@@ -98,57 +98,67 @@ def build_compare_tab() -> LinkTarget:
     models = registry_models(list_models())
     with gr.Tab("Compare", id="compare") as tab:
         gr.Markdown(copy.COMPARE_HELP)
-        arch = gr.Dataframe(
-            value=show_architecture(), label="Architectures (computed from configs)",
-            elem_id="compare-architecture", interactive=False, wrap=True,
-        )
-        recompute = gr.Button("Recompute from the configs")
-        gr.Markdown(copy.RECIPES_HELP)
-        gr.Dataframe(
-            value=views.recipes_frame(training_recipes()), label="Training recipes (papers)",
-            elem_id="compare-recipes", interactive=False, wrap=True,
-        )
-
-        gr.Markdown(copy.SAME_INPUT_HELP)
-        chosen = gr.CheckboxGroup(
-            model_choices(models, need_mlm=True, by_key=True, usable_first=False), value=default_selection(models, "mlm"),
-            label="Models to compare", elem_id="compare-models",
-        )
-        text = gr.Textbox(label="Text for every model", value=copy.COMPARE_EXAMPLE, lines=2, max_length=MAX_TEXT_CHARS)
-        with gr.Row():
-            top_k = gr.Slider(1, 20, value=5, step=1, label="Top-k")
-            predict = gr.Button("Compare predictions", variant="primary")
-            pieces = gr.Button("Compare tokens")
-        skipped = gr.HTML(elem_id="compare-skipped")
-        side = gr.Dataframe(label="Top-k per model", elem_id="compare-fill-mask", interactive=False, wrap=True)
-        agreement = gr.HTML(elem_id="compare-agreement")
-        tokens_view = gr.HTML(elem_id="compare-tokens")
-        tokens_table = gr.Dataframe(label="Pieces per model", elem_id="compare-tokens-table", interactive=False, wrap=True)
-        build_compare_knowledge(models, knowledge_pair(models))
-
-        gr.Markdown(copy.SPEED_HELP)
-        bench_models = gr.CheckboxGroup(
-            model_choices(models, by_key=True, usable_first=False), value=default_selection(models, "any", published_limit=3),
-            label="Models to time (unavailable ones run random-init: timing only)",
-            elem_id="compare-bench-models",
-        )
-        with gr.Row():
-            lengths = gr.CheckboxGroup(
-                copy.LENGTH_CHOICES, value=[str(n) for n in DEFAULT_LENGTHS], label="Sequence lengths"
-            )
-            batch = gr.Slider(1, limits_for(get_device()).max_batch, value=1, step=1, label="Batch size")
-            run = gr.Button("Time forward passes", variant="primary")
-        bench_plot = gr.Plot(error_figure(copy.BENCH_WAITING), label="Forward time vs sequence length", elem_id="compare-bench-plot")
-        bench_notes = gr.HTML(elem_id="compare-bench-notes")
-        bench_table = gr.Dataframe(label="Timings", elem_id="compare-bench-table", interactive=False, wrap=True)
-
-        gr.Markdown(copy.ZOO_HELP)
-        zoo_plot_value, zoo_table_value, zoo_notes_value = show_zoo()
-        zoo_plot = gr.Plot(value=zoo_plot_value, label="Learning curves of the seven families", elem_id="compare-zoo-plot")
-        zoo_table = gr.Dataframe(value=zoo_table_value, label="Same data, same budget", elem_id="compare-zoo-table",
-                                 interactive=False, wrap=True)
-        zoo_notes = gr.Markdown(zoo_notes_value, elem_id="compare-zoo-notes")
-        zoo_reload = gr.Button("Reload the zoo's records")
+        with gr.Tabs(elem_id="compare-sections"):
+            with gr.Tab(copy.SECTION_SAME_INPUT, id="compare-same-input"):
+                gr.Markdown(copy.SAME_INPUT_HELP)
+                chosen = gr.CheckboxGroup(
+                    model_choices(models, need_mlm=True, by_key=True, usable_first=False),
+                    value=default_selection(models, "mlm"), label="Models to compare", elem_id="compare-models",
+                )
+                text = gr.Textbox(label="Text for every model", value=copy.COMPARE_EXAMPLE, lines=2,
+                                  max_length=MAX_TEXT_CHARS)
+                with gr.Row():
+                    top_k = gr.Slider(1, 20, value=5, step=1, label="Top-k")
+                    predict = gr.Button("Compare predictions", variant="primary")
+                    pieces = gr.Button("Compare tokens")
+                skipped = gr.HTML(elem_id="compare-skipped")
+                side = gr.Dataframe(label="Top-k per model", elem_id="compare-fill-mask", interactive=False,
+                                    wrap=True)
+                agreement = gr.HTML(elem_id="compare-agreement")
+                tokens_view = gr.HTML(elem_id="compare-tokens")
+                tokens_table = gr.Dataframe(label="Pieces per model", elem_id="compare-tokens-table",
+                                            interactive=False, wrap=True)
+            with gr.Tab(copy.SECTION_KNOWLEDGE, id="compare-knowledge-section") as knowledge_tab:
+                knowledge = build_compare_knowledge(models, knowledge_pair(models))
+            with gr.Tab(copy.SECTION_ARCHITECTURES, id="compare-architectures"):
+                gr.Markdown(copy.ARCHITECTURE_HELP)
+                arch = gr.Dataframe(
+                    value=show_architecture(), label="Architectures (computed from configs)",
+                    elem_id="compare-architecture", interactive=False, wrap=True,
+                )
+                recompute = gr.Button("Recompute from the configs")
+                gr.Markdown(copy.RECIPES_HELP)
+                gr.Dataframe(
+                    value=views.recipes_frame(training_recipes()), label="Training recipes (papers)",
+                    elem_id="compare-recipes", interactive=False, wrap=True,
+                )
+            with gr.Tab(copy.SECTION_SPEED, id="compare-speed"):
+                gr.Markdown(copy.SPEED_HELP)
+                bench_models = gr.CheckboxGroup(
+                    model_choices(models, by_key=True, usable_first=False),
+                    value=default_selection(models, "any", published_limit=3),
+                    label="Models to time (unavailable ones run random-init: timing only)",
+                    elem_id="compare-bench-models",
+                )
+                with gr.Row():
+                    lengths = gr.CheckboxGroup(
+                        copy.LENGTH_CHOICES, value=[str(n) for n in DEFAULT_LENGTHS], label="Sequence lengths"
+                    )
+                    batch = gr.Slider(1, limits_for(get_device()).max_batch, value=1, step=1, label="Batch size")
+                    run = gr.Button("Time forward passes", variant="primary")
+                bench_plot = gr.Plot(error_figure(copy.BENCH_WAITING), label="Forward time vs sequence length",
+                                     elem_id="compare-bench-plot")
+                bench_notes = gr.HTML(elem_id="compare-bench-notes")
+                bench_table = gr.Dataframe(label="Timings", elem_id="compare-bench-table", interactive=False, wrap=True)
+            with gr.Tab(copy.SECTION_ZOO, id="compare-zoo"):
+                gr.Markdown(copy.ZOO_HELP)
+                zoo_plot_value, zoo_table_value, zoo_notes_value = show_zoo()
+                zoo_plot = gr.Plot(value=zoo_plot_value, label="Learning curves of the seven families",
+                                   elem_id="compare-zoo-plot")
+                zoo_table = gr.Dataframe(value=zoo_table_value, label="Same data, same budget",
+                                         elem_id="compare-zoo-table", interactive=False, wrap=True)
+                zoo_notes = gr.Markdown(zoo_notes_value, elem_id="compare-zoo-notes")
+                zoo_reload = gr.Button("Reload the zoo's records")
 
         zoo_reload.click(show_zoo, None, [zoo_plot, zoo_table, zoo_notes], api_name="zoo_comparison")
         recompute.click(show_architecture, None, arch, api_name="architecture_table")
@@ -164,4 +174,5 @@ def build_compare_tab() -> LinkTarget:
         )
         arrival = [(run_compare_fill_mask, [chosen, text, top_k], [side, agreement, skipped]),
                    (run_compare_tokens, [chosen, text], [tokens_view, tokens_table, skipped])]
-        return LinkTarget("compare", tab, {"text": text, "models": chosen}, arrival)
+        sections = [Section(copy.SECTION_KNOWLEDGE.lower(), knowledge_tab, [knowledge])]
+        return LinkTarget("compare", tab, {"text": text, "models": chosen}, arrival, sections)

@@ -75,3 +75,7 @@ WORD_SCATTER_HELP = (
 )
 
 SIMILARITY_DEFAULT_SET = "Paraphrases, same topic, unrelated"
+
+# The tab's sections (sub-tabs: only the one on screen is drawn, so the tab opens quickly).
+SECTION_POOLING = "[CLS], mean and max pooling"
+SECTION_WORD = "One word across the layers"

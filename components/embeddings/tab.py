@@ -29,7 +29,7 @@ from models import (
 )
 
 from ..shell.common import encoder_choices, quoted, readable_errors
-from ..shell.deep_links import LinkTarget
+from ..shell.deep_links import LinkTarget, Section
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
 from . import copy
@@ -150,26 +150,52 @@ def build_embeddings_tab() -> LinkTarget:
     bank_word, bank_sentences = bank_demo()
     with gr.Tab("Embeddings", id="embeddings") as tab:
         gr.Markdown(copy.EMBEDDINGS_HELP)
-        with gr.Row():
-            with gr.Column(scale=3):
-                sentence_set = gr.Dropdown(
-                    list(sentence_groups()), value=copy.SIMILARITY_DEFAULT_SET, label="Built-in sentence groups"
+        with gr.Tabs(elem_id="embeddings-sections"):
+            with gr.Tab(copy.SECTION_POOLING, id="embeddings-pooling"):
+                with gr.Row():
+                    with gr.Column(scale=3):
+                        sentence_set = gr.Dropdown(
+                            list(sentence_groups()), value=copy.SIMILARITY_DEFAULT_SET,
+                            label="Built-in sentence groups",
+                        )
+                        sentences = gr.Textbox(
+                            label=f"Sentences, one per line (2 to {MAX_SENTENCES}; blank line = new group)",
+                            value=groups_text(copy.SIMILARITY_DEFAULT_SET),
+                            lines=12,
+                            max_lines=30,
+                            max_length=MAX_TEXT_CHARS,
+                        )
+                    with gr.Column(scale=2):
+                        model = gr.Dropdown(choices, value=default, label="Model")
+                        layer = gr.Number(value=-1, precision=0, label=LAYER_LABEL)
+                        compare = gr.Button("Compare [CLS], mean and max pooling", variant="primary")
+                        summary = gr.Markdown(elem_id="embeddings-summary")
+                        csv = gr.DownloadButton("Download the matrices (CSV)", value=None)
+                heatmaps = gr.Plot(
+                    label="Cosine similarity: [CLS] pooling (left), mean pooling (middle), max pooling (right)"
                 )
-                sentences = gr.Textbox(
-                    label=f"Sentences, one per line (2 to {MAX_SENTENCES}; blank line = new group)",
-                    value=groups_text(copy.SIMILARITY_DEFAULT_SET),
-                    lines=12,
-                    max_lines=30,
-                    max_length=MAX_TEXT_CHARS,
-                )
-            with gr.Column(scale=2):
-                model = gr.Dropdown(choices, value=default, label="Model")
-                layer = gr.Number(value=-1, precision=0, label=LAYER_LABEL)
-                compare = gr.Button("Compare [CLS], mean and max pooling", variant="primary")
-                summary = gr.Markdown(elem_id="embeddings-summary")
-                csv = gr.DownloadButton("Download the matrices (CSV)", value=None)
-        heatmaps = gr.Plot(label="Cosine similarity: [CLS] pooling (left), mean pooling (middle), max pooling (right)")
-        table = gr.Dataframe(label="How well each pooling separates the groups", interactive=False)
+                table = gr.Dataframe(label="How well each pooling separates the groups", interactive=False)
+                gr.Markdown(copy.WHY_HELP)
+            with gr.Tab(copy.SECTION_WORD, id="embeddings-word") as word_tab:
+                gr.Markdown(copy.WORD_HELP)
+                with gr.Row():
+                    with gr.Column(scale=3):
+                        word_sentences = gr.Textbox(
+                            label="Sentences that contain the word, one per line",
+                            value="\n".join(bank_sentences),
+                            lines=5,
+                            max_length=MAX_TEXT_CHARS,
+                        )
+                    with gr.Column(scale=2):
+                        word = gr.Textbox(label="Word", value=bank_word, max_length=100)
+                        word_model = gr.Dropdown(choices, value=default, label="Model")
+                        word_layer = gr.Number(value=-1, precision=0, label=f"Scatter: {LAYER_LABEL.lower()}")
+                        trace = gr.Button("Trace the word through the layers", variant="primary")
+                word_summary = gr.Markdown(elem_id="word-summary")
+                with gr.Row():
+                    layer_plot = gr.Plot(label="Cosine between occurrences, layer by layer")
+                    scatter = gr.Plot(label="Occurrences in 2-D")
+                gr.Markdown(copy.WORD_SCATTER_HELP)
         sentence_set.change(groups_text, sentence_set, sentences, api_visibility="private")
         compare.click(
             run_similarity,
@@ -177,30 +203,9 @@ def build_embeddings_tab() -> LinkTarget:
             outputs=[heatmaps, summary, table, csv],
             api_name="similarity",
         )
-        gr.Markdown(copy.WHY_HELP)
-
-        gr.Markdown(copy.WORD_HELP)
-        with gr.Row():
-            with gr.Column(scale=3):
-                word_sentences = gr.Textbox(
-                    label="Sentences that contain the word, one per line",
-                    value="\n".join(bank_sentences),
-                    lines=5,
-                    max_length=MAX_TEXT_CHARS,
-                )
-            with gr.Column(scale=2):
-                word = gr.Textbox(label="Word", value=bank_word, max_length=100)
-                word_model = gr.Dropdown(choices, value=default, label="Model")
-                word_layer = gr.Number(value=-1, precision=0, label=f"Scatter: {LAYER_LABEL.lower()}")
-                trace = gr.Button("Trace the word through the layers", variant="primary")
-        word_summary = gr.Markdown(elem_id="word-summary")
-        with gr.Row():
-            layer_plot = gr.Plot(label="Cosine between occurrences, layer by layer")
-            scatter = gr.Plot(label="Occurrences in 2-D")
-        gr.Markdown(copy.WORD_SCATTER_HELP)
         word_inputs, word_outputs = [word_sentences, word, word_model, word_layer], [layer_plot, scatter, word_summary]
         trace.click(run_word, inputs=word_inputs, outputs=word_outputs, api_name="word_in_context")
         tab.select(refresh_models, None, [model, word_model], api_name="embeddings_models", queue=False)
-        views = [(run_similarity, [sentences, model, layer], [heatmaps, summary, table, csv]),
-                 (run_word, word_inputs, word_outputs)]
-        return LinkTarget("embeddings", tab, {"text": sentences, "model": model, "layer": layer}, views)
+        views = [(run_similarity, [sentences, model, layer], [heatmaps, summary, table, csv])]
+        sections = [Section(copy.SECTION_WORD.lower(), word_tab, [(run_word, word_inputs, word_outputs)])]
+        return LinkTarget("embeddings", tab, {"text": sentences, "model": model, "layer": layer}, views, sections)

@@ -61,3 +61,7 @@ GRAD_MASKED_LABEL = "Positions to mask (token indices, comma-separated; blank: t
 GRAD_BUTTON = "Follow the gradient"
 
 CHECKS_TITLE = "**Checks** (recomputed here vs returned by the model)"
+
+# The tab's sections (sub-tabs: only the one on screen is drawn, so the tab opens quickly).
+SECTION_STEPS = "Step by step"
+SECTION_GRADIENTS = "Gradients under MLM"

@@ -10,7 +10,7 @@ from models import InputError, MAX_TEXT_CHARS, first_capable, forward_steps, lis
 from . import copy
 from . import plots
 from ..shell.common import model_choices, readable_errors
-from ..shell.deep_links import LinkTarget
+from ..shell.deep_links import LinkTarget, Section
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
 
@@ -114,28 +114,29 @@ def build_inside_tab() -> LinkTarget:
             with gr.Column(scale=3):
                 status = gr.Markdown("", elem_id="inside-status")
                 checks = gr.Markdown("", elem_id="inside-checks")
-        with gr.Row():
-            back = gr.Button("← Previous", scale=1)
-            step = gr.Dropdown(choices=[(f"{i}. {t}", n) for i, (t, n) in enumerate(copy.COMMON_STEPS, 1)],
-                               value="query", label=copy.STEP_LABEL, scale=4, allow_custom_value=True,
-                               elem_id="inside-step")
-            forward = gr.Button("Next →", scale=1)
-        step_text = gr.Markdown("", elem_id="inside-step-text")
-        figure = gr.Plot(label="This step", elem_id="inside-figure")
-        gr.Markdown(copy.ROW_HELP)
-        row = gr.Dataframe(label="The chosen token's row", interactive=False, elem_id="inside-row")
-        gr.Markdown(copy.NORMS_HELP)
-        norms = gr.Plot(label="Hidden-state lengths", elem_id="inside-norms")
-
-        gr.Markdown(copy.GRAD_HELP)
-        with gr.Row():
-            grad_text = gr.Textbox(label="Sentence (no [MASK])", value=copy.GRAD_TEXT, scale=3,
-                                   max_length=MAX_TEXT_CHARS)
-            grad_masked = gr.Textbox(label=copy.GRAD_MASKED_LABEL, value="", scale=2)
-        grad_button = gr.Button(copy.GRAD_BUTTON)
-        grad_note = gr.Markdown("", elem_id="inside-gradient-note")
-        grad_plot = gr.Plot(label="Gradient per token", elem_id="inside-gradient")
-
+        with gr.Tabs(elem_id="inside-sections"):
+            with gr.Tab(copy.SECTION_STEPS, id="inside-steps"):
+                with gr.Row():
+                    back = gr.Button("← Previous", scale=1)
+                    step = gr.Dropdown(choices=[(f"{i}. {t}", n) for i, (t, n) in enumerate(copy.COMMON_STEPS, 1)],
+                                       value="query", label=copy.STEP_LABEL, scale=4, allow_custom_value=True,
+                                       elem_id="inside-step")
+                    forward = gr.Button("Next →", scale=1)
+                step_text = gr.Markdown("", elem_id="inside-step-text")
+                figure = gr.Plot(label="This step", elem_id="inside-figure")
+                gr.Markdown(copy.ROW_HELP)
+                row = gr.Dataframe(label="The chosen token's row", interactive=False, elem_id="inside-row")
+                gr.Markdown(copy.NORMS_HELP)
+                norms = gr.Plot(label="Hidden-state lengths", elem_id="inside-norms")
+            with gr.Tab(copy.SECTION_GRADIENTS, id="inside-gradients") as grad_tab:
+                gr.Markdown(copy.GRAD_HELP)
+                with gr.Row():
+                    grad_text = gr.Textbox(label="Sentence (no [MASK])", value=copy.GRAD_TEXT, scale=3,
+                                           max_length=MAX_TEXT_CHARS)
+                    grad_masked = gr.Textbox(label=copy.GRAD_MASKED_LABEL, value="", scale=2)
+                grad_button = gr.Button(copy.GRAD_BUTTON)
+                grad_note = gr.Markdown("", elem_id="inside-gradient-note")
+                grad_plot = gr.Plot(label="Gradient per token", elem_id="inside-gradient")
         source = [model, text, layer, head, token]
         outputs = [status, step_text, figure, row, checks, norms, step, layer, head]
         gr.on([button.click, text.submit, model.input, layer.release, head.release, token.submit],
@@ -148,5 +149,7 @@ def build_inside_tab() -> LinkTarget:
         gr.on([grad_button.click, grad_text.submit], inside_gradients, grad_inputs, [grad_plot, grad_note],
               api_name="mlm_gradients")
         links = {"text": text, "model": model, "layer": layer, "head": head, "token": token, "step": step}
-        views = [(inside_layer, [*source, step], outputs), (inside_gradients, grad_inputs, [grad_plot, grad_note])]
-        return LinkTarget("inside-one-layer", tab, links, views)
+        views = [(inside_layer, [*source, step], outputs)]
+        gradients = (inside_gradients, grad_inputs, [grad_plot, grad_note])
+        sections = [Section(copy.SECTION_GRADIENTS.lower(), grad_tab, [gradients])]
+        return LinkTarget("inside-one-layer", tab, links, views, sections)

@@ -5,6 +5,8 @@ Every tab's build function returns a ``LinkTarget``: its tab, the inputs a link 
 
 * each tab computes its views when it is selected (the views cache their default
   examples per process, so arriving costs one computation per process, not per visitor);
+  a tab's further sections (sub-tabs: the browser draws only the section on screen, so a
+  long tab opens as fast as its first section) compute theirs when they are selected;
 * at page load, the page's query parameters are read (``gr.Request.query_params``),
   checked, written into the inputs, the tab selected, and that tab's views computed;
   what was replaced is said in a visible note (escaped text);
@@ -39,6 +41,17 @@ class LinkTarget:
     tab: object  # the gr.Tab
     inputs: dict = field(default_factory=dict)  # link parameter -> component
     # computed on arrival: (fn, inputs, outputs) or (fn, inputs, outputs, event settings)
+    views: list = field(default_factory=list)
+    # the tab's further sections: each computes its views when it is selected
+    sections: list[Section] = field(default_factory=list)
+
+
+@dataclass
+class Section:
+    """A sub-tab of a tab, past its first: its name and the views it computes when selected."""
+
+    name: str
+    tab: object  # the gr.Tab, inside the tab's own gr.Tabs
     views: list = field(default_factory=list)
 
 
@@ -135,6 +148,11 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
             settings = next((v[3] for v in target.views if len(v) > 3), {})
             target.tab.select(lambda *values, a=arrival: a.run(values), arrival.inputs, arrival.outputs,
                               api_visibility="private", trigger_mode="always_last", **settings)
+        for section in target.sections:
+            if section.views:
+                arrival = Arrival(section.views)
+                section.tab.select(lambda *values, a=arrival: a.run(values), arrival.inputs, arrival.outputs,
+                                   api_visibility="private", trigger_mode="always_last")
 
     link_inputs = [(t.slug, name, comp) for t in targets for name, comp in t.inputs.items()]
     components = [comp for _, _, comp in link_inputs]

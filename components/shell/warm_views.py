@@ -4,7 +4,8 @@ right after start-up, in the order a visitor meets them, behind the live request
 Each tab computes its default view on arrival (``LinkTarget.views``, cached per process by
 ``cached_view``); without this, the first visitor after a start (a Space waking up for a
 class) pays for each one. ``first_views(targets)`` lists them: each tab's arrival views in
-tab order, the Lessons tab's with every step in the lesson's order.
+tab order, the Lessons tab's with every step in the lesson's order; then the views of the
+tabs' further sections (sub-tabs a visitor opens from there), in the same order.
 ``warm(plan)`` runs them one at a time; before each it waits until no live request is being
 processed (``LIVE``: ``EncoderLabBlocks.process_api`` holds it for every event), and its
 thread runs at the lowest CPU priority, so the first fill-mask answer is not slowed by it.
@@ -69,7 +70,8 @@ LIVE = LiveGate()
 
 def first_views(targets) -> list[tuple[str, object]]:
     """(label, thunk) per default view, in the order a visitor meets them: the tabs in order,
-    the Lessons tab's steps in the lesson's order where the tab stands."""
+    the Lessons tab's steps in the lesson's order where the tab stands; then each tab's
+    further sections (``LinkTarget.sections``), labelled ``<tab>: <section>``."""
     plan = []
     for target in targets:
         for fn, inputs, *_ in target.views:
@@ -79,6 +81,10 @@ def first_views(targets) -> list[tuple[str, object]]:
                 plan += [(f"{target.slug}: {slug}", _thunk(fn, [slug, *values[1:]])) for _, slug in step.choices]
             else:
                 plan.append((target.slug, _thunk(fn, values)))
+    for target in targets:
+        for section in target.sections:
+            for fn, inputs, *_ in section.views:
+                plan.append((f"{target.slug}: {section.name}", _thunk(fn, [getattr(b, "value", None) for b in inputs])))
     return plan
 
 

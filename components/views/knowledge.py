@@ -47,8 +47,9 @@ def build_knowledge_probe(model: gr.Dropdown) -> None:
     button.click(run_knowledge_probe, [model, probe_set], [summary, table], api_name="knowledge_probe")
 
 
-def build_compare_knowledge(models, default_pair: list[str]) -> None:
-    """Two models' answers on a probe set, in the Compare tab."""
+def build_compare_knowledge(models, default_pair: list[str]) -> tuple:
+    """Two models' answers on a probe set, in the Compare tab; returns the view it shows on
+    arrival, as ``(fn, inputs, outputs)``."""
     gr.Markdown(copy.COMPARE_HELP)
     choices = model_choices(models, need_mlm=True)
     with gr.Row():
@@ -60,3 +61,4 @@ def build_compare_knowledge(models, default_pair: list[str]) -> None:
     table = gr.Dataframe(label="Side by side", elem_id="compare-knowledge", interactive=False, wrap=True)
     button.click(run_compare_knowledge, [model_a, model_b, probe_set], [summary, table],
                  api_name="compare_knowledge")
+    return run_compare_knowledge, [model_a, model_b, probe_set], [summary, table]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from playwright.sync_api import expect
 
-from helpers import SCREENSHOTS, TIMEOUT, screenshot, settle
+from helpers import SCREENSHOTS, TIMEOUT, open_section, screenshot, settle
 from models import AttentionResult, head_statistics, extract_attention, filter_heads, first_capable
 
 HOSTILE = "</script><img src=x onerror=alert(1)>"
@@ -78,6 +78,7 @@ def frame_screenshot(page, selector: str, name: str) -> None:
 
 def test_bertviz_draws_offline(page):
     open_tab(page)
+    open_section(page, "bertviz")
     page.get_by_role("button", name="Draw with bertviz", exact=True).click()
     frame = bertviz_frame(page)
     # the head view: d3 drew an SVG with the tokens as text and the attention lines
@@ -101,6 +102,7 @@ def test_typed_markup_stays_text(page):
     page.get_by_label("Second text (optional: makes a sentence pair)").fill("")
     page.get_by_role("button", name="Show attention", exact=True).click()
     expect(page.locator("#attention-status")).to_contain_text("one text, segment 0", timeout=TIMEOUT)
+    open_section(page, "bertviz")
     page.get_by_role("button", name="Draw with bertviz", exact=True).click()
     texts = bertviz_frame(page).locator("svg text")
     expect(texts.filter(has_text="bank").first).to_be_attached(timeout=TIMEOUT)
@@ -126,6 +128,7 @@ def test_a_script_ending_token_cannot_break_out_of_bertviz(page):
     assert urls is not None, "assets/vendor: bertviz's libraries are missing or altered"
     frame_html = plots.iframe(plots.bertviz_page(result, "head", urls), "hand-made bertviz")
     open_tab(page)
+    open_section(page, "bertviz")
     page.evaluate("html => document.querySelector('#attention-bertviz').insertAdjacentHTML('beforeend', html)",
                   frame_html)
     frame = page.frame_locator('iframe[title="hand-made bertviz"]')

@@ -7,7 +7,7 @@ import re
 
 from playwright.sync_api import expect
 
-from helpers import SLOW_TIMEOUT, screenshot
+from helpers import SLOW_TIMEOUT, open_section, screenshot
 from models import default_model_key, fill_mask, generate_left_to_right
 
 
@@ -44,6 +44,7 @@ def test_attention_causal_and_input_embeddings(page):
     page.locator("#attention-heatmap").scroll_into_view_if_needed()
     screenshot(page, "attention-causal")
 
+    open_section(page, "Token + position + segment")
     page.get_by_role("button", name="Show token + position + segment", exact=True).click()
     summary = page.locator("#input-embeddings-summary")
     expect(summary).to_contain_text("The sum of the vectors equals", timeout=SLOW_TIMEOUT)

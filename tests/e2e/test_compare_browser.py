@@ -7,18 +7,23 @@ import re
 
 from playwright.sync_api import expect
 
-from helpers import SLOW_TIMEOUT, screenshot
+from helpers import SLOW_TIMEOUT, open_section, screenshot
 from models import default_selection
 
 
 def test_compare_tab(page):
     page.get_by_role("tab", name="Compare").click()
+    first_model = default_selection(None, "mlm")[0]
+    expect(page.locator("#compare-fill-mask")).to_contain_text(first_model, timeout=SLOW_TIMEOUT)  # on arrival
+    assert page.locator("#compare-architecture").count() == 0  # a section not opened is not drawn
+    open_section(page, "Architectures and recipes")
     arch = page.locator("#compare-architecture")
     expect(arch).to_contain_text("modernbert-base", timeout=SLOW_TIMEOUT)
     expect(arch).to_contain_text("149,014,272")  # ModernBERT-base, counted on the meta device
     expect(page.locator("#compare-recipes")).to_contain_text("arXiv:1907.11692")
 
     # same input, several models
+    open_section(page, "Same input")
     text = page.get_by_label("Text for every model")
     text.fill("She opened the [MASK] and walked into the room.")
     page.get_by_role("button", name="Compare predictions", exact=True).click()
@@ -40,7 +45,13 @@ def test_compare_tab(page):
     expect(page.locator("#compare-tokens .piece").first).to_be_attached()
     assert page.locator('img[src="x"]').count() == 0 and page.evaluate("window.__xss") is None
 
+    # what two models know: computed as the section opens
+    open_section(page, "What they know")
+    expect(page.locator("#compare-knowledge-summary")).to_contain_text("in the top 5", timeout=SLOW_TIMEOUT)
+    expect(page.locator("#compare-knowledge")).to_contain_text("capital of France")
+
     # time two small models only (keeps the test short on a CPU)
+    open_section(page, "Speed vs length")
     group = page.locator("#compare-bench-models")
     for key in default_selection(None, "any", published_limit=3):  # what the tab opens with
         group.get_by_role("checkbox", name=re.compile(rf"^{re.escape(key)}\b")).uncheck()

@@ -11,7 +11,7 @@ from urllib.parse import quote, urlencode
 import pytest
 from playwright.sync_api import expect
 
-from helpers import MLM_KEY, SLOW_TIMEOUT, screenshot
+from helpers import MLM_KEY, SLOW_TIMEOUT, open_section, page_tab, screenshot, sections_of
 from models import fill_mask, first_capable, list_models, simulate_masking, tokenize
 from test_xss_every_input import injected
 from view_checks import DATA_MARKS, table_rows, wait_computed
@@ -26,12 +26,12 @@ def open_link(page, app_server, label, **params):
     """Open the link; wait until it has chosen its tab (``label``); the views are waited for
     by what they show."""
     page.goto(app_server + "?" + urlencode(params, quote_via=quote))
-    expect(page.get_by_role("tab", selected=True)).to_have_text(label, timeout=SLOW_TIMEOUT)
+    expect(page_tab(page)).to_have_text(label, timeout=SLOW_TIMEOUT)
     return page.locator('[role="tabpanel"]:visible').first
 
 
 def selected_tab(page) -> str:
-    return page.get_by_role("tab", selected=True).inner_text().strip()
+    return page_tab(page).inner_text().strip()
 
 
 def expect_box(panel, tab, value) -> None:
@@ -166,6 +166,10 @@ ARRIVAL = {
 }
 
 
+# sections whose view waits for its button (bertviz draws on request; timing is a longer job)
+BY_BUTTON = {"bertviz", "Speed vs length"}
+
+
 def test_every_tab_shows_a_result_on_arrival(page):
     expect(page.get_by_role("tab").nth(len(ARRIVAL) - 1)).to_be_visible(timeout=SLOW_TIMEOUT)
     names = [t.inner_text().strip() for t in page.get_by_role("tab").all()]
@@ -177,12 +181,16 @@ def test_every_tab_shows_a_result_on_arrival(page):
         if main:
             expect(page.locator(main).first).not_to_be_empty(timeout=SLOW_TIMEOUT)
         # drawn: a chart with data or a table with rows (Plotly draws a moment after the answer)
-        wait_computed(panel)
-        for plot in [p for p in panel.locator(".js-plotly-plot").all() if p.is_visible()]:
-            # no empty chart: data, or a message saying which button fills it
-            filled = plot.locator(f"{DATA_MARKS}, .annotation-text:has-text('Press')").first
-            expect(filled).to_be_attached(timeout=SLOW_TIMEOUT)
-        screenshot(page, "arrival-" + re.sub(r"\W+", "-", name.lower()).strip("-"))
+        for section in [""] + sections_of(name)[1:]:  # then each further section as it opens
+            if section:
+                open_section(page, section)
+            if section not in BY_BUTTON:
+                wait_computed(panel)
+            for plot in [p for p in panel.locator(".js-plotly-plot").all() if p.is_visible()]:
+                # no empty chart: data, or a message saying which button fills it
+                filled = plot.locator(f"{DATA_MARKS}, .annotation-text:has-text('Press')").first
+                expect(filled).to_be_attached(timeout=SLOW_TIMEOUT)
+            screenshot(page, "arrival-" + re.sub(r"\W+", "-", f"{name} {section}".lower()).strip("-"))
     assert page.external_requests == []
 
 

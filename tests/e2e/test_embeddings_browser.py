@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from helpers import TIMEOUT, screenshot
+from helpers import TIMEOUT, open_section, screenshot
 
 
 def test_embeddings_tab(page):
@@ -22,6 +22,8 @@ def test_embeddings_tab(page):
     assert csv.startswith("model,pooling,layer,index,sentence,1,2,")
     assert csv.count("\n") == 3 * 24 + 1
 
+    open_section(page, "One word across the layers")
+    expect(page.locator("#word-summary")).to_contain_text("at layer 0", timeout=TIMEOUT)  # on opening it
     page.get_by_role("button", name="Trace the word through the layers", exact=True).click()
     expect(page.locator("#word-summary")).to_contain_text("at layer 0", timeout=TIMEOUT)
     expect(page.locator(".js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=TIMEOUT)

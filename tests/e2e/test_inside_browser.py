@@ -9,7 +9,7 @@ from urllib.parse import quote, urlencode
 from playwright.sync_api import expect
 
 from components.inside import copy
-from helpers import SLOW_TIMEOUT as TIMEOUT, screenshot
+from helpers import SLOW_TIMEOUT as TIMEOUT, page_tab, screenshot
 from models import forward_steps
 from view_checks import wait_computed
 
@@ -20,7 +20,7 @@ def test_deep_link_opens_the_step_and_walks(page, app_server):
     params = {"tab": "inside-one-layer", "model": KEY, "text": TEXT, "layer": 1, "head": 2, "token": 3,
               "step": "deberta_c2p"}
     page.goto(app_server + "?" + urlencode(params, quote_via=quote))
-    expect(page.get_by_role("tab", selected=True)).to_have_text("Inside one layer", timeout=TIMEOUT)
+    expect(page_tab(page)).to_have_text("Inside one layer", timeout=TIMEOUT)
     panel = page.locator('[role="tabpanel"]:visible').first
     expect(panel.get_by_label("Text", exact=True).first).to_have_value(TEXT, timeout=TIMEOUT)
     status, step_text = page.locator("#inside-status"), page.locator("#inside-step-text")
@@ -42,7 +42,7 @@ def test_deep_link_opens_the_step_and_walks(page, app_server):
 
 def test_typed_markup_stays_text(page, app_server):
     page.goto(app_server + "?tab=inside-one-layer&model=minilm-mlm")
-    expect(page.get_by_role("tab", selected=True)).to_have_text("Inside one layer", timeout=TIMEOUT)
+    expect(page_tab(page)).to_have_text("Inside one layer", timeout=TIMEOUT)
     panel = page.locator('[role="tabpanel"]:visible').first
     box = panel.get_by_label("Text", exact=True).first
     box.fill('<img src=x onerror="alert(1)"> the [MASK] <b>bold</b>')

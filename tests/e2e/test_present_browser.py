@@ -28,7 +28,7 @@ from PIL import Image
 from playwright.sync_api import expect
 
 from components.lessons import copy as lessons_copy
-from helpers import ARTIFACTS, TIMEOUT, screenshot, settle, wait_until
+from helpers import ARTIFACTS, TIMEOUT, open_section, screenshot, sections_of, settle, wait_until
 
 AXE_DIR = Path(__file__).resolve().parent / "axe"
 TABS = ["Fill-mask", "Lessons", "Why this guess", "Masking lab", "Attention", "Inside one layer", "Embeddings", "Compare",
@@ -174,6 +174,7 @@ def test_projector_enlarges_the_bertviz_views(page, view):
     (a message), the view zooms and its frame grows; the model view stays within the frame."""
     open_tab(page, "Attention")
     settle(page)
+    open_section(page, "bertviz")
     if view != "head":
         page.get_by_role("radio", name=f"{view} view", exact=True).check()
     page.get_by_role("button", name="Draw with bertviz", exact=True).click()
@@ -311,6 +312,7 @@ def test_heatmap_and_bertviz_as_standalone_html(page, browser, tmp_path):
     finally:
         context.close()
 
+    open_section(page, "bertviz")
     page.get_by_role("button", name="Draw with bertviz").click()
     expect(page.frame_locator("#attention-bertviz iframe").locator("svg text").first).to_be_attached(timeout=TIMEOUT)
     view = page.locator("#attention-bertviz .el-export")
@@ -366,17 +368,20 @@ def open_tab(page, name: str) -> None:
     tab.click()
 
 
-# The tabs' own actions the audit also runs (quick ones: no training, no benchmark).
+# The tabs' own actions the audit also runs (quick ones: no training, no benchmark), each
+# as "Section › button" where the button is in one of the tab's further sections (sub-tabs).
 ACTIONS = {
     "Fill-mask": ["Generate with an encoder"],
     "Why this guess": ["Explain this guess"],
     "Masking lab": ["Simulate masking", "Compute the MLM loss", "Show the arithmetic",
                     "Score the pair", "Detect replaced tokens"],
-    "Attention": ["Draw with bertviz", "Show token + position + segment"],
-    "Embeddings": ["Compare [CLS], mean and max pooling", "Trace the word through the layers"],
+    "Attention": ["bertviz › Draw with bertviz", "Token + position + segment › Show token + position + segment"],
+    "Embeddings": ["Compare [CLS], mean and max pooling",
+                   "One word across the layers › Trace the word through the layers"],
     "Compare": ["Compare predictions", "Compare tokens"],
     "Fine-tuning & search": ["Search"],
 }
+
 
 
 def wait_drawn(page) -> None:
@@ -418,7 +423,15 @@ def audit_every_tab(page, query: str, actions: bool) -> dict:
             continue
         wait_drawn(page)
         report[tab] = serious_violations(page)
-        for label in ACTIONS.get(tab, []) if actions else []:
+        for section in sections_of(tab)[1:]:  # each section as it opens (its views computed then)
+            open_section(page, section)
+            settle(page)
+            wait_drawn(page)
+            report[f"{tab} › {section}"] = serious_violations(page)
+        for action in ACTIONS.get(tab, []) if actions else []:
+            section, _, label = action.rpartition(" › ")
+            if section or sections_of(tab):  # a button of the first section: open it again
+                open_section(page, section or sections_of(tab)[0])
             page.get_by_role("button", name=label, exact=True).click()
             settle(page)
             wait_drawn(page)

@@ -28,7 +28,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from helpers import ARTIFACTS, REPO, SLOW_TIMEOUT, screenshot, stop
+from helpers import ARTIFACTS, REPO, SLOW_TIMEOUT, open_section, screenshot, stop
 
 
 def _repository_files(dest):
@@ -185,6 +185,7 @@ def test_a_space_start_draws_bertviz_in_the_browser(space_server, browser):
         page.goto(url)
         page.get_by_role("tab", name="Attention").click()
         expect(page.locator("#attention-status")).to_contain_text("tokens", timeout=SLOW_TIMEOUT)
+        open_section(page, "bertviz")
         page.get_by_role("button", name="Draw with bertviz", exact=True).click()
         frame = page.frame_locator("#attention-bertviz iframe")
         # the head view: d3 (served by the app) drew the example's tokens as SVG text

@@ -12,7 +12,7 @@ import re
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
-from helpers import screenshot, settle
+from helpers import open_section, screenshot, sections_of, settle
 
 PAYLOAD = (
     '<img src=x id=xss-injected onerror="window.__xss=1;alert(1)"> The [MASK] bank '
@@ -60,8 +60,10 @@ def test_payload_stays_text_everywhere(page_on_own_app):
     tabs = [t.inner_text().strip() for t in page.get_by_role("tab").all()]
     clicked = 0
     assert len(tabs) >= 4, tabs
-    for name in tabs:
+    for name, section in [(name, section) for name in tabs for section in sections_of(name) or [""]]:
         page.get_by_role("tab", name=name, exact=True).click()
+        if section:  # the tab's sub-tabs, each swept on its own
+            open_section(page, section)
         panel = page.locator('[role="tabpanel"]:visible').first
         for box in panel.get_by_role("textbox").all():
             if box.is_visible() and box.is_editable():
@@ -79,7 +81,7 @@ def test_payload_stays_text_everywhere(page_on_own_app):
         settle(page)  # every answer has arrived and been drawn: all of them are inspected
         assert injected(page) == [], name
         assert page.dialogs == [], (name, page.dialogs)
-        slug = re.sub(r"\W+", "-", name.lower()).strip("-")
+        slug = re.sub(r"\W+", "-", f"{name} {section}".lower()).strip("-")
         screenshot(page, f"xss-{slug}")
     assert clicked >= 20, clicked  # the sweep reached the actions, not only the boxes
     assert page.external_requests == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from helpers import TIMEOUT, screenshot
+from helpers import TIMEOUT, open_section, screenshot
 
 
 def test_masking_lab_heads_open_computed(page):
@@ -28,6 +28,7 @@ def test_masking_lab_heads_open_computed(page):
 
 def test_compare_same_budget_section(page):
     page.get_by_role("tab", name="Compare").click()
+    open_section(page, "Mini zoo")
     plot = page.locator("#compare-zoo-plot .js-plotly-plot")
     expect(plot).to_be_visible(timeout=TIMEOUT)
     expect(page.locator("#compare-zoo-plot")).to_contain_text("mini-modernbert")

@@ -30,6 +30,43 @@ def test_the_plan_follows_the_tabs_and_the_lesson_steps_in_order(demo):
     assert steps == [s.slug for s in STEPS]  # every step, in the lesson's order
 
 
+def test_a_tabs_further_sections_are_computed_after_every_default_view(demo):
+    """Sub-tabs past a tab's first (drawn only when opened, so the tab opens fast) compute
+    their views when selected; the warm-up computes them too, after all the default views."""
+    from components.shell.links import TABS
+
+    labels = [label for label, _ in demo.first_views]
+    first_section = next(i for i, label in enumerate(labels) if label in SECTIONS)
+    assert set(labels[first_section:]) == SECTIONS  # all of them, after every default view
+    slugs = [t.slug for t in TABS]
+    order = [slugs.index(label.split(": ")[0]) for label in labels[first_section:]]
+    assert order == sorted(order)  # in the tabs' order
+
+
+@pytest.mark.parametrize("section, shown, outer", [
+    ("Token + position + segment", "input-embeddings-summary", "Attention"),
+    ("One word across the layers", "word-summary", "Embeddings"),
+    ("Gradients under MLM", "inside-gradient-note", "Inside one layer"),
+    ("What they know", "compare-knowledge-summary", "Compare"),
+])
+def test_selecting_a_section_computes_its_view_and_opening_its_tab_does_not(demo, section, shown, outer):
+    import gradio as gr
+
+    def tab(label):
+        return next(b for b in demo.blocks.values() if isinstance(b, gr.Tab) and b.label == label)
+
+    def outputs_of(block):
+        return {o.elem_id for fn in demo.fns.values() for o in fn.outputs
+                if (block._id, "select") in fn.targets}
+
+    assert shown in outputs_of(tab(section))
+    assert shown not in outputs_of(tab(outer))  # the tab opens without drawing it
+
+
+SECTIONS = {"attention: token + position + segment", "inside-one-layer: gradients under mlm",
+            "embeddings: one word across the layers", "compare: what they know"}
+
+
 # Built on first use by embedding the whole search corpus: minutes on a busy 2-core machine.
 # Its view goes through the same cache as the others; the test leaves it out for time.
 SLOW = {"fine-tuning-search"}
@@ -86,7 +123,8 @@ def test_the_first_visit_bench_opens_every_tab_and_lesson_step_as_the_app_lists_
     assert [v.query["lesson"] for v in opened if "lesson" in v.query] == [s.slug for s in STEPS]
     labels = [f"lessons: {v.query['lesson']}" if "lesson" in v.query else v.query["tab"] for v in opened]
     plan = list(dict.fromkeys(label for label, _ in demo.first_views))
-    assert [label for label in labels if label in plan] == plan
+    sections = [label for label in plan if label not in labels]  # sub-tabs: opened from their tab
+    assert sections and [label for label in labels if label in plan] == plan[: -len(sections)]
     ids = {b.elem_id for b in demo.blocks.values() if getattr(b, "elem_id", None)}
     classes = {c for b in demo.blocks.values() for c in (getattr(b, "elem_classes", None) or [])}
     for view in opened:
