@@ -28,7 +28,7 @@ from models import (
     word_in_context,
 )
 
-from ..shell.common import encoder_choices, quoted, readable_errors
+from ..shell.common import changed_choices, encoder_choices, quoted, readable_errors
 from ..shell.deep_links import LinkTarget, Section
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
@@ -48,11 +48,11 @@ def model_picker() -> tuple[list[tuple[str, str]], str | None]:
     return encoder_choices(models), default
 
 
-def refresh_models():
+def refresh_models(known: list | None = None):
     """Both model pickers' entries as they are now, with the sentence encoders trained since the
-    page was built (the ``embeddings_models`` API; run when the tab is selected)."""
-    choices = model_picker()[0]
-    return gr.update(choices=choices), gr.update(choices=choices)
+    page was built (the ``embeddings_models`` API; run when the tab is selected), and the
+    entries the pickers then hold; nothing when they already hold these (``known``)."""
+    return changed_choices(model_picker()[0], known, pickers=2)
 
 
 def _csv_file(frame, folder: Path | None = None, keep: int | None = None) -> str:
@@ -205,7 +205,8 @@ def build_embeddings_tab() -> LinkTarget:
         )
         word_inputs, word_outputs = [word_sentences, word, word_model, word_layer], [layer_plot, scatter, word_summary]
         trace.click(run_word, inputs=word_inputs, outputs=word_outputs, api_name="word_in_context")
-        tab.select(refresh_models, None, [model, word_model], api_name="embeddings_models", queue=False)
+        known = gr.State(choices)  # the pickers' entries in this session
+        tab.select(refresh_models, known, [model, word_model, known], api_name="embeddings_models", queue=False)
         views = [(run_similarity, [sentences, model, layer], [heatmaps, summary, table, csv])]
         sections = [Section(copy.SECTION_WORD.lower(), word_tab, [(run_word, word_inputs, word_outputs)])]
         return LinkTarget("embeddings", tab, {"text": sentences, "model": model, "layer": layer}, views, sections)

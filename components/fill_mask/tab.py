@@ -186,7 +186,7 @@ def build_fill_mask_tab() -> LinkTarget:
                 filled = gr.Textbox(
                     label="Sentence with the top prediction in place", interactive=False
                 )
-                plot = gr.Plot(label="Top-k probabilities per mask")
+                plot = gr.Plot(label="Top-k probabilities per mask", elem_id="fill-mask-plot")
                 table = gr.Dataframe(
                     headers=["mask", "rank", "token", "probability"],
                     label="Predictions",

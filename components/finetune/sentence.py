@@ -23,7 +23,7 @@ from models import (
     train_span_head,
 )
 
-from ..shell.common import HEAVY, encoder_choices, error_figure, model_choices, readable_errors
+from ..shell.common import HEAVY, changed_choices, encoder_choices, error_figure, model_choices, readable_errors
 from ..shell.server import on_gpu
 from . import sentence_copy as copy
 from . import plots as finetune_plots
@@ -44,9 +44,10 @@ def search_choices():
     return encoder_choices(list_models())
 
 
-def refresh_search_models():
-    """The search picker's entries now (the ``search_models`` API; run when the tab is selected)."""
-    return gr.update(choices=search_choices())
+def refresh_search_models(known: list | None = None):
+    """The search picker's entries now (the ``search_models`` API; run when the tab is
+    selected), and the entries it then holds; nothing when it already holds these (``known``)."""
+    return changed_choices(search_choices(), known)
 
 
 @on_gpu

@@ -168,6 +168,7 @@ def build_finetune_tab() -> LinkTarget:
         report_button.click(run_report, [search_model, search_pooling, k], report, api_name="retrieval_report",
                             **HEAVY)
         build_sentence_sections(search_model)
-        tab.select(refresh_search_models, None, search_model, api_name="search_models", queue=False)
+        known = gr.State(search_choices())  # the picker's entries in this session
+        tab.select(refresh_search_models, known, [search_model, known], api_name="search_models", queue=False)
         links = {"text": query, "model": search_model, "pooling": search_pooling, "k": k}
         return LinkTarget("fine-tuning-search", tab, links, [(run_search, search_inputs, [hits, search_note])])

@@ -160,3 +160,14 @@ def api_parameters(fn, names):
         params.append(inspect.Parameter(unique, inspect.Parameter.POSITIONAL_OR_KEYWORD))
     fn.__signature__ = inspect.Signature(params)
     return fn
+
+
+def changed_choices(choices: list, known: list | None, pickers: int = 1) -> tuple:
+    """Picker updates for a tab's select event: ``(update, ..., known)``. Each picker gets
+    ``choices`` where they differ from ``known`` (what this session's pickers hold, a
+    ``gr.State``); else nothing is sent, and the browser redraws nothing on arrival."""
+    import gradio as gr
+
+    if known is not None and list(choices) == list(known):
+        return (*[gr.skip()] * pickers, gr.skip())
+    return (*[gr.update(choices=choices)] * pickers, list(choices))

@@ -38,9 +38,24 @@ def test_the_embeddings_pickers_list_it_after_the_registry(trained):
     assert keys[-len(sentence_encoders()):] == list(sentence_encoders()) and key in keys
     assert choices[:len(list_models())] == model_choices(list_models())  # the registry's, as before
     assert default is not None and not default.startswith("sbert:")
-    updates = refresh_models()
+    *updates, known = refresh_models()
     assert len(updates) == 2 and all(u["choices"] == choices for u in updates)  # both pickers of the tab
-    assert refresh_search_models()["choices"] == choices
+    assert known == choices
+    search, known = refresh_search_models()
+    assert search["choices"] == known == choices
+
+
+def test_a_picker_that_holds_the_entries_already_gets_nothing_on_arrival(trained):
+    """The tab's select event sends the pickers' entries only when they changed (a trained
+    encoder since): an unchanged update still redraws the pickers in the browser."""
+    import gradio as gr
+
+    choices, _ = model_picker()
+    assert all(u == gr.skip() for u in refresh_models(list(choices)))  # same entries: nothing sent
+    older = choices[:-1]  # before the last encoder was trained
+    *updates, known = refresh_models(older)
+    assert all(u["choices"] == choices for u in updates) and known == choices
+    assert all(u == gr.skip() for u in refresh_search_models(list(choices)))
 
 
 def test_the_embeddings_tab_embeds_with_the_trained_copy(trained):
