@@ -383,7 +383,6 @@ ACTIONS = {
 }
 
 
-
 def wait_drawn(page) -> None:
     """Until no view is still computing. Gradio dims an output that waits for its answer to
     20 % opacity under its loading indicator: the audit reads the views as drawn."""
