@@ -65,8 +65,9 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-back
 # nothing on arrival: their default view is drawn with the page.
 PANEL = '[role="tabpanel"]'  # the visible one: every check reads visible elements only
 READY: dict[str, tuple[tuple[str, str], ...]] = {
-    # the first screen's chart too: drawing it makes the page load Gradio's Plotly chunk (4.6 MB,
-    # about a second of the main thread on the 2-core machine), which a later click would wait for
+    # the first screen's chart too: drawing it makes the page load Gradio's Plotly chunk (4.6 MB;
+    # one long task of about a second on the 2-core machine, one traced run), which a later
+    # click would otherwise wait for
     "fill-mask": (("#fill-mask-table", "rows"), ("#fill-mask-status", "text"), ("#fill-mask-plot", "plot")),
     "why-this-guess": (("#attribution-curves", "plot"), ("#attribution-table", "rows")),
     "masking-lab": (("#masking-strips .tok", "text"), ("#arithmetic-table", "rows")),

@@ -143,16 +143,13 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
     current = gr.Textbox(DEFAULT_TAB, visible=False, label="Tab")
     for target in targets:
         target.tab.select(_setter(target.slug), None, current, queue=False, api_visibility="private")
-        if target.views:
-            arrival = Arrival(target.views)
-            settings = next((v[3] for v in target.views if len(v) > 3), {})
-            target.tab.select(lambda *values, a=arrival: a.run(values), arrival.inputs, arrival.outputs,
-                              api_visibility="private", trigger_mode="always_last", **settings)
-        for section in target.sections:
-            if section.views:
-                arrival = Arrival(section.views)
-                section.tab.select(lambda *values, a=arrival: a.run(values), arrival.inputs, arrival.outputs,
-                                   api_visibility="private", trigger_mode="always_last")
+        # the tab's views when it is selected, each further section's when that is selected
+        for tab, views in [(target.tab, target.views), *((s.tab, s.views) for s in target.sections)]:
+            if views:
+                arrival = Arrival(views)
+                settings = next((v[3] for v in views if len(v) > 3), {})
+                tab.select(lambda *values, a=arrival: a.run(values), arrival.inputs, arrival.outputs,
+                           api_visibility="private", trigger_mode="always_last", **settings)
 
     link_inputs = [(t.slug, name, comp) for t in targets for name, comp in t.inputs.items()]
     components = [comp for _, _, comp in link_inputs]

@@ -75,7 +75,7 @@ def first_views(targets) -> list[tuple[str, object]]:
     plan = []
     for target in targets:
         for fn, inputs, *_ in target.views:
-            values = [getattr(block, "value", None) for block in inputs]
+            values = _defaults(inputs)
             step = target.inputs.get("lesson")
             if step is not None and inputs and inputs[0] is step:  # the Lessons tab: every step
                 plan += [(f"{target.slug}: {slug}", _thunk(fn, [slug, *values[1:]])) for _, slug in step.choices]
@@ -84,8 +84,13 @@ def first_views(targets) -> list[tuple[str, object]]:
     for target in targets:
         for section in target.sections:
             for fn, inputs, *_ in section.views:
-                plan.append((f"{target.slug}: {section.name}", _thunk(fn, [getattr(b, "value", None) for b in inputs])))
+                plan.append((f"{target.slug}: {section.name}", _thunk(fn, _defaults(inputs))))
     return plan
+
+
+def _defaults(inputs) -> list:
+    """The inputs' values as the page is built (what a first visitor's page holds)."""
+    return [getattr(block, "value", None) for block in inputs]
 
 
 def _thunk(fn, values):
