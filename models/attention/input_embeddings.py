@@ -5,7 +5,8 @@ own, its position's, its segment's: 0 for the first text, 1 for the second) and 
 a LayerNorm (and dropout, off at inference) follows, and that is layer 0's output.
 
 The three vectors are read as the model computes them (forward hooks on its own three
-embedding tables, which also give the row each token used) and the sum is checked against
+embedding tables, which also give the row each token used; only the calling thread's calls
+are kept, since the app's threads share the model) and the sum is checked against
 the input of the model's embedding LayerNorm. Families without an absolute position table
 (DeBERTa-v3's relative positions, ModernBERT's rotary ones) have nothing to show here and
 raise a ``CapabilityError`` that says where their positions go instead.
@@ -20,6 +21,7 @@ import torch
 
 from ..errors import CapabilityError
 from ..registry import catalogue
+from ..runtime.capture import Recorder
 from ..runtime.loading import check_token_count, load_model
 from ..validation import check_texts
 
@@ -88,40 +90,29 @@ def input_embeddings(model_key: str, text: str, text_pair: str | None = None) ->
     enc = tokenizer(text, text_pair, truncation=False, return_tensors="pt", verbose=False)
     check_token_count(loaded, enc["input_ids"].shape[1])
     inputs = {k: v.to(loaded.device) for k, v in enc.items() if k in tokenizer.model_input_names}
-    seen: dict[str, tuple] = {}
+    # The model is shared by the app's worker threads: the Recorder keeps only this thread's calls
+    # (another request's batch through the same tables while these hooks are on is not ours).
+    recorder = Recorder().watch(word, position, norm, segment)
+    with recorder, torch.inference_mode():
+        loaded.model(**inputs)
+    batch_shape = enc["input_ids"].shape
 
-    def keep(name):
-        def hook(_module, args, output):
-            seen[name] = (args[0], output)  # (the rows asked for, the vectors)
-        return hook
+    def rows(module, output=True) -> np.ndarray:  # (T, d) float32, batch of 1
+        vectors = recorder.output(module) if output else recorder.input(module)
+        return vectors.expand(batch_shape[0], *vectors.shape[-2:])[0].float().cpu().numpy()
 
-    handles = [word.register_forward_hook(keep("token")), position.register_forward_hook(keep("position")),
-               norm.register_forward_hook(keep("norm"))]
-    if segment is not None:
-        handles.append(segment.register_forward_hook(keep("segment")))
-    try:
-        with torch.inference_mode():
-            loaded.model(**inputs)
-    finally:
-        for handle in handles:
-            handle.remove()
-
-    def rows(name) -> np.ndarray:  # (T, d) float32, batch of 1
-        vectors = seen[name][1]
-        return vectors.expand(enc["input_ids"].shape[0], *vectors.shape[-2:])[0].float().cpu().numpy()
-
-    def ids(name) -> tuple[int, ...]:
-        used = seen[name][0].expand(enc["input_ids"].shape)  # a (1, T) row shared by the batch
+    def ids(module) -> tuple[int, ...]:
+        used = recorder.input(module).expand(batch_shape)  # a (1, T) row shared by the batch
         return tuple(int(i) for i in used[0].tolist())
 
-    token, pos = rows("token"), rows("position")
-    seg = rows("segment") if "segment" in seen else None
+    token, pos = rows(word), rows(position)
+    seg = rows(segment) if segment is not None and recorder.times_called(segment) else None
     total = token + pos + (seg if seg is not None else 0.0)
     return InputEmbeddings(
         model_key=model_key, text=text, text_pair=text_pair,
         tokens=tuple(tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())),
-        token_ids=ids("token"), position_ids=ids("position"),
-        segment_ids=ids("segment") if seg is not None else None,
+        token_ids=ids(word), position_ids=ids(position),
+        segment_ids=ids(segment) if seg is not None else None,
         token=token, position=pos, segment=seg, total=total.astype(np.float32),
-        model_input=seen["norm"][0][0].float().cpu().numpy(), normalized=rows("norm"),
+        model_input=rows(norm, output=False), normalized=rows(norm),
     )

@@ -7,6 +7,7 @@ from a plain forward pass, its weight tables read directly, and its hidden state
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -140,6 +141,32 @@ def test_the_sum_is_the_models_embedding_input(key, pair):
     assert r.segment_ids == tuple(segments.tolist()) and r.position_ids == tuple(range(t))
     assert r.token_ids == tuple(ids.tolist())
     assert (1 in r.segment_ids) == (pair is not None)
+
+
+def test_input_embeddings_while_another_thread_runs_a_batch_through_the_same_model():
+    # The app's worker threads share one model: a batch of 18 texts (an /embed request) went
+    # through the same tables while this view's hooks were on, and its vectors were taken for ours.
+    loaded = load_model("minilm-l6", head="base")
+    batch = loaded.tokenizer(["a sentence of some length for the batch"] * 18, return_tensors="pt")
+    alone = input_embeddings("minilm-l6", "The bank was closed.", "We sat by the river.")
+    stop = threading.Event()
+
+    def other_request():
+        while not stop.is_set():
+            with torch.inference_mode():
+                loaded.model(**batch)
+
+    other = threading.Thread(target=other_request)
+    other.start()
+    try:
+        results = [input_embeddings("minilm-l6", "The bank was closed.", "We sat by the river.") for _ in range(40)]
+    finally:
+        stop.set()
+        other.join()
+    for r in results:
+        assert r.tokens == alone.tokens and r.segment_ids == alone.segment_ids
+        for name in ("token", "position", "segment", "model_input", "normalized"):
+            np.testing.assert_array_equal(getattr(r, name), getattr(alone, name))
 
 
 def test_input_embeddings_refuses_models_without_a_position_table():
