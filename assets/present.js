@@ -12,7 +12,8 @@
  *  - every table gets a CSV button (Gradio's own "copy table" output, with the headers);
  *  - every bertviz view (an iframe) gets an HTML button: the view with its scripts inlined;
  *    projector mode reaches the view's sandboxed frame as a message (it zooms itself);
- *  - Gradio markup that an accessibility audit refuses gets the missing names / roles.
+ *  - Gradio markup that an accessibility audit refuses gets the missing names / roles;
+ *  - Gradio's Plotly chunk is imported while the visitor reads the first answer.
  */
 (() => {
   "use strict";
@@ -375,6 +376,30 @@
     });
   }
 
+  // --- Gradio's Plotly chunk, loaded while the visitor reads the first answer ---------------
+  // The first screen draws no Plotly chart (the fill-mask bars are HTML), so the page's boot
+  // and its first answer do not wait for Gradio's 4.6 MB Plotly chunk. The first chart opened
+  // later would: evaluating the chunk takes about a second of this thread on a 2-core machine
+  // (bench/first_visit.py). Once the first answer is drawn (or a few seconds after start when
+  // the page opened elsewhere), the chunk is imported when the page is idle; a module runs
+  // once per address, so Gradio's own import of it finds it done.
+  const WARM_AFTER_MS = 4000;
+  let plotlyWarmed = false;
+  let startedAt = 0;
+  function warmPlotly() {
+    if (plotlyWarmed || !CFG.plotlyChunk) return;
+    const answered = document.querySelector("#fill-mask-bars table, .js-plotly-plot");
+    if (!answered && performance.now() - startedAt < WARM_AFTER_MS) return;
+    // Gradio's entry module (assets/index-*.js): the chunk sits beside it
+    const entry = [...document.querySelectorAll('script[type="module"][src]')]
+      .find((s) => /\/assets\/index-[^/]*\.js$/.test(s.src));
+    if (!entry) return;
+    plotlyWarmed = true;
+    const url = new URL(CFG.plotlyChunk, entry.src).href;
+    const idle = window.requestIdleCallback || ((f) => setTimeout(f, 200));
+    idle(() => import(url).catch(() => { /* Gradio loads it itself when a chart needs it */ }), { timeout: 5000 });
+  }
+
   // --- watch the page ----------------------------------------------------------------------
   let pending = false;
   function schedule() {
@@ -384,6 +409,7 @@
       pending = false;
       buildBar();
       repair(document);
+      warmPlotly();
       document.querySelectorAll(".js-plotly-plot").forEach((gd) => {
         if (!gd.__elHooked && typeof gd.on === "function") {
           gd.__elHooked = true;
@@ -400,6 +426,8 @@
   }
 
   function start() {
+    startedAt = performance.now();
+    setTimeout(schedule, WARM_AFTER_MS + 50); // the page may have gone quiet before then
     if (queryFlag("projector")) root.classList.add(PROJECTOR);
     buildBar();
     if (queryFlag("dark")) setDark(true);

@@ -15,3 +15,6 @@ EXAMPLES = [
     "She opened the [MASK] and walked into the [MASK].",
     "Paris is the [MASK] of [MASK].",
 ]
+
+# The Plotly chart of the same bars, drawn when opened (hover, zoom, PNG / SVG / HTML export).
+CHART_ACCORDION = "The same bars as a chart (hover, zoom, PNG / SVG / HTML export)"

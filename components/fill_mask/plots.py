@@ -1,4 +1,4 @@
-"""The Fill-mask tab's views: a result in, a DataFrame or a Plotly figure out.
+"""The Fill-mask tab's views: a result in, a DataFrame, HTML bars or a Plotly figure out.
 
 No Gradio and no model calls here. Every token or user string that reaches a figure is
 escaped first: Plotly reads a small HTML subset in labels (``<b>``, ``<a href>``), so a
@@ -90,6 +90,30 @@ def _figure(result: FillMaskResult) -> dict:
 
 
 BAR_COLOUR = "#4c78a8"
+
+
+def fill_mask_bars_html(result: FillMaskResult) -> str:
+    """The top-k probabilities as bars in HTML: one table per mask, best first.
+
+    The first screen's chart. A Plotly chart there made the page load Gradio's Plotly chunk
+    (4.6 MB) at once, about a second of the browser's main thread on the 2-core machine
+    before the chart and the next click (bench/first_visit.py); the Plotly figure stays in a
+    closed accordion below, drawn when opened. A bar's length is the probability itself
+    (0 to 100 %), as in the Hub's fill-mask widget. Tokens are escaped: a token such as
+    ``<s>`` or one a user typed stays text.
+    """
+    tables = []
+    for mask in result.masks:
+        rows = "".join(
+            f'<tr><td class="fm-rank">{rank}.</td><td class="fm-token">{escape(show_token(p.token))}</td>'
+            f'<td><div class="fm-p"><span class="fm-track" aria-hidden="true"><span style="width:{100 * p.score:.1f}%">'
+            f'</span></span>{p.score:.1%}</div></td></tr>'
+            for rank, p in enumerate(mask.predictions, start=1))
+        tables.append(
+            f'<table class="fm-bars"><caption>mask {mask.index + 1} (token position {mask.position})</caption>'
+            '<thead><tr><th scope="col">rank</th><th scope="col">token</th><th scope="col">probability</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table>")
+    return "".join(tables)
 
 
 @lru_cache(maxsize=None)

@@ -30,7 +30,7 @@ from ..views.knowledge import build_knowledge_probe
 from . import copy
 from . import plots
 
-N_OUTPUTS = 4  # table, plot, filled sentence, status
+N_OUTPUTS = 5  # table, plot, filled sentence, status, bars (the API's order: bars came last)
 # Queued fill-mask requests running at once: the Predict button's, and the live ones under
 # ZeroGPU (elsewhere live requests skip the queue). All of them meet in the core's
 # micro-batcher (models/runtime/batching.py), which runs one forward for all that arrived while the
@@ -75,7 +75,13 @@ def _outputs(result):
         PlotData(type="plotly", plot=plots.fill_mask_figure_json(result)),
         result.filled_text,
         status,
+        plots.fill_mask_bars_html(result),
     )
+
+
+def _status_only(message: str) -> tuple:
+    """The outputs with only the status line changed."""
+    return (gr.skip(),) * 3 + (message, gr.skip())
 
 
 @on_gpu
@@ -98,11 +104,11 @@ def predict_live(text: str, model_key: str, top_k: float, live: bool, causal: bo
     if not live:
         return (words,) + (gr.skip(),) * N_OUTPUTS
     if not text or not MASK_PATTERN.search(text):
-        return (words,) + (gr.skip(),) * (N_OUTPUTS - 1) + ("Add [MASK] to the text to see predictions.",)
+        return (words,) + _status_only("Add [MASK] to the text to see predictions.")
     try:
         return (words,) + _predicted(model_key, text, int(top_k), bool(causal))
     except EncoderLabError as exc:
-        return (words,) + (gr.skip(),) * (N_OUTPUTS - 1) + (f"⚠️ {escape(str(exc))}",)
+        return (words,) + _status_only(f"⚠️ {escape(str(exc))}")
 
 
 @on_gpu
@@ -186,7 +192,10 @@ def build_fill_mask_tab() -> LinkTarget:
                 filled = gr.Textbox(
                     label="Sentence with the top prediction in place", interactive=False
                 )
-                plot = gr.Plot(label="Top-k probabilities per mask", elem_id="fill-mask-plot")
+                # the first screen's chart, in HTML: no Plotly chunk to load (plots.fill_mask_bars_html)
+                bars = gr.HTML(label="Top-k probabilities per mask", elem_id="fill-mask-bars", js_on_load=None)
+                with gr.Accordion(copy.CHART_ACCORDION, open=False):
+                    plot = gr.Plot(label="Top-k probabilities per mask (Plotly)", elem_id="fill-mask-plot")
                 table = gr.Dataframe(
                     headers=["mask", "rank", "token", "probability"],
                     label="Predictions",
@@ -210,7 +219,7 @@ def build_fill_mask_tab() -> LinkTarget:
         gen_steps = gr.Dataframe(label="Every step", interactive=False, wrap=True, elem_id="generation-steps",
                                  column_widths=["6%", "30%", "38%", "8%", "18%"])
 
-        outputs = [table, plot, filled, status]
+        outputs = [table, plot, filled, status, bars]
         gr.on(
             [button.click, text.submit],
             predict,

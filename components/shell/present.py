@@ -66,6 +66,22 @@ def script_json(value) -> str:
     return json.dumps(value, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
+@lru_cache(maxsize=1)
+def gradio_plotly_chunk() -> str | None:
+    """The file name of Gradio's own Plotly chunk among its front-end assets (its name carries
+    a hash that changes with the Gradio release), or None where none is found.
+
+    present.js imports it once the page's first answer is drawn and the page is idle: the
+    first screen draws no Plotly chart (its bars are HTML), and the first chart the visitor
+    opens would otherwise pay for evaluating the chunk, about a second of the main thread on
+    the 2-core machine (bench/first_visit.py).
+    """
+    import gradio
+
+    found = sorted((Path(gradio.__file__).parent / "templates" / "frontend" / "assets").glob("PlotlyPlot-*.js"))
+    return found[0].name if len(found) == 1 else None
+
+
 def page_config() -> dict:
     """What present.js reads from ``window.ENCODER_LAB_PRESENT``."""
     return {
@@ -73,6 +89,7 @@ def page_config() -> dict:
         "darkTemplate": dark_template(),
         "plotlyUrl": PLOTLY_ROUTE,
         "vendorPrefix": f"{VENDOR_ROUTE}/",
+        "plotlyChunk": gradio_plotly_chunk(),
     }
 
 

@@ -15,7 +15,7 @@ def test_api_lists_named_endpoints(client):
 
 
 def test_fill_mask_endpoint(client):
-    table, plot, filled, status = client.predict(
+    table, plot, filled, status, bars = client.predict(
         "The capital of France is [MASK]. The [MASK] sat on the mat.", MLM_KEY, 4, api_name="/fill_mask"
     )
     assert table["headers"] == ["mask", "rank", "token", "probability"]
@@ -27,6 +27,7 @@ def test_fill_mask_endpoint(client):
     assert "[MASK]" not in filled and filled.startswith("The capital of France is ")
     assert "2 mask(s)" in status
     assert plot is not None
+    assert bars.count("<caption>") == 2 and bars.count("<tr>") == 2 * (1 + 4)  # per mask: header and top 4
 
 
 def test_fill_mask_matches_the_core(client):
@@ -68,9 +69,9 @@ def test_unavailable_model_is_explained(client):
 
 
 def test_live_endpoint_never_raises(client):
-    *_, status = client.predict("no mask yet", MLM_KEY, 5, True, api_name="/fill_mask_live")
+    *_, status, _bars = client.predict("no mask yet", MLM_KEY, 5, True, api_name="/fill_mask_live")
     assert "Add [MASK]" in status
-    *_, status = client.predict("[MASK] " * 30, MLM_KEY, 5, True, api_name="/fill_mask_live")
+    *_, status, _bars = client.predict("[MASK] " * 30, MLM_KEY, 5, True, api_name="/fill_mask_live")
     assert "limit" in status
 
 

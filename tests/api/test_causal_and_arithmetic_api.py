@@ -20,11 +20,12 @@ def test_named_endpoints(client):
 
 
 def test_fill_mask_causal_matches_the_core(client):
-    table, _, _, status = client.predict(TEXT, MLM_KEY, 5, True, api_name="/fill_mask")
+    table, _, _, status, bars = client.predict(TEXT, MLM_KEY, 5, True, api_name="/fill_mask")
     core = fill_mask(MLM_KEY, TEXT, 5, causal=True)
     assert [r[2] for r in table["data"]] == [p.token for p in core.masks[0].predictions]
     np.testing.assert_allclose([r[3] for r in table["data"]], [p.score for p in core.masks[0].predictions], atol=1e-5)
     assert "causal mask" in status
+    assert all(f">{p.score:.1%}</div>" in bars for p in core.masks[0].predictions)  # the HTML bars, same answer
     plain, *_ = client.predict(TEXT, MLM_KEY, 5, api_name="/fill_mask")  # the toggle defaults to off
     assert [r[3] for r in plain["data"]] == pytest.approx([p.score for p in fill_mask(MLM_KEY, TEXT, 5).masks[0].predictions], abs=1e-5)
 

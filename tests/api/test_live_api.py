@@ -21,17 +21,19 @@ def _expected_words(text: str) -> list[tuple[str, str | None]]:
 
 def test_live_answer_has_the_words_and_the_core_predictions(client):
     text = "The [MASK] sat on the mat."
-    words, table, _plot, filled, status = client.predict(text, MLM_KEY, 3, True, False, api_name="/fill_mask_live")
+    words, table, _plot, filled, status, bars = client.predict(text, MLM_KEY, 3, True, False,
+                                                               api_name="/fill_mask_live")
     assert _shown(words) == _expected_words(text)
     expected = fill_mask(MLM_KEY, text, top_k=3)
     assert [row[2].replace("␣", " ") for row in table["data"]] == [p.token for p in expected.masks[0].predictions]
     assert filled == expected.filled_text
     assert "1 mask(s)" in status
+    assert bars.count("<tbody>") == 1 and bars.count("<tr>") == 1 + 3  # the header row and the top 3
 
 
 def test_words_follow_the_text_when_live_is_off_or_no_mask(client):
     text = "Click a word, any word."
-    words, *_, status = client.predict(text, MLM_KEY, 3, True, False, api_name="/fill_mask_live")
+    words, *_, status, _bars = client.predict(text, MLM_KEY, 3, True, False, api_name="/fill_mask_live")
     assert _shown(words) == _expected_words(text)
     assert "Add [MASK]" in status
     words, *_ = client.predict("Live is off [MASK].", MLM_KEY, 3, False, False, api_name="/fill_mask_live")
@@ -49,7 +51,7 @@ def test_concurrent_live_requests_each_get_their_own_answer(app_server):
 
     def ask(text):
         own = Client(app_server, verbose=False, download_files=False)
-        _words, _table, _plot, filled, _status = own.predict(text, MLM_KEY, 3, True, False,
+        _words, _table, _plot, filled, _status, _bars = own.predict(text, MLM_KEY, 3, True, False,
                                                              api_name="/fill_mask_live")
         return filled
 

@@ -6,6 +6,7 @@ import re
 
 from playwright.sync_api import expect
 
+from components.fill_mask import copy as fill_mask_copy
 from helpers import TIMEOUT, screenshot, settle
 from models import default_model_key, fill_mask
 
@@ -26,19 +27,32 @@ def test_fill_mask_end_to_end(page):
     top = expected.masks[0].predictions[0].token
     expect(filled_box(page)).to_have_value(f"The {top} sat on the mat.", timeout=TIMEOUT)
 
-    # the table lists the five predictions, the chart draws five bars
+    # the table lists the five predictions; the bars (HTML) show them best first, each bar
+    # as long as its probability
     table = page.locator("#fill-mask-table")
     for pred in expected.masks[0].predictions:
         expect(table).to_contain_text(pred.token)
-    expect(page.locator(".js-plotly-plot .bars path").first).to_be_attached(timeout=TIMEOUT)
-    assert page.locator(".js-plotly-plot .bars path").count() == 5
+    rows = page.locator("#fill-mask-bars table.fm-bars tbody tr")
+    expect(rows).to_have_count(5, timeout=TIMEOUT)
+    assert rows.locator(".fm-token").all_inner_texts() == [p.token for p in expected.masks[0].predictions]
+    assert rows.locator(".fm-p").all_inner_texts() == [f"{p.score:.1%}" for p in expected.masks[0].predictions]
+    track = rows.first.locator(".fm-track")
+    fraction = track.locator("span").evaluate("e => e.getBoundingClientRect().width") / track.evaluate(
+        "e => e.getBoundingClientRect().width")
+    assert abs(fraction - expected.masks[0].predictions[0].score) < 0.01
+    # the same bars as a Plotly chart, drawn when its accordion opens
+    assert page.locator("#fill-mask-plot .js-plotly-plot").count() == 0
+    page.get_by_role("button", name=fill_mask_copy.CHART_ACCORDION).click()
+    expect(page.locator("#fill-mask-plot .bars path")).to_have_count(5, timeout=TIMEOUT)
     screenshot(page, "fill-mask")
 
     # click the word "mat" to mask it: the text gains a second mask, predictions follow
     page.locator("#fill-mask-words").get_by_text("mat", exact=True).click()
     expect(page.get_by_label("Text with masks")).to_have_value("The [MASK] sat on the [MASK].")
     expect(filled_box(page)).not_to_contain_text("[MASK]", timeout=TIMEOUT)
-    expect(page.locator(".js-plotly-plot .bars path")).to_have_count(10, timeout=TIMEOUT)
+    expect(page.locator("#fill-mask-bars table.fm-bars")).to_have_count(2, timeout=TIMEOUT)
+    expect(page.locator("#fill-mask-bars caption").nth(1)).to_contain_text("mask 2")
+    expect(page.locator("#fill-mask-plot .bars path")).to_have_count(10, timeout=TIMEOUT)
     screenshot(page, "fill-mask-two-masks")
 
     assert page.external_requests == [], page.external_requests
@@ -63,4 +77,5 @@ def test_typed_markup_stays_text(page):
     assert page.dialogs == []
     assert page.locator('img[src="x"]').count() == 0
     assert page.locator("b", has_text="bold").count() == 0
+    expect(page.locator("#fill-mask-bars table.fm-bars")).to_have_count(1)  # the answer's bars, as text
     screenshot(page, "fill-mask-markup")

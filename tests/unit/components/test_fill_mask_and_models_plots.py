@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
+
 from components.fill_mask import plots as fill_mask_plots
 
 from components.models import plots as models_plots
@@ -89,6 +91,52 @@ def test_tokens_are_escaped_in_figures():
     assert all("<" not in label for label in labels)
     err = error_figure("<script>alert(1)</script>")
     assert "<script>" not in err.layout.annotations[0].text
+
+
+class _Cells(HTMLParser):
+    """The bars' HTML read back as a browser would: captions, cells' text, bar widths, tags."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags, self.captions, self.rows, self.widths = [], [], [], []
+        self._in, self._text = None, ""
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        style = dict(attrs).get("style") or ""
+        if style.startswith("width:"):
+            self.widths.append(float(style[len("width:"):].rstrip("%")))
+        if tag == "tr":
+            self.rows.append([])
+        if tag in ("td", "th", "caption"):
+            self._in, self._text = tag, ""
+
+    def handle_endtag(self, tag):
+        if tag == "caption":
+            self.captions.append(self._text)
+        elif tag in ("td", "th"):
+            self.rows[-1].append(self._text)
+        if tag == self._in:
+            self._in = None
+
+    def handle_data(self, data):
+        if self._in:
+            self._text += data
+
+
+def test_bars_html_lists_each_masks_predictions_with_bars_as_long_as_their_probability():
+    evil = '<a href="javascript:alert(1)">x</a>'
+    result = _result([[("cat", 0.5), (" dog", 0.25)], [("<s>", 0.625), (evil, 0.125)]])
+    cells = _Cells()
+    cells.feed(fill_mask_plots.fill_mask_bars_html(result))
+    assert cells.captions == ["mask 1 (token position 2)", "mask 2 (token position 5)"]
+    body = [row for row in cells.rows if row[0] != "rank"]
+    assert body == [["1.", "cat", "50.0%"], ["2.", "␣dog", "25.0%"], ["1.", "<s>", "62.5%"], ["2.", evil, "12.5%"]]
+    assert cells.widths == [50.0, 25.0, 62.5, 12.5]  # of the track: the probability itself
+    assert set(cells.tags) <= {"table", "caption", "thead", "tbody", "tr", "th", "td", "div", "span"}  # tokens stay text
+    # the table beside it holds the same predictions in the same order
+    table = fill_mask_plots.predictions_table(result)["data"]
+    assert [(r[2], f"{r[3]:.1%}") for r in table] == [(row[1], row[2]) for row in body]
 
 
 def test_spaces_in_tokens_are_visible():
