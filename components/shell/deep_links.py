@@ -16,6 +16,8 @@ Every tab's build function returns a ``LinkTarget``: its tab, the inputs a link 
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass, field
 
 import gradio as gr
@@ -120,13 +122,6 @@ def _skipped(value) -> bool:
     return isinstance(value, dict) and value.get("__type__") == "update" and len(value) == 1
 
 
-def _setter(slug: str):
-    def remember():
-        return slug
-
-    return remember
-
-
 def build_link_bar():
     """The note, the copy button and the link box (placed at the top of the page)."""
     note = gr.Markdown("", elem_id="link-note")
@@ -142,7 +137,9 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
     # the tab on screen (set by each tab's select and by a link); an input of ``view_link``
     current = gr.Textbox(DEFAULT_TAB, visible=False, label="Tab")
     for target in targets:
-        target.tab.select(_setter(target.slug), None, current, queue=False, api_visibility="private")
+        # in the browser: no request (each answer costs Gradio's client a task of its own, and a
+        # tab switch sent three of them; the slug is a fixed identifier, json-quoted)
+        target.tab.select(None, None, current, js=f"() => {json.dumps(target.slug)}", api_visibility="private")
         # the tab's views when it is selected, each further section's when that is selected
         for tab, views in [(target.tab, target.views), *((s.tab, s.views) for s in target.sections)]:
             if views:

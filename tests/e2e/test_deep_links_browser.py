@@ -209,3 +209,7 @@ def test_copy_link_writes_the_view_on_screen(page, app_server, browser):
         expect(again.locator("#attention-status")).to_contain_text("Showing layer 1, head 4")
     finally:
         again.close()
+    # a tab clicked afterwards: the link names it (the page notes the tab itself, no request)
+    page.get_by_role("tab", name="Masking lab", exact=True).click()
+    page.get_by_role("button", name="Copy link to this view", exact=True).click()
+    expect(box).to_have_value(re.compile(r"^http://127\.0\.0\.1:\d+/\?tab=masking-lab(&|$)"), timeout=SLOW_TIMEOUT)
