@@ -28,7 +28,7 @@ from models import (
     word_in_context,
 )
 
-from ..shell.common import changed_choices, encoder_choices, quoted, readable_errors
+from ..shell.common import api_only, changed_choices, encoder_choices, quoted, readable_errors
 from ..shell.deep_links import LinkTarget, Section
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
@@ -206,7 +206,9 @@ def build_embeddings_tab() -> LinkTarget:
         word_inputs, word_outputs = [word_sentences, word, word_model, word_layer], [layer_plot, scatter, word_summary]
         trace.click(run_word, inputs=word_inputs, outputs=word_outputs, api_name="word_in_context")
         known = gr.State(choices)  # the pickers' entries in this session
-        tab.select(refresh_models, known, [model, word_model, known], api_name="embeddings_models", queue=False)
+        pickers = [(refresh_models, [known], [model, word_model, known])]  # run with the tab's arrival
+        api_only(refresh_models, [known], [model, word_model, known], "embeddings_models")
         views = [(run_similarity, [sentences, model, layer], [heatmaps, summary, table, csv])]
         sections = [Section(copy.SECTION_WORD.lower(), word_tab, [(run_word, word_inputs, word_outputs)])]
-        return LinkTarget("embeddings", tab, {"text": sentences, "model": model, "layer": layer}, views, sections)
+        return LinkTarget("embeddings", tab, {"text": sentences, "model": model, "layer": layer}, views, sections,
+                          pickers=pickers)

@@ -18,7 +18,7 @@ from models import (
     train_classifier,
 )
 
-from ..shell.common import HEAVY, error_figure, model_choices, readable_errors
+from ..shell.common import HEAVY, api_only, error_figure, model_choices, readable_errors
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
@@ -169,6 +169,8 @@ def build_finetune_tab() -> LinkTarget:
                             **HEAVY)
         build_sentence_sections(search_model)
         known = gr.State(search_choices())  # the picker's entries in this session
-        tab.select(refresh_search_models, known, [search_model, known], api_name="search_models", queue=False)
+        pickers = [(refresh_search_models, [known], [search_model, known])]  # run with the tab's arrival
+        api_only(refresh_search_models, [known], [search_model, known], "search_models")
         links = {"text": query, "model": search_model, "pooling": search_pooling, "k": k}
-        return LinkTarget("fine-tuning-search", tab, links, [(run_search, search_inputs, [hits, search_note])])
+        return LinkTarget("fine-tuning-search", tab, links, [(run_search, search_inputs, [hits, search_note])],
+                          pickers=pickers)

@@ -143,6 +143,16 @@ def encoder_choices(models) -> list[tuple[str, str]]:
     return model_choices(models) + [(f"{key} (trained here)", key) for key in sentence_encoders()]
 
 
+def api_only(fn, inputs, outputs, api_name: str) -> None:
+    """``fn`` as a named API endpoint that updates ``outputs`` in the caller's session (a
+    picker's entries: what a later call is checked against), fired by no control on the
+    page: the page runs ``fn`` inside another event (LinkTarget.pickers). Its trigger is a
+    hidden button, which the page does not draw."""
+    import gradio as gr
+
+    gr.Button(visible=False).click(fn, inputs, outputs, api_name=api_name, queue=False)
+
+
 def api_parameters(fn, names):
     """Give ``fn(*values)`` the parameter names the API shows (Gradio reads the signature).
 

@@ -46,6 +46,9 @@ class LinkTarget:
     views: list = field(default_factory=list)
     # the tab's further sections: each computes its views when it is selected
     sections: list[Section] = field(default_factory=list)
+    # run in the same event, before the views: refreshes of the tab's pickers, (fn, inputs,
+    # outputs); they must not fail (a request of their own cost the page a task per answer)
+    pickers: list = field(default_factory=list)
 
 
 @dataclass
@@ -82,9 +85,11 @@ class Arrival:
     """Several views computed in one event (one request per tab shown, one per link opened:
     a page that fires many events at once keeps Gradio's answer stream busy for long)."""
 
-    def __init__(self, views):
+    def __init__(self, views, pickers=()):
+        """``pickers`` (LinkTarget.pickers) run first and never fail; ``views`` follow."""
         self.inputs, self.outputs, self.plan = [], [], []
-        for fn, inputs, outputs, *_ in views:
+        self.pickers = len(pickers)
+        for fn, inputs, outputs, *_ in [*pickers, *views]:
             many = isinstance(outputs, list)
             self.plan.append((fn, [self._index(self.inputs, c) for c in inputs],
                               [self._index(self.outputs, c) for c in (outputs if many else [outputs])], many))
@@ -101,9 +106,9 @@ class Arrival:
         """The outputs of the views in ``chosen`` (all by default); the others unchanged.
         A view that fails says so in a warning and leaves its outputs as they were."""
         result, failures = [gr.skip()] * len(self.outputs), []
-        for k, (fn, ins, outs, many) in enumerate(self.plan):
-            if chosen is not None and k not in chosen:
-                continue
+        run = [k for k in range(len(self.plan)) if chosen is None or k in chosen]
+        for k in run:
+            fn, ins, outs, many = self.plan[k]
             try:
                 answer = fn(*[values[i] for i in ins])
             except gr.Error as exc:
@@ -111,8 +116,8 @@ class Arrival:
                 continue
             for i, value in zip(outs, answer if many else [answer]):
                 result[i] = value
-        if failures and len(failures) == len(chosen if chosen is not None else self.plan):
-            raise failures[0]
+        if failures and len(failures) == len(run):
+            raise failures[0]  # every view failed (and no picker ran): the message is the event's error
         for exc in failures:
             gr.Warning(str(exc.message))
         return tuple(result)
@@ -141,9 +146,12 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
         # tab switch sent three of them; the slug is a fixed identifier, json-quoted)
         target.tab.select(None, None, current, js=f"() => {json.dumps(target.slug)}", api_visibility="private")
         # the tab's views when it is selected, each further section's when that is selected
-        for tab, views in [(target.tab, target.views), *((s.tab, s.views) for s in target.sections)]:
-            if views:
-                arrival = Arrival(views)
+        for tab, views, pickers in [(target.tab, target.views, target.pickers),
+                                    *((s.tab, s.views, []) for s in target.sections)]:
+            if views or pickers:
+                arrival = Arrival(views, pickers)
+                # queued: a view that fails says why in a toast (gr.Error, gr.Warning), which
+                # only a queued event delivers (unqueued, the page shows a bare "Error")
                 settings = next((v[3] for v in views if len(v) > 3), {})
                 tab.select(lambda *values, a=arrival: a.run(values), arrival.inputs, arrival.outputs,
                            api_visibility="private", trigger_mode="always_last", **settings)

@@ -225,3 +225,37 @@ def test_cached_view_keeps_no_errors():
     with pytest.raises(ValueError):
         view(5)
     assert view(5) == 5 and calls == [5, 5]
+
+
+def test_a_tabs_arrival_runs_its_pickers_first_and_a_failing_view_warns_beside_them(monkeypatch):
+    """components/shell/deep_links.Arrival: the pickers' refresh rides in the arrival event; a
+    view that fails then says so in a warning (the picker's update still goes out), and an
+    arrival of views only raises the view's own error."""
+    import gradio as gr
+
+    from components.shell import deep_links
+
+    warned = []
+    monkeypatch.setattr(deep_links.gr, "Warning", lambda message: warned.append(message))
+    text, picker, known, out = object(), object(), object(), object()
+    calls = []
+
+    def refresh(held):
+        calls.append("picker")
+        return "picker update", ["a", "b"]
+
+    def view(value):
+        calls.append("view")
+        if value == "bad":
+            raise gr.Error("Got 1 sentence(s); give two sentences to compare.")
+        return f"view of {value}"
+
+    arrival = deep_links.Arrival([(view, [text], out)], [(refresh, [known], [picker, known])])
+    assert arrival.inputs == [known, text] and arrival.outputs == [picker, known, out]
+    assert arrival.run(["held", "good"]) == ("picker update", ["a", "b"], "view of good")
+    assert calls == ["picker", "view"] and warned == []
+    first, second, skipped = arrival.run(["held", "bad"])
+    assert (first, second) == ("picker update", ["a", "b"]) and skipped == gr.skip()
+    assert warned == ["Got 1 sentence(s); give two sentences to compare."]
+    with pytest.raises(gr.Error, match="two sentences"):  # no picker: the view's error is the event's
+        deep_links.Arrival([(view, [text], out)]).run(["bad"])
