@@ -379,8 +379,8 @@
   // --- Gradio's Plotly chunk, loaded while the visitor reads the first answer ---------------
   // The first screen draws no Plotly chart (the fill-mask bars are HTML), so the page's boot
   // and its first answer do not wait for Gradio's 4.6 MB Plotly chunk. The first chart opened
-  // later would: evaluating the chunk takes about a second of this thread on a 2-core machine
-  // (bench/first_visit.py). Once the first answer is drawn (or a few seconds after start when
+  // later would: evaluating the chunk took about a second of this thread on a 2-core machine
+  // (one traced run; bench/first_visit.py measures the views). Once the first answer is drawn (or a few seconds after start when
   // the page opened elsewhere), the chunk is imported when the page is idle; a module runs
   // once per address, so Gradio's own import of it finds it done.
   const WARM_AFTER_MS = 4000;

@@ -26,8 +26,9 @@ the lesson's steps where the Lessons tab stands), in one of two ways:
 ``--read S`` (click only) waits S seconds after each view is shown before the next click, as a
 visitor reading it would (default 0: the next click comes as soon as the view is shown, the
 strict figure the target is read on). Work the page does in the background while a visitor
-reads (present.js imports Gradio's Plotly chunk once the first answer is drawn, about a
-second of the main thread on the 2-core machine) lands on a click only without the pause.
+reads (present.js imports Gradio's Plotly chunk once the first answer is drawn: about a
+second of the main thread on the 2-core machine, one traced run) lands on a click only
+without the pause.
 
 Times come from the page's own clock (``performance.now()``), read on every painted frame:
 **tab** (the view's tab is the selected one) and **shown** (the view's charts drawn with data,

@@ -74,7 +74,7 @@ def gradio_plotly_chunk() -> str | None:
     present.js imports it once the page's first answer is drawn and the page is idle: the
     first screen draws no Plotly chart (its bars are HTML), and the first chart the visitor
     opens would otherwise pay for evaluating the chunk, about a second of the main thread on
-    the 2-core machine (bench/first_visit.py).
+    the 2-core machine (one traced run; bench/first_visit.py measures the views).
     """
     import gradio
 

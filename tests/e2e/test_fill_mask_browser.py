@@ -7,7 +7,8 @@ import re
 from playwright.sync_api import expect
 
 from components.fill_mask import copy as fill_mask_copy
-from helpers import TIMEOUT, screenshot, settle
+from components.shell.present import gradio_plotly_chunk
+from helpers import TIMEOUT, screenshot, settle, wait_until
 from models import default_model_key, fill_mask
 
 
@@ -19,6 +20,13 @@ def test_fill_mask_end_to_end(page):
     expect(page.get_by_role("heading", name="Encoder Lab")).to_be_visible(timeout=TIMEOUT)
     # the page answers the default example on load
     expect(filled_box(page)).to_have_value(re.compile(r"^The capital of France is \S+\.$"), timeout=TIMEOUT)
+    # its bars are HTML: no Plotly chart on the first screen, and Gradio's Plotly chunk is
+    # imported afterwards, while the visitor reads (present.js)
+    expect(page.locator("#fill-mask-bars table.fm-bars tbody tr")).to_have_count(5)
+    assert page.locator(".js-plotly-plot").count() == 0
+    chunk = f"/assets/{gradio_plotly_chunk()}"
+    wait_until(lambda: page.evaluate("c => performance.getEntriesByType('resource').some(e => e.name.endsWith(c))",
+                                     chunk), "Gradio's Plotly chunk imported once the first answer is drawn")
 
     text = "The [MASK] sat on the mat."
     page.get_by_label("Text with masks").fill(text)

@@ -173,3 +173,22 @@ def test_attribution_shades_keep_their_text_readable(alpha):
     for colour in (POSITIVE, NEGATIVE):
         shade = over_white(colour, alpha)
         assert contrast(text_colour_on(shade), "#%02x%02x%02x" % shade) >= 4.5, (colour, alpha)
+
+
+def test_the_plotly_chunk_the_page_imports_is_the_one_gradios_plot_component_imports():
+    """present.js imports ``gradio_plotly_chunk()`` beside Gradio's entry module: it must be
+    the file Gradio's own Plot component loads for a Plotly chart (else the page evaluates
+    plotly.js twice, or fetches a file that is not there)."""
+    from pathlib import Path
+
+    import gradio
+
+    assets = Path(gradio.__file__).parent / "templates" / "frontend" / "assets"
+    name = present.gradio_plotly_chunk()
+    assert name and (assets / name).is_file()
+    plot_chunks = [p for p in assets.glob("Plot-*.js") if f"import(`./{name}`)" in p.read_text(encoding="utf-8")]
+    assert plot_chunks, f"no Plot chunk of Gradio imports ./{name}"
+    entry = re.search(r'<script type="module"[^>]* src="\./assets/(index-[^"]+\.js)"',
+                      (assets.parent / "index.html").read_text(encoding="utf-8"))
+    assert entry and (assets / entry.group(1)).is_file()  # present.js finds the chunk beside it
+    assert present.page_config()["plotlyChunk"] == name
