@@ -61,8 +61,19 @@ def peak_flops(device: torch.device, dtype: torch.dtype, override_tflops: float 
 
 
 def count_flops(call) -> int:
-    with FlopCounterMode(display=False) as counter:
-        call()
+    """The FLOPs of ``call()`` as torch's ``FlopCounterMode`` counts them.
+
+    The counter sees only the thread it runs in. On a CPU with two threads or more, ``embed``
+    runs its batches on two pool threads (``map_forwards``, models/runtime/batching.py), and
+    the count was 0; with one thread it runs them in this one: the same products, counted.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with FlopCounterMode(display=False) as counter:
+            call()
+    finally:
+        torch.set_num_threads(threads)
     return int(counter.get_total_flops())
 
 

@@ -27,11 +27,11 @@ import torch
 from ..registry import catalogue
 from ..errors import InputError
 from ..mlm.fill_mask import MASK_PATTERN
+from ..runtime.capture import Recorder
 from ..runtime.loading import RESULT_CACHES, ModelCache, check_token_count, get_device, load_model, require_head
 from ..validation import check_int, check_texts
 from .families import base_model, embedding_projection, head_modules, layer_modules, num_heads, num_layers
 from .attention_steps import as_float as _f, attention_scores, query_key_value
-from ..runtime.capture import Recorder
 
 DEFAULT_TOP_K = 5
 EAGER_NOTE = ("Loaded with attn_implementation=\"eager\": transformers' default (SDPA) computes "

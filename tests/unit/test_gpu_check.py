@@ -27,3 +27,25 @@ def test_peak_table_matches_variants_before_the_family(monkeypatch):
     assert peak_flops(cuda, torch.float16)[0] is None
     assert peak_flops(torch.device("cpu"), torch.float32)[0] is None
     assert peak_flops(torch.device("cpu"), torch.float32, override_tflops=2.0)[0] == 2e12
+
+
+def test_embeds_flops_are_counted_where_its_batches_run_on_other_threads():
+    """bench.forward's MFU of ``embed``: on a 2-thread CPU, ``embed`` runs its batches on two
+    pool threads, which torch's FLOP counter (this thread only) did not see: it counted 0.
+    Two groups of equal-length sentences (several batches, no padding within a group): about
+    the FLOPs of the model's own forward over each group (pooling adds a little)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from bench.bench_common import without_onednn
+    from bench.forward import count_flops
+    from models import embed, load_model
+
+    short, long = ["A cat sat."] * 64, ["The cat sat on the mat by the door. " * 20] * 64
+    threads = torch.get_num_threads()
+    counted = without_onednn(lambda: count_flops(lambda: embed("minilm-l6", short + long)))
+    assert torch.get_num_threads() == threads  # put back
+    loaded = load_model("minilm-l6", head="base")
+    with FlopCounterMode(display=False) as forward, torch.inference_mode():
+        for group in (short, long):
+            loaded.model(**loaded.tokenizer(group, return_tensors="pt"))
+    assert 0.99 < counted / forward.get_total_flops() < 1.01
