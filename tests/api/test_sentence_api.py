@@ -32,8 +32,8 @@ def test_sentence_encoder_offers_its_copy_to_search(client):
     loss_plot, matrix, summary, picker = client.predict("mini-bert", "triplet", 0.5, 2, 0,
                                                         api_name="/train_sentence_encoder")
     assert "Held-out separation ROC AUC" in summary and "sbert:mini-bert-" in summary
-    assert not sentence_encoders()  # trained in the server's process, not in this one
     assert picker["value"].startswith("sbert:mini-bert-")  # the search picker now offers and shows it
+    assert picker["value"] not in sentence_encoders()  # trained in the server's process, not in this one
     assert picker["value"] in [key for _, key in picker["choices"]]
 
 
