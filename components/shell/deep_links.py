@@ -88,7 +88,6 @@ class Arrival:
     def __init__(self, views, pickers=()):
         """``pickers`` (LinkTarget.pickers) run first and never fail; ``views`` follow."""
         self.inputs, self.outputs, self.plan = [], [], []
-        self.pickers = len(pickers)
         for fn, inputs, outputs, *_ in [*pickers, *views]:
             many = isinstance(outputs, list)
             self.plan.append((fn, [self._index(self.inputs, c) for c in inputs],
@@ -102,13 +101,11 @@ class Arrival:
         blocks.append(block)
         return len(blocks) - 1
 
-    def run(self, values, chosen=None) -> tuple:
-        """The outputs of the views in ``chosen`` (all by default); the others unchanged.
-        A view that fails says so in a warning and leaves its outputs as they were."""
+    def run(self, values) -> tuple:
+        """The outputs of the pickers and views. A view that fails says so in a warning and
+        leaves its outputs as they were; when every one fails, its error is the event's."""
         result, failures = [gr.skip()] * len(self.outputs), []
-        run = [k for k in range(len(self.plan)) if chosen is None or k in chosen]
-        for k in run:
-            fn, ins, outs, many = self.plan[k]
+        for fn, ins, outs, many in self.plan:
             try:
                 answer = fn(*[values[i] for i in ins])
             except gr.Error as exc:
@@ -116,8 +113,8 @@ class Arrival:
                 continue
             for i, value in zip(outs, answer if many else [answer]):
                 result[i] = value
-        if failures and len(failures) == len(run):
-            raise failures[0]  # every view failed (and no picker ran): the message is the event's error
+        if failures and len(failures) == len(self.plan):  # (pickers never fail)
+            raise failures[0]
         for exc in failures:
             gr.Warning(str(exc.message))
         return tuple(result)
