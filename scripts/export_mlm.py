@@ -141,8 +141,11 @@ def model_card(run: Path, baseline: dict | None, note: str = "") -> str:
         f"**Limits.** A small model trained for {minutes / 60:.1f} hours "
         f"({', '.join(sorted({p['config']['device'].upper() for p in parts}))}) on about {tokens / 1e6:.0f} million tokens",
         "of mostly 19th-20th-century prose, speeches and dictionary text" + (
-            ", plus country, city and element facts written out from records: it knows common "
-            "English words and grammar and some common facts, and its style leans to its corpus."
+            ", plus country, city and element facts written out from records"
+            + (" and some 800 sentences of common facts and everyday scenes written by this project's "
+               "developers" if any(s["name"] == "facts-written" for s in sources) else "")
+            + ": it knows common English words and grammar and some common facts, and its style "
+            "leans to its corpus."
             if any(s["name"] == "facts-templated" for s in sources) else
             ": it knows common English words and grammar, little about the world, and its style "
             "leans to its corpus."),

