@@ -97,8 +97,10 @@ def model_card(run: Path, baseline: dict | None, note: str = "") -> str:
         "",
         *[stage_text(i, stage) for i, stage in enumerate(parts, 1)],
         "",
-        f"**Corpus.** `python -m scripts.build_corpus`: {config['train_sentences']:,} training sentences,",
-        f"{config['heldout_sentences']:,} held out by a fixed hash of the sentence (never trained on):",
+        f"**Corpus.** `python -m scripts.build_corpus`: the sources below. The last stage read "
+        f"{config['train_sentences']:,} training lines drawn from them"
+        + (" (its mix: repeats and a replay share, in the stage notes below)" if len(parts) > 1 else "") + ";",
+        f"{config['heldout_sentences']:,} sentences are held out by a fixed hash of the sentence (never trained on):",
         "",
         "| source | package | sentences | licence |",
         "|---|---|---|---|",

@@ -82,13 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--out", type=Path, default=RUN)
     t.add_argument("--minutes", type=float, default=70.0)
     t.add_argument("--device", default="cpu")
+    t.add_argument("--resume", type=Path, default=SHIPPED, help="the run or shipped folder it continues")
     args, extra = p.parse_known_args(argv)
     if args.cmd == "mix":
         counts = mix(args.corpus, args.out)
         print(json.dumps(counts), f"-> {args.out} ({sum(counts.values()):,} lines)")
         return 0
     cmd = [sys.executable, "-m", "scripts.pretrain", "--out", str(args.out), "--corpus", str(args.mix),
-           "--resume", str(SHIPPED), "--device", args.device, "--minutes", str(args.minutes), *RECIPE, *extra]
+           "--resume", str(args.resume), "--device", args.device, "--minutes", str(args.minutes), *RECIPE, *extra]
     print("+ " + " ".join(cmd), flush=True)
     return subprocess.call(cmd, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"})
 

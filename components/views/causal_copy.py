@@ -5,8 +5,8 @@
 HELDOUT_FIGURES = (
     "Measured on the held-out split (3,191 sentences the model never trained on, 11,034 masked "
     "positions, the same for both runs), the embedded `minilm-mlm` gets the masked word right "
-    "**41.7 %** of the time (top-5: 61.1 %; loss 3.35 nats) when it sees both sides, and "
-    "**14.4 %** (top-5: 30.6 %; loss 5.61 nats) with the causal mask: still above always "
+    "**40.9 %** of the time (top-5: 60.4 %; loss 3.39 nats) when it sees both sides, and "
+    "**14.0 %** (top-5: 30.8 %; loss 5.66 nats) with the causal mask: still above always "
     "guessing the most frequent words (5.5 %). The drop mixes two causes, the lost right-hand "
     "context and a way of reading (left only) the model was never trained for, so it does not "
     "measure how much of its skill comes from the right side."

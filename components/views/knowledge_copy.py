@@ -7,7 +7,9 @@ PROBE_HELP = (
     "continents, rivers and mountains, the calendar, the body, elements, famous works, "
     "science), phrased unlike the facts in the offline model's training text, so a hit needs "
     "the fact, not a remembered sentence. *everyday*: 36 everyday sentences with generous "
-    "answer lists."
+    "answer lists. The offline model's last stage read sentences written by this project that "
+    "state these facts and scenes in other words (its model card says how): its hits show "
+    "what it absorbed from them, not knowledge it found for itself."
 )
 PROBE_SET_LABEL = "Probe set"
 PROBE_BUTTON = "Probe what it knows"

@@ -269,3 +269,5 @@ def test_registry_provenance_says_what_the_shipped_run_trained():
     text = registry.get_spec("minilm-mlm").provenance
     assert f"encoder layers {config['train_from_layer'] + 1}-6 and a new MLM head" in text
     assert f"{last['step']:,} steps" in text and "trained by this project" in text
+    stages = last.get("stage", 1)  # the log numbers each stage's records; the text counts the configs
+    assert f"in {stages} stage{'s' if stages > 1 else ''} on " in text
