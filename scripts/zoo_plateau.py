@@ -28,7 +28,15 @@ mini-bert batch 4, lr 5e-4 (3,381 st.)  7.00      stuck: not optimiser steps per
 mini-bert 40 % masking                  6.93      the only change that moved it (0.08 nats)
 mini-bert sinusoidal x4, lr 2e-3, no    7.13      worse
 dropout
+mini-bert sinusoidal x4 (lr 1e-3,      7.05      stuck: the positions' scale alone is not it
+dropout 0.1; 2026-11-27 *)
+mini-bert base, lr 4e-3 (2026-11-27 *)  7.10      stuck, top-1 word always "the" (8.6 %)
 =====================================  =========  ==========================================
+
+(*) quiet machine, the corpus with issue 23's written sources (0.3 % more sentences). The
+shipped (GPU) mini-bert's query/key gradients have an rms of 2-9e-4, far above AdamW's eps
+(1e-6), yet its query/key weights grew only from 0.020 to 0.031-0.038 rms in 3,060 steps at
+lr 1e-3: the updates cancel out (no consistent direction), a saddle, not an optimiser artefact.
 
 So the plateau is the learnt-absolute-position families' (one code base, DeBERTa's, shows it
 both ways), not a bug in the trainer and not post-LN, depth, dropout, learning rate, sequence
