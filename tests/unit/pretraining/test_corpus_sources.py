@@ -6,6 +6,7 @@ committed record (data/corpus_sources.json, data/heldout.txt) and run its pure p
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -97,12 +98,12 @@ def test_written_sources_state_no_probe_sentence_nor_a_near_copy(name):
     assert len(lines) > 150 and len(set(lines)) == len(lines)
     assert [s for s in lines if build.near_probe(s, probes)] == []
     record = {r["name"]: r for r in RECORD}[f"{name}-written"]
-    digest = __import__("hashlib").sha256((build.WRITTEN / f"{name}.txt").read_bytes()).hexdigest()[:12]
+    digest = hashlib.sha256((build.WRITTEN / f"{name}.txt").read_bytes()).hexdigest()[:12]
     assert record["version"] == f"{name}.txt sha256:{digest}"
     assert record["sentences"] == len([s for s in lines if build.accept(s)])
 
 
-def test_near_probe_catches_copies_and_close_paraphrases_only():
+def test_near_probe_catches_copies_and_close_paraphrases():
     probes = [("The capital of France is [MASK].", ["the", "capital", "of", "france", "is", "paris"])]
     assert build.near_probe("The capital of France is Paris, on the Seine.", probes)   # contains it
     assert build.near_probe("Paris is the capital of France.", probes)                 # same words
