@@ -140,7 +140,7 @@ def worker(args) -> int:
     counts = zs.piece_counts(chunks, len(tokenizer))
     unigram_tune = zs.unigram_baseline(tokenizer, counts, tune)
     base = dict(batch_size=args.batch_size, autocast=args.autocast, seed=args.seed, shape=shape,
-                warmup=args.warmup, eval_sentences=len(tune))
+                warmup=args.warmup, eval_sentences=len(tune), position_init=args.position_init)
 
     def teacher_from(folder: Path):
         return BertForPreTraining.from_pretrained(str(folder), dtype=torch.float32).to(device)
@@ -152,9 +152,17 @@ def worker(args) -> int:
             log(json.dumps({"family": family, "error": "mini-bert's trials did not end before the deadline"}))
             return 1
         teacher = teacher_from(work / "mini-bert" / "trial-best")
-    trials = []
+    # trials that ended in an earlier sitting (scripts/zoo_local.py resumes a family here)
+    partial = me / "trials-partial.json"
+    trials = json.loads(partial.read_text(encoding="utf-8")) if partial.is_file() else []
     best = None
+    for trial in trials:
+        point = {k: trial[k] for k in parse_grid(args.grid)[0]}
+        if best is None or trial["piece_loss"] < best[0]["piece_loss"]:
+            best = (trial, point)
     for point in parse_grid(args.grid):
+        if any(all(t.get(k) == v for k, v in point.items()) for t in trials):
+            continue
         cfg = Z.ZooConfig(tokens=args.trial_tokens, evals=1, **{**base, **point})
         done = Z.train_family(family, tokenizer, chunks, tune, cfg, work, teacher=teacher, device=device,
                               log=log, deadline=deadline)
@@ -166,6 +174,7 @@ def worker(args) -> int:
                  "tokens_per_s": r["tokens"] / max(r["wall_minutes"] * 60, 1e-9),
                  "stopped_at_deadline": r["stopped_at_deadline"]}
         trials.append(trial)
+        partial.write_text(json.dumps(trials, indent=1), encoding="utf-8")
         log(json.dumps({"family": family, "trial": trial}))
         if best is None or trial["piece_loss"] < best[0]["piece_loss"]:
             best = (trial, point)
@@ -194,7 +203,9 @@ def worker(args) -> int:
             teacher_note = "mini-bert's best tuning trial (the full run ended too late)"
     cfg = Z.ZooConfig(tokens=budget["tokens"], evals=args.evals, **{**base, **best[1]})
     done = Z.train_family(family, tokenizer, chunks, tune, cfg, work, teacher=teacher, device=device,
-                          log=log, deadline=deadline - args.final_eval_s)
+                          log=log, deadline=deadline - args.final_eval_s,
+                          checkpoint=(me / "full.ckpt") if args.checkpoint_every else None,
+                          checkpoint_every=args.checkpoint_every)
     objective, record = done["objective"], done["record"]
     if family == "mini-bert":
         _save_teacher(objective.model, work / "mini-bert" / "final-tmp", work / "mini-bert" / "final")
@@ -226,7 +237,8 @@ def worker(args) -> int:
         "device_name": _device_name(device),
         "tuning": {"grid": args.grid, "trial_tokens": args.trial_tokens, "chosen": best[1], "trials": trials,
                    "chosen_by": f"lowest loss per masked piece on the tuning split ({len(tune)} held-out sentences)"},
-        "budget": budget, "concurrency": f"{budget['families']} families trained at once, one process each",
+        "budget": budget, "script": budget.get("script", "scripts.zoo_gpu"),
+        "concurrency": budget.get("concurrency") or f"{budget['families']} families trained at once, one process each",
         **({"teacher": teacher_note} if teacher_note else {}),
     })
     from scripts.train_zoo import export
@@ -290,6 +302,7 @@ def run(args) -> int:
                "--autocast", args.autocast, "--seed", str(args.seed), "--evals", str(args.evals),
                "--warmup", str(args.warmup), "--final-eval-s", str(args.final_eval_s),
                "--max-sentences", str(args.max_sentences), "--heldout-limit", str(args.heldout_limit),
+               "--position-init", args.position_init, "--checkpoint-every", str(args.checkpoint_every),
                *(["--tiny"] if args.tiny else [])]
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
                "TOKENIZERS_PARALLELISM": "true", "PYTHONUNBUFFERED": "1"}
@@ -384,24 +397,27 @@ def import_zoo(args) -> int:
     got = sorted(p.name for p in (staging / "zoo").iterdir()) if (staging / "zoo").is_dir() else []
     if not got:
         raise SystemExit("the archive has no trained family")
-    args.out.mkdir(parents=True, exist_ok=True)
-    for family in got:
-        target = args.out / family
-        if target.exists():
-            shutil.rmtree(target)
-        shutil.copytree(staging / "zoo" / family, target)
-        from scripts.train_zoo import clear_backend_state
+    install_folders(staging / "zoo", args.out, got)
+    return 0
 
-        for path in target.rglob("tokenizer.json"):  # runs exported before save_tokenizer existed
-            clear_backend_state(path)
-        print(f"{family}: imported into {target}")
-    from scripts.train_zoo import write_cards_in
 
-    write_cards_in(args.out)
+def install_folders(source: Path, out: Path, families) -> None:
+    """Each family's exported folder in ``source`` replaces its folder in ``out``; then the
+    cards of ``out`` are written and the targets table printed."""
+    from scripts.train_zoo import clear_backend_state, write_cards_in
     from models.zoo.cards import targets_table
 
-    print(targets_table(args.out))
-    return 0
+    out.mkdir(parents=True, exist_ok=True)
+    for family in families:
+        target = out / family
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(source / family, target)
+        for path in target.rglob("tokenizer.json"):  # runs exported before save_tokenizer existed
+            clear_backend_state(path)
+        print(f"{family}: installed into {target}")
+    write_cards_in(out)
+    print(targets_table(out))
 
 
 # ----------------------------------------------------------------------------- baseline (here)
@@ -454,6 +470,10 @@ def main(argv=None) -> int:
         q.add_argument("--heldout-limit", type=int, default=0, help="first N sentences of each held-out split (tests)")
         q.add_argument("--tiny", action="store_true", help="a 2-layer 64-wide shape (tests only)")
         q.add_argument("--work", type=Path, default=Path("/tmp/zoo-gpu-work"))
+        q.add_argument("--position-init", default="local", choices=["random", "sinusoidal", "local"],
+                       help="how a learnt absolute position table starts (models/zoo/locality.py)")
+        q.add_argument("--checkpoint-every", type=int, default=0,
+                       help="full run: write a checkpoint every N steps and resume from it (0: none)")
 
     r = sub.add_parser("run", help="the GPU machine: search + full run of every family, then pack $OUT")
     training_args(r)

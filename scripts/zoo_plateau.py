@@ -100,6 +100,41 @@ def mimetic_attention(model: nn.Module, std: float = 0.06) -> None:
                 key.weight.copy_(query.weight)
 
 
+@torch.no_grad()
+def local_heads(model: nn.Module, scale: float = 2.0, pairs: int = 8, shifts=(-1, 1)) -> None:
+    """Heads 0 and 1 of every BERT-style layer start as previous- and next-token heads.
+
+    With a sinusoidal table (``p_i`` = sin / cos of ``w_f i``), a rotation by ``s w_f`` in each
+    (sin, cos) pair maps position ``j`` onto ``j - s``: ``W_q`` reads ``pairs`` of the highest
+    frequencies and ``W_k`` the same pairs rotated, so ``q_i . k_j`` peaks at ``j = i + s``. Every
+    weight is still learnt; only where the search starts changes.
+    """
+    import math
+
+    table = next(_position_tables(model))
+    for module in model.modules():
+        query, key = getattr(module, "query", None), getattr(module, "key", None)
+        if not (isinstance(query, nn.Linear) and isinstance(key, nn.Linear)):
+            continue
+        hidden, heads = query.in_features, module.num_attention_heads
+        head = hidden // heads
+        d = table.weight.shape[1]
+        freq = torch.exp(torch.arange(0, d, 2, dtype=torch.float64) * (-math.log(10000.0) / d))
+        for h, s in enumerate(shifts):
+            wq = torch.zeros(head, hidden, dtype=torch.float64)
+            wk = torch.zeros(head, hidden, dtype=torch.float64)
+            for n in range(min(pairs, head // 2)):
+                c, sn = math.cos(s * float(freq[n])), math.sin(s * float(freq[n]))
+                wq[2 * n, 2 * n], wq[2 * n + 1, 2 * n + 1] = 1.0, 1.0
+                wk[2 * n, 2 * n], wk[2 * n, 2 * n + 1] = c, -sn
+                wk[2 * n + 1, 2 * n + 1], wk[2 * n + 1, 2 * n] = c, sn
+            rows = slice(h * head, (h + 1) * head)
+            query.weight[rows] = (wq * math.sqrt(scale)).float()
+            key.weight[rows] = (wk * math.sqrt(scale)).float()
+            query.bias[rows] = 0.0
+            key.bias[rows] = 0.0
+
+
 def absolute_deberta(models: dict) -> dict:
     """DeBERTa-v2 in the zoo's shape without relative attention, with an absolute position
     table added at the input as BERT does (transformers' own options)."""
@@ -121,6 +156,15 @@ VARIANTS = {
     "sinusoidal-x4": ("sinusoids at 4x the token embeddings' scale",
                       lambda models: (zm.sinusoidal_positions_(models["model"]),
                                       scale_positions(models["model"], 4.0), models)[2]),
+    "sinusoidal-local": ("sinusoids at 2x the token embeddings' scale; heads 0 and 1 start as previous/next-token heads",
+                         lambda models: (zm.sinusoidal_positions_(models["model"]),
+                                         scale_positions(models["model"], 2.0),
+                                         local_heads(models["model"]), models)[3]),
+    "local-start": ("the zoo's locality start (models/zoo/locality.py): sinusoids at 2x, heads 0/1 fitted as previous/next-token heads",
+                    None),
+    "sinusoidal-x2": ("sinusoids at 2x the token embeddings' scale",
+                      lambda models: (zm.sinusoidal_positions_(models["model"]),
+                                      scale_positions(models["model"], 2.0), models)[2]),
     "absolute": ("DeBERTa with BERT's absolute positions, no relative attention", absolute_deberta),
     "mask40": ("40 % of tokens selected instead of 15 %", lambda models: models),
 }
@@ -133,14 +177,15 @@ def build(family: str, variant: str, tokenizer, shape: zm.Shape, dropout: float 
     if variant == "absolute" and family != "mini-deberta":
         raise SystemExit("the 'absolute' variant is DeBERTa's (mini-deberta)")
     torch.manual_seed(seed)
-    models = zm.build_models(family, tokenizer, shape, dropout=dropout)
+    models = zm.build_models(family, tokenizer, shape, dropout=dropout,
+                             position_init="local" if variant == "local-start" else "random")
     torch.manual_seed(seed)
-    return VARIANTS[variant][1](models)
+    return models if VARIANTS[variant][1] is None else VARIANTS[variant][1](models)
 
 
 def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, dropout: float | None,
         layers: int, max_len: int, evals: int, eval_sentences: int, corpus: Path, max_sentences: int = 0,
-        shape: zm.Shape | None = None, log=print) -> list[dict]:
+        shape: zm.Shape | None = None, log=print, seed: int = 0) -> list[dict]:
     """Train and return the held-out curve (one dict per evaluation)."""
     from transformers import AutoTokenizer
 
@@ -154,8 +199,8 @@ def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, d
     model_shape = shape or zm.Shape(layers=layers)  # position tables of the shipped 128 rows
     train_shape = zm.Shape(**{**model_shape.__dict__, "max_len": max_len})  # sequences of max_len
     cfg = Z.ZooConfig(tokens=tokens, batch_size=batch_size, lr=lr, evals=evals, eval_sentences=eval_sentences,
-                      dropout=dropout, shape=train_shape)
-    models = build(family, variant, tokenizer, model_shape, dropout)
+                      dropout=dropout, shape=train_shape, seed=seed)
+    models = build(family, variant, tokenizer, model_shape, dropout, seed=seed)
     curve = []
 
     def keep(line: str) -> None:
@@ -190,13 +235,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-sentences", type=int, default=300)
     p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus" / "train_ordered.tsv")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0, help="the model's initialisation and the data order")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f"{args.family} {args.variant}: {VARIANTS[args.variant][0]}", flush=True)
     start = time.time()
     curve = run(args.family, args.variant, tokens=args.tokens, batch_size=args.batch_size, lr=args.lr,
                 dropout=args.dropout, layers=args.layers, max_len=args.max_len, evals=args.evals,
-                eval_sentences=args.eval_sentences, corpus=args.corpus)
+                eval_sentences=args.eval_sentences, corpus=args.corpus, seed=args.seed)
     last = curve[-1] if curve else {}
     print(f"end: loss per piece {last.get('piece_loss', float('nan')):.3f}, whole-word top-1 "
           f"{last.get('word_top1', float('nan')):.3f}, {time.time() - start:.0f} s", flush=True)

@@ -27,6 +27,25 @@ NOTES = {
 }
 
 
+TABLE_FAMILIES = ("mini-bert", "mini-roberta", "mini-albert", "mini-electra")  # a learnt absolute table
+
+
+def position_line(key: str, record: dict) -> str | None:
+    """How the run started the family's positions, where the recipe changed it."""
+    start = record["config"].get("position_init", "random")
+    if start == "local" and key in TABLE_FAMILIES:
+        return ("Positions: the locality start (`models/zoo/locality.py`). The learnt absolute table starts as "
+                "sinusoids at twice the token embeddings' scale, and heads 0 and 1 of every layer start as "
+                "previous- and next-token heads (their query and key weights fitted to read the position's sine "
+                "and cosine); every weight is then trained. With transformers' random start this family stayed "
+                "on the word-frequency plateau (`scripts/zoo_plateau.py`; on a GPU, for 21.7 M tokens).")
+    if start == "local" and key == "mini-distilbert":
+        return "Positions: as its teacher's (mini-bert, locality start), copied with the teacher's layers."
+    if start == "sinusoidal" and key in TABLE_FAMILIES:
+        return "Positions: the learnt absolute table starts as sinusoids (still trained)."
+    return None
+
+
 def card(key: str, record: dict, idea: str) -> str:
     cfg, shape = record["config"], record["config"]["shape"]
     sources = json.loads((REPO_ROOT / "data" / "corpus_sources.json").read_text(encoding="utf-8"))
@@ -49,7 +68,8 @@ def card(key: str, record: dict, idea: str) -> str:
         f"**Tokenizer.** `{record['tokenizer_kind']}`, trained on the corpus's training split with the "
         "`tokenizers` library (`models/zoo/tokenizers.py`), saved with the family's transformers class.",
         "",
-        "**How it was trained** (`python -m scripts.train_zoo`, `models/zoo/train.py`). The same corpus,",
+        f"**How it was trained** (`python -m {record.get('script') or ('scripts.zoo_gpu' if record.get('budget') else 'scripts.train_zoo')}`, `models/zoo/train.py`). "
+        "The same corpus,",
         "seed, shape and number of training tokens as every other miniature:",
         f"{record['tokens']:,} training tokens (padding excluded), {record['steps']:,} steps of "
         f"{cfg['batch_size']} sequences; AdamW (lr {cfg['lr']}, betas 0.9/0.98, weight decay "
@@ -69,6 +89,7 @@ def card(key: str, record: dict, idea: str) -> str:
         + (f"; pair objective: {record['pair_objective'].upper()}" if record.get("pair_objective") else "")
         + "; the MLM head runs at the selected positions only.",
         *([NOTES[key]] if key in NOTES else []),
+        *([position_line(key, record)] if position_line(key, record) else []),
         *([tuning_line(record)] if record.get("tuning") else []),
         *([f"Stopped at the run's wall-clock deadline after {record['tokens']:,} of {cfg['tokens']:,} tokens."]
           if record.get("stopped_at_deadline") else []),

@@ -46,9 +46,11 @@ def build_models(family: str, tokenizer, shape: Shape, teacher=None, *, dropout:
 
     ``dropout``: hidden and attention dropout of every model (None: each config's default,
     0.1 for all but ModernBERT's 0). ``position_init``: how a learnt absolute position table
-    starts: "random" (transformers' N(0, 0.02)) or "sinusoidal" (Vaswani et al.'s table,
-    scaled to the token embeddings' std; still learnt). Families without a table
-    (DeBERTa's relative positions, ModernBERT's RoPE) ignore it. ``init_std``: the configs'
+    starts: "random" (transformers' N(0, 0.02)), "sinusoidal" (Vaswani et al.'s table,
+    scaled to the token embeddings' std; still learnt) or "local" (the locality start,
+    ``models/zoo/locality.py``: sinusoids, and two heads per layer starting as previous- and
+    next-token heads). Families without a table (DeBERTa's relative positions, ModernBERT's
+    RoPE) ignore it; DistilBERT started from its teacher keeps the teacher's. ``init_std``: the configs'
     ``initializer_range`` (None: transformers' 0.02, chosen for 768-wide models; 1/sqrt(128)
     = 0.088 is the usual scale for this width).
     """
@@ -62,7 +64,12 @@ def build_models(family: str, tokenizer, shape: Shape, teacher=None, *, dropout:
     common = dict(vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=A,
                   intermediate_size=F_, max_position_embeddings=shape.max_len, **ids, **drop)
     models = _build(T, family, tokenizer, shape, teacher, common, ids, drop, dropout)
-    if position_init == "sinusoidal":
+    if position_init == "local":
+        if not (family == "mini-distilbert" and teacher is not None):
+            from .locality import locality_start_
+
+            locality_start_(models, tokenizer)
+    elif position_init == "sinusoidal":
         for m in models.values():
             sinusoidal_positions_(m)
     elif position_init == "zero":
@@ -71,7 +78,7 @@ def build_models(family: str, tokenizer, shape: Shape, teacher=None, *, dropout:
                 if name.endswith("embeddings") and isinstance(getattr(module, "position_embeddings", None), nn.Embedding):
                     nn.init.zeros_(module.position_embeddings.weight)
     elif position_init != "random":
-        raise ValueError(f"Unknown position_init {position_init!r}; choose random, sinusoidal or zero.")
+        raise ValueError(f"Unknown position_init {position_init!r}; choose random, sinusoidal, local or zero.")
     return models
 
 

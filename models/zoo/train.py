@@ -66,7 +66,9 @@ class ZooConfig:
     eval_sentences: int = 300  # held-out sentences per learning-curve point
     threads: int = 0
     dropout: float | None = None  # None: each family's config default (0.1; ModernBERT 0)
-    position_init: str = "random"  # "sinusoidal": a learnt position table starts as sinusoids
+    # how a learnt absolute position table starts: "local" (the locality start, locality.py:
+    # sinusoids, heads 0 and 1 of each layer as previous/next-token heads), "sinusoidal", "random"
+    position_init: str = "local"
     init_std: float | None = None  # initializer_range (None: transformers' 0.02)
     # the same maths on faster CPU kernels (models/zoo/fast.py): linear layers on oneDNN forward
     # and backward, dropout masks from 32-bit random integers, attention with dropout as explicit
