@@ -21,7 +21,8 @@ mini-deberta absolute                   6.98      the same model with BERT's lea
 mini-bert base                          7.01      stuck (the shipped recipe)
 mini-bert nope (no position table)      7.04      stuck: the table is not what holds it back
 mini-bert sinusoidal                    7.00      stuck
-mini-bert sinusoidal + mimetic          7.00      stuck (W_k = W_q: local attention at step 0)
+mini-bert sinusoidal + mimetic          7.00      stuck (W_k = W_q: attention to itself at step 0,
+                                                  not to its neighbours; see below)
 mini-bert 2 layers                      7.02      stuck: not depth
 mini-bert 32-token sequences, batch 64  7.07      stuck: not sequence length
 mini-bert batch 4, lr 5e-4 (3,381 st.)  7.00      stuck: not optimiser steps per token
@@ -31,9 +32,30 @@ dropout
 mini-bert sinusoidal x4 (lr 1e-3,      7.05      stuck: the positions' scale alone is not it
 dropout 0.1; 2026-11-27 *)
 mini-bert base, lr 4e-3 (2026-11-27 *)  7.10      stuck, top-1 word always "the" (8.6 %)
+mini-bert sinusoidal x2 (2026-11-27 *)  7.02      stuck (the control for the two rows below)
+mini-bert sinusoidal-local (2026-11-27 *) 6.67     LEFT the plateau (whole-word top-1 11.2 %): the
+                                                  x2 table, heads 0/1 of every layer set by hand
+                                                  to read its 8 fastest pairs, the key's rotated
+                                                  one position: previous/next-token heads at step 0
+  the same, seed 1                      6.59      left it (11.6 %)
+mini-bert local-start (2026-11-27 *)    6.65      left it (11.1 %): models/zoo/locality.py, the
+                                                  same heads fitted by ridge least squares on each
+                                                  layer's input (plain least squares: 7.04, its
+                                                  weights of 1e5 broke once training began)
+mini-roberta local-start (*)            6.86      left it (9.3 %; train loss 6.82 -> 6.29 over
+                                                  the last 0.9 M tokens)
+mini-albert local-start (*)             6.94      stuck (8.6 %, always "the"); dropout 0 and 3 M
+                                                  tokens: 6.88
+mini-electra local-start (*)            7.08      stuck (its 64-wide generator's score)
 =====================================  =========  ==========================================
 
-(*) quiet machine, the corpus with issue 23's written sources (0.3 % more sentences). The
+The mimetic row's reading was checked on 2026-11-27 (eager attention, one sentence): with W_k =
+W_q at std 0.06 a token gives itself 0.15 of its attention and each neighbour 0.046 (uniform
+0.040): self-attention, not local attention. The locality start's heads give the previous
+(next) token 0.50 at step 0 in BERT. So the plateau is the wait for attention by offset, which
+relative (DeBERTa) and rotary (ModernBERT) positions offer from the start.
+
+(*) 2026-11-27, the corpus with issue 23's written sources (0.3 % more sentences). The
 shipped (GPU) mini-bert's query/key gradients have an rms of 2-9e-4, far above AdamW's eps
 (1e-6), yet its query/key weights grew only from 0.020 to 0.031-0.038 rms in 3,060 steps at
 lr 1e-3: the updates cancel out (no consistent direction), a saddle, not an optimiser artefact.
@@ -162,6 +184,11 @@ VARIANTS = {
                                          local_heads(models["model"]), models)[3]),
     "local-start": ("the zoo's locality start (models/zoo/locality.py): sinusoids at 2x, heads 0/1 fitted as previous/next-token heads",
                     None),
+    "local-start-fast": ("the locality start reading only pairs of at least 0.3 radians per position", None),
+    "local-start-sharp": ("the locality start at twice the sharpness", None),
+    "local-start-fast-sharp": ("the locality start reading only pairs of at least 0.35 radians per position, "
+                               "the same peak score", None),
+    "local-start-one": ("the locality start with one head (previous token) per layer", None),
     "sinusoidal-x2": ("sinusoids at 2x the token embeddings' scale",
                       lambda models: (zm.sinusoidal_positions_(models["model"]),
                                       scale_positions(models["model"], 2.0), models)[2]),
@@ -169,6 +196,10 @@ VARIANTS = {
     "mask40": ("40 % of tokens selected instead of 15 %", lambda models: models),
 }
 MASK_RATE = {"mask40": 0.40}
+# variants of the locality start: its module's constants for the build
+LOCAL_SETTINGS = {"local-start-fast": {"MIN_FREQUENCY": 0.3}, "local-start-sharp": {"SHARPNESS": 2.0},
+                  "local-start-fast-sharp": {"MIN_FREQUENCY": 0.35},
+                  "local-start-one": {"SHIFTS": (-1,)}}
 
 
 def build(family: str, variant: str, tokenizer, shape: zm.Shape, dropout: float | None, seed: int = 0) -> dict:
@@ -177,8 +208,17 @@ def build(family: str, variant: str, tokenizer, shape: zm.Shape, dropout: float 
     if variant == "absolute" and family != "mini-deberta":
         raise SystemExit("the 'absolute' variant is DeBERTa's (mini-deberta)")
     torch.manual_seed(seed)
-    models = zm.build_models(family, tokenizer, shape, dropout=dropout,
-                             position_init="local" if variant == "local-start" else "random")
+    from models.zoo import locality
+
+    saved = {k: getattr(locality, k) for k in LOCAL_SETTINGS.get(variant, {})}
+    for k, v in LOCAL_SETTINGS.get(variant, {}).items():
+        setattr(locality, k, v)
+    try:
+        models = zm.build_models(family, tokenizer, shape, dropout=dropout,
+                                 position_init="local" if variant.startswith("local-start") else "random")
+    finally:
+        for k, v in saved.items():
+            setattr(locality, k, v)
     torch.manual_seed(seed)
     return models if VARIANTS[variant][1] is None else VARIANTS[variant][1](models)
 

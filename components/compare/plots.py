@@ -368,6 +368,14 @@ def zoo_findings_md(entries: tuple[ZooEntry, ...]) -> str:
                      f"{named(learnt) or 'none'}. ")
         if stuck:
             parts.append(f"Still on or near it: {named(stuck)}. ")
+    local = [e for e in entries if e.locality_start]
+    if local:
+        parts.append(f"{', '.join(escape(e.key) for e in local)} (a learnt absolute position table) began with the "
+                     "locality start: the table as sinusoids, and two heads per layer as previous- and next-token "
+                     "heads, all still trained. With transformers' random start these families stayed on the "
+                     "plateau for 21.7 M tokens, while DeBERTa's relative and ModernBERT's rotary positions "
+                     "left it within a few hundred steps: an absolute table must first discover which positions "
+                     "are neighbours. ")
     tuned = [e for e in entries if e.tuning]
     if tuned:
         parts.append("Each family got the same tuning search; chosen: "

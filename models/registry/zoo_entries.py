@@ -124,6 +124,12 @@ class ZooEntry:
     tuning: str = ""  # the tuning search's choice ("lr 0.001, dropout 0"), empty when the run had none
     trained_on: str = ""  # where: the GPU's name, or "CPU"
     rtd_auc: float | None = None  # ELECTRA: ROC AUC of P(replaced) on held-out generator-corrupted text
+    locality_start: bool = False  # its learnt absolute table began with the locality start (models/zoo/locality.py)
+
+
+# the families whose positions are a learnt absolute table added to the tokens (the locality
+# start applies to them; DistilBERT copies its teacher's; DeBERTa and ModernBERT have none)
+TABLE_FAMILIES = ("mini-bert", "mini-roberta", "mini-albert", "mini-electra")
 
 
 SCORE_NAME = ("held-out whole-word accuracy: 15 % of the words of each held-out sentence (the same "
@@ -158,5 +164,6 @@ def zoo_comparison() -> tuple[ZooEntry, ...]:
             tuning=", ".join(f"{k} {v:g}" for k, v in r.get("tuning", {}).get("chosen", {}).items()),
             trained_on=r.get("device_name") or ("CPU" if r.get("device", "cpu") == "cpu" else r["device"]),
             rtd_auc=(r.get("rtd_heldout") or {}).get("roc_auc"),
+            locality_start=key in TABLE_FAMILIES and r["config"].get("position_init") == "local",
         ))
     return tuple(out)

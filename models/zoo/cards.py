@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..registry.zoo_entries import SCORE_NAME, ZOO_KEYS, recipe_of, zoo_comparison, zoo_folder
+from ..registry.zoo_entries import SCORE_NAME, TABLE_FAMILIES, ZOO_KEYS, recipe_of, zoo_comparison, zoo_folder
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,9 +25,6 @@ NOTES = {
         "attention (16 tokens each side). Padding is kept out of the loss, and the MLM head runs at "
         "the masked positions only."),
 }
-
-
-TABLE_FAMILIES = ("mini-bert", "mini-roberta", "mini-albert", "mini-electra")  # a learnt absolute table
 
 
 def position_line(key: str, record: dict) -> str | None:

@@ -12,9 +12,10 @@ embeddings, its own attention) and changes only where the search begins:
 
 * the table starts as Vaswani et al.'s sinusoids at twice the token embeddings' scale, and
 * in every layer, heads 0 and 1 start as previous- and next-token heads: their query and
-  key weights are fitted (least squares, on the layer's own input at initialisation) to read
-  the sine and cosine of the position's ``PAIRS`` highest frequencies, the key's rotated by
-  one position, so that ``q_i . k_j`` peaks at ``j = i - 1`` (head 0) and ``j = i + 1`` (head 1).
+  key weights are fitted (ridge least squares, on the layer's own input at initialisation) to
+  read the sine and cosine of the position's fastest frequencies (at most ``PAIRS`` pairs, none
+  slower than ``MIN_FREQUENCY``), the key's rotated by one position, so that ``q_i . k_j``
+  peaks at ``j = i - 1`` (head 0) and ``j = i + 1`` (head 1).
 
 Everything stays trainable; the other heads start as transformers initialises them. The fit
 on the layer's input (not on the table) makes the same code right for factorised embeddings
@@ -33,6 +34,10 @@ PAIRS = 8  # (sin, cos) pairs of the table's highest frequencies each local head
 SHARPNESS = 1.0  # the peak's score, per pair, in units of the softmax's 1/sqrt(head width)
 POSITION_SCALE = 2.0  # the sinusoidal table's std, in units of the token embeddings' std
 RIDGE = 0.05  # the fit's ridge, relative to the inputs' mean variance
+# pairs slower than this (radians per position) are not read: they barely tell a neighbour from
+# the token itself. A 128-wide table keeps its 8 fastest pairs (1.0 down to 0.37); a 64-wide one
+# (ALBERT's, ELECTRA's) keeps 4 (1.0 down to 0.42) instead of reaching down to 0.13
+MIN_FREQUENCY = 0.35
 
 
 def position_tables(model: nn.Module) -> list[nn.Embedding]:
@@ -125,12 +130,14 @@ def locality_start_(models: dict[str, nn.Module], tokenizer, *, seed: int = 0, l
     for model in models.values():
         width = position_tables(model)[0].weight.shape[1]
         freqs = frequencies(width)[:PAIRS]
+        freqs = freqs[freqs >= MIN_FREQUENCY]
         for attention in attention_modules(model):
             heads = attention.num_attention_heads
             head = attention.query.out_features // heads
-            pairs = min(PAIRS, head // 2)
+            pairs = min(len(freqs), head // 2)
             inputs = _layer_inputs(model, attention, ids)
-            gain = math.sqrt(SHARPNESS * math.sqrt(head))
+            # the peak's score is the same whatever the number of pairs read
+            gain = math.sqrt(SHARPNESS * math.sqrt(head) * PAIRS / pairs)
             for h, shift in enumerate(SHIFTS[:heads]):
                 rows = slice(h * head, h * head + 2 * pairs)  # the head's other rows keep their start
                 for linear, target in ((attention.query, features(length, freqs[:pairs])),

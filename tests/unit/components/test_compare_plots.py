@@ -163,3 +163,22 @@ def test_zoo_findings_say_which_families_left_the_word_frequency_plateau():
     for key, r in records.items():
         if r.get("pair_heldout"):
             assert f"{key} {100 * r['pair_heldout']['accuracy']:.1f} %" in note
+
+
+def test_zoo_findings_name_the_families_that_began_with_the_locality_start():
+    import dataclasses
+
+    from models import zoo_comparison
+    from models.registry.zoo_entries import TABLE_FAMILIES
+
+    entries = zoo_comparison()
+    records = _records()
+    started = [k for k, r in records.items() if k in TABLE_FAMILIES and r["config"].get("position_init") == "local"]
+    note = views.zoo_findings_md(entries)
+    assert ("began with the locality start" in note) == bool(started)
+    # whichever zoo ships: the sentence names exactly the entries flagged, in their order
+    flagged = tuple(dataclasses.replace(e, locality_start=e.key in ("mini-bert", "mini-albert")) for e in entries)
+    assert "mini-bert, mini-albert (a learnt absolute position table) began with the locality start" in \
+        views.zoo_findings_md(flagged)
+    assert "locality start" not in views.zoo_findings_md(
+        tuple(dataclasses.replace(e, locality_start=False) for e in entries))
