@@ -1,6 +1,7 @@
 """Mini-zoo training throughput: torch's stock kernels against the fast path, same run.
 
     nice -n 19 .venv/bin/python -m bench.zoo_throughput            # 7 families, 3 repeats
+    nice -n 19 .venv/bin/python -m bench.zoo_throughput --recipe   # and the fast path without dropout
     .venv/bin/python -m bench.zoo_throughput --families mini-bert --steps 10 --repeats 1
 
 Trains each family with the real trainer (``models.zoo.train.train_family``, the shipped
@@ -49,6 +50,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--sentences", type=int, default=8000, help="corpus lines to tokenize")
     p.add_argument("--tiny", action="store_true", help="a 2-layer 32-wide shape (tests only)")
     p.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    p.add_argument("--recipe", action="store_true",
+                   help="the recipes, not only the kernels: the fast path also without dropout (what the CPU "
+                        "zoo's tuning search offers since 2026-11-27, after the cramming results), against the "
+                        "stock path with each config's dropout (0.1; ModernBERT 0), the recipe at filing")
     args = p.parse_args(argv)
     if args.steps < 1 or args.repeats < 1 or args.warmup < 1:
         p.error("--steps, --repeats and --warmup must be at least 1")
@@ -82,6 +87,7 @@ def one_run(family: str, fast: bool, setup: dict, args) -> tuple[float, float]:
     from models.zoo import train as Z
 
     cfg = Z.ZooConfig(tokens=10 ** 12, evals=0, fast_kernels=fast, shape=setup["shape"],
+                      dropout=0.0 if fast and args.recipe else None,
                       **({"batch_size": args.batch_size} if args.batch_size else {}))
     marks = {}
 
@@ -128,8 +134,9 @@ def run(args, print_=print) -> dict:
     from models.zoo import train as Z
 
     default = Z.ZooConfig()
-    print_(f"fast path: ZooConfig defaults (fast_kernels {default.fast_kernels}, workers {default.workers}); "
-           f"stock: fast_kernels=False; {args.steps} timed steps after "
+    print_(f"fast path: ZooConfig defaults (fast_kernels {default.fast_kernels}, workers {default.workers})"
+           + (", dropout 0 (--recipe)" if args.recipe else "") + "; stock: fast_kernels=False"
+           + (", each config's dropout" if args.recipe else "") + f"; {args.steps} timed steps after "
            f"{args.warmup} warm-up, {args.repeats} repeats, {args.threads} threads; indicative only on a shared machine")
     sources, sentences = _corpus(args.corpus, args.sentences)
     cache, setups = {}, {}
@@ -149,7 +156,7 @@ def run(args, print_=print) -> dict:
             f = figures[family]
             print_(f"  repeat {repeat + 1} {family}: stock {f['stock'][-1]:,.0f}, fast {f['fast'][-1]:,.0f} tokens/s; "
                    f"per CPU-second stock {f['stock_cpu'][-1]:,.0f}, fast {f['fast_cpu'][-1]:,.0f}")
-    result = {"machine": machine_line(), "steps": args.steps, "warmup": args.warmup, "repeats": args.repeats,
+    result = {"machine": machine_line(), "recipe": args.recipe, "steps": args.steps, "warmup": args.warmup, "repeats": args.repeats,
               "threads": args.threads, "families": {}}
     for unit, suffix in (("tokens/s (wall)", ""), ("tokens per CPU-second", "_cpu")):
         print_(f"\n{unit}, median of {args.repeats} (range, spread); ratio fast / stock (target >= {TARGET})")

@@ -157,6 +157,24 @@ def local_heads(model: nn.Module, scale: float = 2.0, pairs: int = 8, shifts=(-1
             key.bias[rows] = 0.0
 
 
+def rebuilt_albert(change: dict):
+    """ALBERT rebuilt with one config change, then the locality start (diagnostics only)."""
+    def build(models: dict) -> dict:
+        import transformers as T
+        from transformers import AutoTokenizer
+
+        from models.zoo.locality import locality_start_
+
+        config = models["model"].config
+        for k, v in change.items():
+            setattr(config, k, v)
+        torch.manual_seed(0)
+        rebuilt = {"model": T.AlbertForPreTraining(config)}
+        locality_start_(rebuilt, AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / "mini-albert")))
+        return rebuilt
+    return build
+
+
 def absolute_deberta(models: dict) -> dict:
     """DeBERTa-v2 in the zoo's shape without relative attention, with an absolute position
     table added at the input as BERT does (transformers' own options)."""
@@ -189,6 +207,10 @@ VARIANTS = {
     "local-start-fast-sharp": ("the locality start reading only pairs of at least 0.35 radians per position, "
                                "the same peak score", None),
     "local-start-one": ("the locality start with one head (previous token) per layer", None),
+    "local-unshared": ("ALBERT, locality start, each layer its own weights (not ALBERT's idea: a diagnostic)",
+                       rebuilt_albert({"num_hidden_groups": 4})),
+    "local-wide-embedding": ("ALBERT, locality start, 128-wide embeddings (no factorisation: a diagnostic)",
+                             rebuilt_albert({"embedding_size": 128})),
     "sinusoidal-x2": ("sinusoids at 2x the token embeddings' scale",
                       lambda models: (zm.sinusoidal_positions_(models["model"]),
                                       scale_positions(models["model"], 2.0), models)[2]),

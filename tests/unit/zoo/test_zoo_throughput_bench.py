@@ -39,3 +39,22 @@ def test_a_tiny_run_times_both_paths_of_each_family_and_reports_their_ratio(tmp_
             assert ratio["runs"] == pytest.approx([b / a for a, b in zip(stock["runs"], fast["runs"])])
         assert f"repeat 2 {family}" in text
     assert text.count("ratio") >= 4
+
+
+def test_recipe_mode_trains_the_fast_path_without_dropout_and_the_stock_path_with_the_configs(monkeypatch):
+    from models.zoo import train as Z
+
+    seen, real = [], Z.train_family
+
+    def recording(family, tokenizer, chunks, heldout, cfg, *a, **k):
+        seen.append((cfg.fast_kernels, cfg.dropout))
+        return real(family, tokenizer, chunks, heldout, cfg, *a, **k)
+
+    monkeypatch.setattr(Z, "train_family", recording)
+    lines = []
+    args = B.parse_args(["--tiny", "--families", "mini-roberta", "--steps", "1", "--warmup", "1", "--repeats", "1",
+                         "--batch-size", "4", "--sentences", "100", "--threads", "1", "--recipe",
+                         "--corpus", str(REPO / "data" / "train_sample.txt")])
+    result = B.run(args, print_=lines.append)
+    assert sorted(seen) == [(False, None), (True, 0.0)] and result["recipe"] is True
+    assert "dropout 0 (--recipe)" in lines[1]
