@@ -175,6 +175,27 @@ def rebuilt_albert(change: dict):
     return build
 
 
+@torch.no_grad()
+def unit_projection(models: dict) -> dict:
+    """The embedding-to-hidden projection (ALBERT's mapping, ELECTRA's embeddings_project)
+    restarted as orthonormal columns scaled so that unit-variance embeddings stay unit
+    variance (instead of N(0, 0.02): outputs of std 0.16), then the locality start again."""
+    from transformers import AutoTokenizer
+
+    from models.zoo.locality import locality_start_
+
+    family = "mini-albert" if hasattr(models["model"], "albert") else "mini-electra"
+    for model in models.values():
+        for name, module in model.named_modules():
+            if name.endswith(("embedding_hidden_mapping_in", "embeddings_project")) and isinstance(module, nn.Linear):
+                out_f, in_f = module.weight.shape
+                q, _ = torch.linalg.qr(torch.randn(out_f, in_f, generator=torch.Generator().manual_seed(0)))
+                module.weight.copy_(q * (out_f / in_f) ** 0.5)
+                module.bias.zero_()
+    locality_start_(models, AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / family)))
+    return models
+
+
 def absolute_deberta(models: dict) -> dict:
     """DeBERTa-v2 in the zoo's shape without relative attention, with an absolute position
     table added at the input as BERT does (transformers' own options)."""
@@ -211,6 +232,8 @@ VARIANTS = {
                        rebuilt_albert({"num_hidden_groups": 4})),
     "local-wide-embedding": ("ALBERT, locality start, 128-wide embeddings (no factorisation: a diagnostic)",
                              rebuilt_albert({"embedding_size": 128})),
+    "local-unit-projection": ("the locality start, the embedding projection starting norm-preserving "
+                              "(orthonormal, scaled) instead of N(0, 0.02)", unit_projection),
     "sinusoidal-x2": ("sinusoids at 2x the token embeddings' scale",
                       lambda models: (zm.sinusoidal_positions_(models["model"]),
                                       scale_positions(models["model"], 2.0), models)[2]),
@@ -247,7 +270,7 @@ def build(family: str, variant: str, tokenizer, shape: zm.Shape, dropout: float 
 
 def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, dropout: float | None,
         layers: int, max_len: int, evals: int, eval_sentences: int, corpus: Path, max_sentences: int = 0,
-        shape: zm.Shape | None = None, log=print, seed: int = 0) -> list[dict]:
+        shape: zm.Shape | None = None, log=print, seed: int = 0, generator_hidden: int = 0) -> list[dict]:
     """Train and return the held-out curve (one dict per evaluation)."""
     from transformers import AutoTokenizer
 
@@ -258,7 +281,8 @@ def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, d
     ids = tokenizer(sentences, add_special_tokens=False)["input_ids"]
     chunks = zd.make_chunks(sources, ids, max_len - 3)
     heldout = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines() if s]
-    model_shape = shape or zm.Shape(layers=layers)  # position tables of the shipped 128 rows
+    model_shape = shape or zm.Shape(layers=layers, **({"electra_generator_hidden": generator_hidden}
+                                                      if generator_hidden else {}))  # tables of 128 rows
     train_shape = zm.Shape(**{**model_shape.__dict__, "max_len": max_len})  # sequences of max_len
     cfg = Z.ZooConfig(tokens=tokens, batch_size=batch_size, lr=lr, evals=evals, eval_sentences=eval_sentences,
                       dropout=dropout, shape=train_shape, seed=seed)
@@ -298,13 +322,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus" / "train_ordered.tsv")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0, help="the model's initialisation and the data order")
+    p.add_argument("--generator-hidden", type=int, default=0, help="ELECTRA's generator width (0: the zoo's)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f"{args.family} {args.variant}: {VARIANTS[args.variant][0]}", flush=True)
     start = time.time()
     curve = run(args.family, args.variant, tokens=args.tokens, batch_size=args.batch_size, lr=args.lr,
                 dropout=args.dropout, layers=args.layers, max_len=args.max_len, evals=args.evals,
-                eval_sentences=args.eval_sentences, corpus=args.corpus, seed=args.seed)
+                eval_sentences=args.eval_sentences, corpus=args.corpus, seed=args.seed,
+                generator_hidden=args.generator_hidden)
     last = curve[-1] if curve else {}
     print(f"end: loss per piece {last.get('piece_loss', float('nan')):.3f}, whole-word top-1 "
           f"{last.get('word_top1', float('nan')):.3f}, {time.time() - start:.0f} s", flush=True)

@@ -99,3 +99,46 @@ def test_a_short_run_returns_its_curve_and_puts_the_masking_back(tmp_path):
     assert len(curve) == 2 and len(seen) == 2
     assert curve[0]["tokens"] < curve[1]["tokens"]
     assert all(0.0 <= point["word_top1"] <= 1.0 and point["piece_loss"] > 0 for point in curve)
+
+
+def _offset_weight(attentions, n: int, head: int, k: int) -> float:
+    a = attentions[0][0][head]
+    i = torch.arange(n)
+    idx = i[(i + k >= 0) & (i + k < n)]
+    return float(a[idx, idx + k].mean())
+
+
+def test_sinusoidal_local_sets_heads_zero_and_one_to_look_back_and_ahead():
+    """The hand-set version of the locality start (the zoo's own is tested in test_locality)."""
+    tok = _tokenizer("mini-bert")
+    text = "the river bank was muddy after the long rain and the boats stayed on the shore"
+    model = P.build("mini-bert", "sinusoidal-local", tok, zm.Shape(), dropout=0.0)["model"]
+    attentions, n = _attentions(model, tok, text)
+    assert _offset_weight(attentions, n, 0, -1) > 5 / n and _offset_weight(attentions, n, 1, 1) > 5 / n
+    control = P.build("mini-bert", "sinusoidal-x2", tok, zm.Shape(), dropout=0.0)["model"]
+    attentions, n = _attentions(control, tok, text)
+    assert _offset_weight(attentions, n, 0, -1) < 2 / n  # the same table without the heads: no offset
+
+
+def test_the_albert_and_electra_diagnostics_change_what_they_name():
+    tok = _tokenizer("mini-albert")
+    unshared = P.build("mini-albert", "local-unshared", tok, zm.Shape(), dropout=0.0)["model"]
+    assert unshared.config.num_hidden_groups == unshared.config.num_hidden_layers == 4
+    assert len(unshared.albert.encoder.albert_layer_groups) == 4
+    wide = P.build("mini-albert", "local-wide-embedding", tok, zm.Shape(), dropout=0.0)["model"]
+    assert wide.albert.embeddings.word_embeddings.weight.shape[1] == 128
+    one = P.build("mini-albert", "local-start-one", tok, zm.Shape(), dropout=0.0)["model"]
+    attentions, n = _attentions(one, tok, "the river bank was muddy after the long rain")
+    assert _offset_weight(attentions, n, 0, -1) > 4 / n and _offset_weight(attentions, n, 1, 1) < 2 / n
+    for family in ("mini-albert", "mini-electra"):
+        tok = _tokenizer(family)
+        models = P.build(family, "local-unit-projection", tok, zm.Shape(), dropout=0.0)
+        seen = []
+        model = models["model"]
+        first = next(m for m in model.modules() if isinstance(getattr(m, "query", None), torch.nn.Linear))
+        hook = first.query.register_forward_pre_hook(lambda mod, args: seen.append(args[0]))
+        model.eval()
+        with torch.no_grad():
+            model(**tok(["the river bank was muddy after the long rain"], return_tensors="pt"))
+        hook.remove()
+        assert 0.8 < float(seen[0].std()) < 1.25  # unit-scale input to the first layer (N(0, 0.02): ~0.16)
