@@ -7,7 +7,7 @@ Trains one family of the mini zoo (``models.zoo``: the shipped shape, corpus, tr
 scorer) with one named change (``VARIANTS``) for ``--tokens`` tokens and prints the held-out
 curve: loss per masked piece and whole-word top-1 on the first ``--eval-sentences`` lines of
 ``data/heldout.txt`` (the zoo's own scorer; the unigram baseline on that protocol is 7.07 nats
-for the WordPiece families). Nothing is saved: these runs locate the cause, they ship nothing.
+for the WordPiece families; on 2026-11-27's corpus 7.08, RoBERTa's tokenizer 7.28, ALBERT's 6.92). Nothing is saved: these runs locate the cause, they ship nothing.
 
 What the runs of 2026-11-26 found (2-core CPU, busy machine, float32, 1.5 M tokens, batches
 of 16 sequences of up to 128 tokens, lr 1e-3, seed 0; loss per piece at the end, ~850 steps):
@@ -46,7 +46,16 @@ mini-roberta local-start (*)            6.86      left it (9.3 %; train loss 6.8
                                                   the last 0.9 M tokens)
 mini-albert local-start (*)             6.94      stuck (8.6 %, always "the"); dropout 0 and 3 M
                                                   tokens: 6.88
-mini-electra local-start (*)            7.08      stuck (its 64-wide generator's score)
+mini-electra local-start (*)            7.08      stuck (its 64-wide generator's score); floor
+                                                  and dropout 0: 7.09; a 128-wide generator:
+                                                  7.10; the generator's own embeddings: 7.08
+mini-albert diagnostics (*, dropout 0)  6.90-6.94 stuck whatever changes: unshared layers 6.92,
+                                                  128-wide embeddings 6.91, norm-preserving
+                                                  projection 6.90, MLM alone (no SOP) 6.94,
+                                                  fast pairs only (floor) 6.94; its offset heads
+                                                  are intact after 400 steps, as BERT's
+mini-bert local-start, ALBERT's tokenizer 6.52      left it (against that tokenizer's 6.92): not
+                                                  the tokenizer
 =====================================  =========  ==========================================
 
 The mimetic row's reading was checked on 2026-11-27 (eager attention, one sentence): with W_k =
@@ -196,6 +205,18 @@ def unit_projection(models: dict) -> dict:
     return models
 
 
+def own_generator_embeddings(models: dict) -> dict:
+    """ELECTRA's generator with embeddings of its own (a copy of the shared ones at the start),
+    so the discriminator's 50 x RTD gradient no longer moves the generator's input (a diagnostic:
+    sharing them is ELECTRA's recipe)."""
+    import copy
+
+    gen = models["generator"]
+    gen.electra.embeddings = copy.deepcopy(models["model"].electra.embeddings)
+    gen.generator_lm_head.weight = gen.electra.embeddings.word_embeddings.weight
+    return models
+
+
 def absolute_deberta(models: dict) -> dict:
     """DeBERTa-v2 in the zoo's shape without relative attention, with an absolute position
     table added at the input as BERT does (transformers' own options)."""
@@ -234,6 +255,9 @@ VARIANTS = {
                              rebuilt_albert({"embedding_size": 128})),
     "local-unit-projection": ("the locality start, the embedding projection starting norm-preserving "
                               "(orthonormal, scaled) instead of N(0, 0.02)", unit_projection),
+    "local-start-own-embeddings": ("ELECTRA, the locality start, the generator's embeddings not shared "
+                                   "(a diagnostic)", own_generator_embeddings),
+    "local-start-no-pair": ("the locality start, trained on the MLM loss alone: no NSP / SOP (a diagnostic)", None),
     "sinusoidal-x2": ("sinusoids at 2x the token embeddings' scale",
                       lambda models: (zm.sinusoidal_positions_(models["model"]),
                                       scale_positions(models["model"], 2.0), models)[2]),
@@ -241,6 +265,7 @@ VARIANTS = {
     "mask40": ("40 % of tokens selected instead of 15 %", lambda models: models),
 }
 MASK_RATE = {"mask40": 0.40}
+MLM_ONLY = {"local-start-no-pair"}  # trained on the MLM loss alone (no NSP / SOP in the gradient)
 # variants of the locality start: its module's constants for the build
 LOCAL_SETTINGS = {"local-start-fast": {"MIN_FREQUENCY": 0.3}, "local-start-sharp": {"SHARPNESS": 2.0},
                   "local-start-fast-sharp": {"MIN_FREQUENCY": 0.35},
@@ -270,11 +295,12 @@ def build(family: str, variant: str, tokenizer, shape: zm.Shape, dropout: float 
 
 def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, dropout: float | None,
         layers: int, max_len: int, evals: int, eval_sentences: int, corpus: Path, max_sentences: int = 0,
-        shape: zm.Shape | None = None, log=print, seed: int = 0, generator_hidden: int = 0) -> list[dict]:
+        shape: zm.Shape | None = None, log=print, seed: int = 0, generator_hidden: int = 0,
+        tokenizer_of: str = "") -> list[dict]:
     """Train and return the held-out curve (one dict per evaluation)."""
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / family))
+    tokenizer = AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / (tokenizer_of or family)))
     sources, sentences = zd.read_ordered(corpus)
     if max_sentences:
         sources, sentences = sources[:max_sentences], sentences[:max_sentences]
@@ -296,6 +322,14 @@ def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, d
             curve.append(point)
             log(json.dumps(point))
 
+    if variant in MLM_ONLY:  # the pair objective's loss left out of the gradient (it is still computed)
+        forward = zm.Objective.forward
+
+        def mlm_only(self, *a, **k):
+            loss, parts = forward(self, *a, **k)
+            return parts["mlm"], parts
+
+        zm.Objective.forward = mlm_only
     policy = MaskingPolicy(rate=MASK_RATE[variant]) if variant in MASK_RATE else None
     original = Z.masking_policy
     if policy is not None:
@@ -304,6 +338,8 @@ def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, d
         Z.train_family(family, tokenizer, chunks, heldout, cfg, Path("/tmp"), models=models, log=keep)
     finally:
         Z.masking_policy = original
+        if variant in MLM_ONLY:
+            zm.Objective.forward = forward
     return curve
 
 
@@ -323,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0, help="the model's initialisation and the data order")
     p.add_argument("--generator-hidden", type=int, default=0, help="ELECTRA's generator width (0: the zoo's)")
+    p.add_argument("--tokenizer-of", default="", choices=("",) + zm.FAMILIES,
+                   help="train with another family's tokenizer (a diagnostic; default: the family's own)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f"{args.family} {args.variant}: {VARIANTS[args.variant][0]}", flush=True)
@@ -330,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     curve = run(args.family, args.variant, tokens=args.tokens, batch_size=args.batch_size, lr=args.lr,
                 dropout=args.dropout, layers=args.layers, max_len=args.max_len, evals=args.evals,
                 eval_sentences=args.eval_sentences, corpus=args.corpus, seed=args.seed,
-                generator_hidden=args.generator_hidden)
+                generator_hidden=args.generator_hidden, tokenizer_of=args.tokenizer_of)
     last = curve[-1] if curve else {}
     print(f"end: loss per piece {last.get('piece_loss', float('nan')):.3f}, whole-word top-1 "
           f"{last.get('word_top1', float('nan')):.3f}, {time.time() - start:.0f} s", flush=True)
