@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import numpy as np
 
 from ..pretraining.masking import MaskingPolicy
+from .locality import locality_start_, sinusoidal_positions_
 
 FAMILIES = ("mini-bert", "mini-roberta", "mini-distilbert", "mini-albert", "mini-electra",
             "mini-deberta", "mini-modernbert")
@@ -66,8 +66,6 @@ def build_models(family: str, tokenizer, shape: Shape, teacher=None, *, dropout:
     models = _build(T, family, tokenizer, shape, teacher, common, ids, drop, dropout)
     if position_init == "local":
         if not (family == "mini-distilbert" and teacher is not None):
-            from .locality import locality_start_
-
             locality_start_(models, tokenizer)
     elif position_init == "sinusoidal":
         for m in models.values():
@@ -80,31 +78,6 @@ def build_models(family: str, tokenizer, shape: Shape, teacher=None, *, dropout:
     elif position_init != "random":
         raise ValueError(f"Unknown position_init {position_init!r}; choose random, sinusoidal, local or zero.")
     return models
-
-
-@torch.no_grad()
-def sinusoidal_positions_(model: nn.Module) -> None:
-    """Start a learnt absolute position table as Vaswani et al.'s sinusoids (still trained).
-
-    Scaled to the token embeddings' standard deviation, so neither dominates the sum the
-    embedding LayerNorm sees. RoBERTa's table is offset by padding_idx + 1 (its positions
-    start there), so its row padding_idx + 1 + k gets position k's vector.
-    """
-    for name, module in model.named_modules():
-        if not name.endswith("embeddings") or not hasattr(module, "position_embeddings"):
-            continue
-        table = module.position_embeddings
-        if not isinstance(table, nn.Embedding):
-            continue
-        n, d = table.weight.shape
-        offset = (table.padding_idx + 1) if table.padding_idx is not None else 0
-        pos = torch.arange(n - offset, dtype=torch.float32)[:, None]
-        freq = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-np.log(10000.0) / d))
-        sin = torch.zeros(n - offset, d)
-        sin[:, 0::2] = torch.sin(pos * freq)
-        sin[:, 1::2] = torch.cos(pos * freq[: d // 2])
-        std = float(module.word_embeddings.weight.std())
-        table.weight[offset:] = sin * (std / float(sin.std()))
 
 
 def _build(T, family, tokenizer, shape, teacher, common, ids, drop, dropout) -> dict[str, nn.Module]:

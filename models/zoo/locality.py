@@ -40,6 +40,31 @@ RIDGE = 0.05  # the fit's ridge, relative to the inputs' mean variance
 MIN_FREQUENCY = 0.35
 
 
+@torch.no_grad()
+def sinusoidal_positions_(model: nn.Module) -> None:
+    """Start a learnt absolute position table as Vaswani et al.'s sinusoids (still trained).
+
+    Scaled to the token embeddings' standard deviation, so neither dominates the sum the
+    embedding LayerNorm sees. RoBERTa's table is offset by padding_idx + 1 (its positions
+    start there), so its row padding_idx + 1 + k gets position k's vector.
+    """
+    for name, module in model.named_modules():
+        if not name.endswith("embeddings") or not hasattr(module, "position_embeddings"):
+            continue
+        table = module.position_embeddings
+        if not isinstance(table, nn.Embedding):
+            continue
+        n, d = table.weight.shape
+        offset = (table.padding_idx + 1) if table.padding_idx is not None else 0
+        pos = torch.arange(n - offset, dtype=torch.float32)[:, None]
+        freq = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-math.log(10000.0) / d))
+        sin = torch.zeros(n - offset, d)
+        sin[:, 0::2] = torch.sin(pos * freq)
+        sin[:, 1::2] = torch.cos(pos * freq[: d // 2])
+        std = float(module.word_embeddings.weight.std())
+        table.weight[offset:] = sin * (std / float(sin.std()))
+
+
 def position_tables(model: nn.Module) -> list[nn.Embedding]:
     """The model's learnt absolute position tables (none for relative or rotary positions)."""
     found = []
@@ -109,8 +134,6 @@ def locality_start_(models: dict[str, nn.Module], tokenizer, *, seed: int = 0, l
                     batch: int = 8) -> bool:
     """Apply the locality start to a family's models in place; False when none has a learnt
     absolute table (nothing changed)."""
-    from .families import sinusoidal_positions_
-
     tables = [t for m in models.values() for t in position_tables(m)]
     if not tables:
         return False
