@@ -166,8 +166,10 @@ def local_heads(model: nn.Module, scale: float = 2.0, pairs: int = 8, shifts=(-1
             key.bias[rows] = 0.0
 
 
-def rebuilt_albert(change: dict):
-    """ALBERT rebuilt with one config change, then the locality start (diagnostics only)."""
+def rebuilt_albert(change: dict, identity_mapping: bool = False):
+    """ALBERT rebuilt with a config change, then the locality start (diagnostics only);
+    ``identity_mapping``: the embedding-to-hidden mapping starts as the identity (BERT's path:
+    the embedding LayerNorm's output reaches the first layer unchanged; needs 128-wide embeddings)."""
     def build(models: dict) -> dict:
         import transformers as T
         from transformers import AutoTokenizer
@@ -179,6 +181,11 @@ def rebuilt_albert(change: dict):
             setattr(config, k, v)
         torch.manual_seed(0)
         rebuilt = {"model": T.AlbertForPreTraining(config)}
+        if identity_mapping:
+            mapping = rebuilt["model"].albert.encoder.embedding_hidden_mapping_in
+            with torch.no_grad():
+                mapping.weight.copy_(torch.eye(*mapping.weight.shape))
+                mapping.bias.zero_()
         locality_start_(rebuilt, AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / "mini-albert")))
         return rebuilt
     return build
@@ -251,6 +258,8 @@ VARIANTS = {
     "local-start-one": ("the locality start with one head (previous token) per layer", None),
     "local-unshared": ("ALBERT, locality start, each layer its own weights (not ALBERT's idea: a diagnostic)",
                        rebuilt_albert({"num_hidden_groups": 4})),
+    "local-bert-embedding-path": ("ALBERT, locality start, 128-wide embeddings and the mapping starting as the "
+                                  "identity (a diagnostic)", rebuilt_albert({"embedding_size": 128}, identity_mapping=True)),
     "local-wide-embedding": ("ALBERT, locality start, 128-wide embeddings (no factorisation: a diagnostic)",
                              rebuilt_albert({"embedding_size": 128})),
     "local-unit-projection": ("the locality start, the embedding projection starting norm-preserving "

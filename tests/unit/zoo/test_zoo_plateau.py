@@ -127,6 +127,9 @@ def test_the_albert_and_electra_diagnostics_change_what_they_name():
     assert len(unshared.albert.encoder.albert_layer_groups) == 4
     wide = P.build("mini-albert", "local-wide-embedding", tok, zm.Shape(), dropout=0.0)["model"]
     assert wide.albert.embeddings.word_embeddings.weight.shape[1] == 128
+    path = P.build("mini-albert", "local-bert-embedding-path", tok, zm.Shape(), dropout=0.0)["model"]
+    mapping = path.albert.encoder.embedding_hidden_mapping_in
+    assert torch.equal(mapping.weight, torch.eye(128)) and float(mapping.bias.abs().max()) == 0.0
     one = P.build("mini-albert", "local-start-one", tok, zm.Shape(), dropout=0.0)["model"]
     attentions, n = _attentions(one, tok, "the river bank was muddy after the long rain")
     assert _offset_weight(attentions, n, 0, -1) > 4 / n and _offset_weight(attentions, n, 1, 1) < 2 / n
