@@ -56,6 +56,12 @@ mini-albert diagnostics (*, dropout 0)  6.90-6.94 stuck whatever changes: unshar
                                                   are intact after 400 steps, as BERT's
 mini-bert local-start, ALBERT's tokenizer 6.52      left it (against that tokenizer's 6.92): not
                                                   the tokenizer
+mini-albert local-bert-embedding-path   6.63      LEFT it (10.3 %): 128-wide embeddings and the
+                                                  mapping starting as the identity (BERT's path
+                                                  from the embedding LayerNorm to layer 0); with
+                                                  a random mapping (local-wide-embedding) 6.91
+mini-albert local-stacked-identity      6.90      its own 64-wide embeddings, the mapping [I; I]:
+                                                  barely moving (the path alone is not enough)
 =====================================  =========  ==========================================
 
 The mimetic row's reading was checked on 2026-11-27 (eager attention, one sentence): with W_k =
@@ -181,10 +187,11 @@ def rebuilt_albert(change: dict, identity_mapping: bool = False):
             setattr(config, k, v)
         torch.manual_seed(0)
         rebuilt = {"model": T.AlbertForPreTraining(config)}
-        if identity_mapping:
+        if identity_mapping:  # (hidden, embedding): the identity, stacked when the embedding is narrower
             mapping = rebuilt["model"].albert.encoder.embedding_hidden_mapping_in
+            out_f, in_f = mapping.weight.shape
             with torch.no_grad():
-                mapping.weight.copy_(torch.eye(*mapping.weight.shape))
+                mapping.weight.copy_(torch.eye(in_f).repeat(out_f // in_f, 1))
                 mapping.bias.zero_()
         locality_start_(rebuilt, AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / "mini-albert")))
         return rebuilt
@@ -260,6 +267,8 @@ VARIANTS = {
                        rebuilt_albert({"num_hidden_groups": 4})),
     "local-bert-embedding-path": ("ALBERT, locality start, 128-wide embeddings and the mapping starting as the "
                                   "identity (a diagnostic)", rebuilt_albert({"embedding_size": 128}, identity_mapping=True)),
+    "local-stacked-identity": ("ALBERT, locality start, its 64-wide embeddings, the mapping starting as the "
+                               "identity stacked twice (a diagnostic)", rebuilt_albert({}, identity_mapping=True)),
     "local-wide-embedding": ("ALBERT, locality start, 128-wide embeddings (no factorisation: a diagnostic)",
                              rebuilt_albert({"embedding_size": 128})),
     "local-unit-projection": ("the locality start, the embedding projection starting norm-preserving "

@@ -130,6 +130,9 @@ def test_the_albert_and_electra_diagnostics_change_what_they_name():
     path = P.build("mini-albert", "local-bert-embedding-path", tok, zm.Shape(), dropout=0.0)["model"]
     mapping = path.albert.encoder.embedding_hidden_mapping_in
     assert torch.equal(mapping.weight, torch.eye(128)) and float(mapping.bias.abs().max()) == 0.0
+    stacked = P.build("mini-albert", "local-stacked-identity", tok, zm.Shape(), dropout=0.0)["model"]
+    weight = stacked.albert.encoder.embedding_hidden_mapping_in.weight  # (128, 64): [I; I]
+    assert torch.equal(weight[:64], torch.eye(64)) and torch.equal(weight[64:], torch.eye(64))
     one = P.build("mini-albert", "local-start-one", tok, zm.Shape(), dropout=0.0)["model"]
     attentions, n = _attentions(one, tok, "the river bank was muddy after the long rain")
     assert _offset_weight(attentions, n, 0, -1) > 4 / n and _offset_weight(attentions, n, 1, 1) < 2 / n
