@@ -45,7 +45,7 @@ mini-bert local-start (2026-11-27 *)    6.65      left it (11.1 %): models/zoo/l
 mini-roberta local-start (*)            6.86      left it (9.3 %; train loss 6.82 -> 6.29 over
                                                   the last 0.9 M tokens)
 mini-albert local-start (*)             6.94      stuck (8.6 %, always "the"); dropout 0 and 3 M
-                                                  tokens: 6.88
+                                                  tokens: 6.85
 mini-electra local-start (*)            7.08      stuck (its 64-wide generator's score); floor
                                                   and dropout 0: 7.09; a 128-wide generator:
                                                   7.10; the generator's own embeddings: 7.08
