@@ -314,7 +314,7 @@ def build(family: str, variant: str, tokenizer, shape: zm.Shape, dropout: float 
 def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, dropout: float | None,
         layers: int, max_len: int, evals: int, eval_sentences: int, corpus: Path, max_sentences: int = 0,
         shape: zm.Shape | None = None, log=print, seed: int = 0, generator_hidden: int = 0,
-        tokenizer_of: str = "") -> list[dict]:
+        tokenizer_of: str = "", embedding: int = 0) -> list[dict]:
     """Train and return the held-out curve (one dict per evaluation)."""
     from transformers import AutoTokenizer
 
@@ -326,7 +326,8 @@ def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, d
     chunks = zd.make_chunks(sources, ids, max_len - 3)
     heldout = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines() if s]
     model_shape = shape or zm.Shape(layers=layers, **({"electra_generator_hidden": generator_hidden}
-                                                      if generator_hidden else {}))  # tables of 128 rows
+                                                      if generator_hidden else {}),
+                                    **({"albert_embedding": embedding} if embedding else {}))  # tables of 128 rows
     train_shape = zm.Shape(**{**model_shape.__dict__, "max_len": max_len})  # sequences of max_len
     cfg = Z.ZooConfig(tokens=tokens, batch_size=batch_size, lr=lr, evals=evals, eval_sentences=eval_sentences,
                       dropout=dropout, shape=train_shape, seed=seed)
@@ -377,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0, help="the model's initialisation and the data order")
     p.add_argument("--generator-hidden", type=int, default=0, help="ELECTRA's generator width (0: the zoo's)")
+    p.add_argument("--embedding", type=int, default=0,
+                   help="ALBERT's and ELECTRA's factorised embedding width (0: the zoo's 64; 128: none)")
     p.add_argument("--tokenizer-of", default="", choices=("",) + zm.FAMILIES,
                    help="train with another family's tokenizer (a diagnostic; default: the family's own)")
     args = p.parse_args(argv)
@@ -386,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     curve = run(args.family, args.variant, tokens=args.tokens, batch_size=args.batch_size, lr=args.lr,
                 dropout=args.dropout, layers=args.layers, max_len=args.max_len, evals=args.evals,
                 eval_sentences=args.eval_sentences, corpus=args.corpus, seed=args.seed,
-                generator_hidden=args.generator_hidden, tokenizer_of=args.tokenizer_of)
+                generator_hidden=args.generator_hidden, tokenizer_of=args.tokenizer_of, embedding=args.embedding)
     last = curve[-1] if curve else {}
     print(f"end: loss per piece {last.get('piece_loss', float('nan')):.3f}, whole-word top-1 "
           f"{last.get('word_top1', float('nan')):.3f}, {time.time() - start:.0f} s", flush=True)
