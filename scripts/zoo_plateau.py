@@ -48,7 +48,10 @@ mini-albert local-start (*)             6.94      stuck (8.6 %, always "the"); d
                                                   tokens: 6.85
 mini-electra local-start (*)            7.08      stuck (its 64-wide generator's score); floor
                                                   and dropout 0: 7.09; a 128-wide generator:
-                                                  7.10; the generator's own embeddings: 7.08
+                                                  7.10; the generator's own embeddings: 7.08;
+                                                  128-wide embeddings, no projection anywhere
+                                                  and a 128-wide generator: 7.09 (not ALBERT's
+                                                  cause: its own is elsewhere)
 mini-albert diagnostics (*, dropout 0)  6.90-6.94 stuck whatever changes: unshared layers 6.92,
                                                   128-wide embeddings 6.91, norm-preserving
                                                   projection 6.90, MLM alone (no SOP) 6.94,
