@@ -283,6 +283,42 @@ def common_budget(rates: dict[str, float], left_s: float, cap: int, eval_s: floa
             "rates": rates, "left_s": left_s, "families": len(rates), "distil_needs_s": distil_needs}
 
 
+def training_args(q, **defaults) -> None:
+    """The worker's settings on parser ``q`` (``run``, ``worker``; scripts/zoo_local.py with its
+    own ``defaults``: argument dest -> default)."""
+    d = {"device": "cuda", "grid": "lr=1e-3,2e-3 dropout=0,0.1", "trial_tokens": 3_000_000, "batch_size": 64,
+         "autocast": "bf16", "evals": 8, "work": Path("/tmp/zoo-gpu-work"), "checkpoint_every": 0, **defaults}
+    q.add_argument("--device", default=d["device"])
+    q.add_argument("--grid", default=d["grid"])
+    q.add_argument("--trial-tokens", type=int, default=d["trial_tokens"], help="tokens per tuning trial")
+    q.add_argument("--batch-size", type=int, default=d["batch_size"])
+    q.add_argument("--warmup", type=float, default=Z.ZooConfig.warmup)
+    q.add_argument("--autocast", default=d["autocast"], choices=["bf16", ""])
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--evals", type=int, default=d["evals"])
+    q.add_argument("--final-eval-s", type=float, default=25.0, help="seconds kept for the final scores")
+    q.add_argument("--max-sentences", type=int, default=0, help="first N corpus lines only (tests)")
+    q.add_argument("--heldout-limit", type=int, default=0, help="first N sentences of each held-out split (tests)")
+    q.add_argument("--tiny", action="store_true", help="a 2-layer 64-wide shape (tests only)")
+    q.add_argument("--work", type=Path, default=d["work"])
+    q.add_argument("--position-init", default="local", choices=["random", "sinusoidal", "local"],
+                   help="how a learnt absolute position table starts (models/zoo/locality.py)")
+    q.add_argument("--checkpoint-every", type=int, default=d["checkpoint_every"],
+                   help="full run: write a checkpoint every N steps and resume from it (0: none)")
+
+
+def worker_command(args, family: str, work: Path, deadline: float) -> list[str]:
+    """The command line of one family's worker, with every setting of ``training_args``."""
+    return [sys.executable, "-m", "scripts.zoo_gpu", "worker", "--family", family, "--work", str(work),
+            "--deadline", str(deadline), "--device", args.device, "--grid", args.grid,
+            "--trial-tokens", str(args.trial_tokens), "--batch-size", str(args.batch_size),
+            "--autocast", args.autocast, "--seed", str(args.seed), "--evals", str(args.evals),
+            "--warmup", str(args.warmup), "--final-eval-s", str(args.final_eval_s),
+            "--max-sentences", str(args.max_sentences), "--heldout-limit", str(args.heldout_limit),
+            "--position-init", args.position_init, "--checkpoint-every", str(args.checkpoint_every),
+            *(["--tiny"] if args.tiny else [])]
+
+
 def run(args) -> int:
     t_start = time.time()
     deadline = t_start + args.budget_s
@@ -296,14 +332,7 @@ def run(args) -> int:
     threads = max(1, (os.cpu_count() or 2) // len(families))
     procs = {}
     for family in families:
-        cmd = [sys.executable, "-m", "scripts.zoo_gpu", "worker", "--family", family, "--work", str(work),
-               "--deadline", str(deadline - args.pack_s), "--device", args.device, "--grid", args.grid,
-               "--trial-tokens", str(args.trial_tokens), "--batch-size", str(args.batch_size),
-               "--autocast", args.autocast, "--seed", str(args.seed), "--evals", str(args.evals),
-               "--warmup", str(args.warmup), "--final-eval-s", str(args.final_eval_s),
-               "--max-sentences", str(args.max_sentences), "--heldout-limit", str(args.heldout_limit),
-               "--position-init", args.position_init, "--checkpoint-every", str(args.checkpoint_every),
-               *(["--tiny"] if args.tiny else [])]
+        cmd = worker_command(args, family, work, deadline - args.pack_s)
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
                "TOKENIZERS_PARALLELISM": "true", "PYTHONUNBUFFERED": "1"}
         procs[family] = subprocess.Popen(cmd, cwd=str(REPO), env=env, stdout=open(work / f"{family}.out", "w"),
@@ -455,25 +484,6 @@ def main(argv=None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("pack", help="here: the corpus, packed small, into .gpu/zoo/")
     a.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
-
-    def training_args(q, worker_only=False):
-        q.add_argument("--device", default="cuda")
-        q.add_argument("--grid", default="lr=1e-3,2e-3 dropout=0,0.1")
-        q.add_argument("--trial-tokens", type=int, default=3_000_000)
-        q.add_argument("--batch-size", type=int, default=64)
-        q.add_argument("--warmup", type=float, default=Z.ZooConfig.warmup)
-        q.add_argument("--autocast", default="bf16", choices=["bf16", ""])
-        q.add_argument("--seed", type=int, default=0)
-        q.add_argument("--evals", type=int, default=8)
-        q.add_argument("--final-eval-s", type=float, default=25.0, help="seconds kept for the final scores")
-        q.add_argument("--max-sentences", type=int, default=0, help="first N corpus lines only (tests)")
-        q.add_argument("--heldout-limit", type=int, default=0, help="first N sentences of each held-out split (tests)")
-        q.add_argument("--tiny", action="store_true", help="a 2-layer 64-wide shape (tests only)")
-        q.add_argument("--work", type=Path, default=Path("/tmp/zoo-gpu-work"))
-        q.add_argument("--position-init", default="local", choices=["random", "sinusoidal", "local"],
-                       help="how a learnt absolute position table starts (models/zoo/locality.py)")
-        q.add_argument("--checkpoint-every", type=int, default=0,
-                       help="full run: write a checkpoint every N steps and resume from it (0: none)")
 
     r = sub.add_parser("run", help="the GPU machine: search + full run of every family, then pack $OUT")
     training_args(r)

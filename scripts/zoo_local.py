@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+from scripts.zoo_gpu import training_args, worker_command
+
 REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / ".cache" / "zoo-local"
 FAMILIES = ("mini-bert", "mini-distilbert", "mini-roberta", "mini-albert", "mini-electra",
@@ -68,14 +70,7 @@ def run(args) -> int:
         if finished(work, family):
             print(f"{family}: finished earlier", flush=True)
             continue
-        cmd = [sys.executable, "-m", "scripts.zoo_gpu", "worker", "--family", family, "--work", str(work),
-               "--deadline", str(far), "--device", "cpu", "--grid", args.grid,
-               "--trial-tokens", str(args.trial_tokens), "--batch-size", str(args.batch_size),
-               "--autocast", args.autocast, "--seed", str(args.seed), "--evals", str(args.evals),
-               "--warmup", str(args.warmup), "--position-init", args.position_init,
-               "--checkpoint-every", str(args.checkpoint_every),
-               "--max-sentences", str(args.max_sentences), "--heldout-limit", str(args.heldout_limit),
-               *(["--tiny"] if args.tiny else [])]
+        cmd = worker_command(args, family, work, far)
         print(f"{family}: training ({time.strftime('%H:%M:%S')})", flush=True)
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         with open(work / f"{family}.out", "a", encoding="utf-8") as out:
@@ -127,21 +122,11 @@ def main(argv=None) -> int:
     r = sub.add_parser("run", help="train what is not finished (resumes)")
     r.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     r.add_argument("--tokens", type=int, default=4_000_000, help="full-run tokens, every family")
-    r.add_argument("--trial-tokens", type=int, default=400_000, help="tokens per tuning trial")
-    r.add_argument("--grid", default="lr=1e-3,2e-3 dropout=0,0.1")
-    r.add_argument("--batch-size", type=int, default=16)
-    r.add_argument("--autocast", default="", choices=["bf16", ""])
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--warmup", type=float, default=0.06)
-    r.add_argument("--position-init", default="local", choices=["random", "sinusoidal", "local"])
-    r.add_argument("--evals", type=int, default=8)
-    r.add_argument("--checkpoint-every", type=int, default=200)
     r.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
-    r.add_argument("--max-sentences", type=int, default=0, help="first N corpus lines only (tests)")
-    r.add_argument("--heldout-limit", type=int, default=0, help="first N held-out sentences (tests)")
-    r.add_argument("--tiny", action="store_true", help="a 2-layer 64-wide shape (tests only)")
-    for q in (r, sub.add_parser("status", help="where each family stands")):
-        q.add_argument("--work", type=Path, default=WORK)
+    training_args(r, device="cpu", grid="lr=1e-3,2e-3 dropout=0,0.1", trial_tokens=400_000, batch_size=16,
+                  autocast="", work=WORK, checkpoint_every=200)
+    status_parser = sub.add_parser("status", help="where each family stands")
+    status_parser.add_argument("--work", type=Path, default=WORK)
     i = sub.add_parser("install", help="the finished zoo into weights/zoo/ with its cards")
     i.add_argument("--work", type=Path, default=WORK)
     i.add_argument("--out", type=Path, default=REPO / "weights" / "zoo")

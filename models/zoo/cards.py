@@ -86,7 +86,7 @@ def card(key: str, record: dict, idea: str) -> str:
         + (f"; pair objective: {record['pair_objective'].upper()}" if record.get("pair_objective") else "")
         + "; the MLM head runs at the selected positions only.",
         *([NOTES[key]] if key in NOTES else []),
-        *([position_line(key, record)] if position_line(key, record) else []),
+        *filter(None, [position_line(key, record)]),
         *([tuning_line(record)] if record.get("tuning") else []),
         *([f"Stopped at the run's wall-clock deadline after {record['tokens']:,} of {cfg['tokens']:,} tokens."]
           if record.get("stopped_at_deadline") else []),
