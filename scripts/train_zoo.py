@@ -136,7 +136,7 @@ def main(argv=None) -> int:
     rank = int(os.environ.get("RANK", "0"))
     if args.threads:
         torch.set_num_threads(args.threads)
-    shape = zm.Shape(layers=2, hidden=64, heads=2, ffn=128, vocab=1024, albert_embedding=32,
+    shape = zm.Shape(layers=2, hidden=64, heads=2, ffn=128, vocab=1024, albert_embedding=32, electra_embedding=32,
                     electra_generator_hidden=16) if args.tiny else zm.Shape()
     cfg = Z.ZooConfig(tokens=args.tokens, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                       autocast=args.autocast, evals=args.evals, eval_sentences=args.eval_sentences,

@@ -260,7 +260,7 @@ def _save_teacher(model, tmp: Path, final: Path) -> None:
 
 
 def _shape(tiny: bool) -> zm.Shape:
-    return zm.Shape(layers=2, hidden=64, heads=2, ffn=128, vocab=8192, albert_embedding=32,
+    return zm.Shape(layers=2, hidden=64, heads=2, ffn=128, vocab=8192, albert_embedding=32, electra_embedding=32,
                     electra_generator_hidden=16) if tiny else zm.Shape()
 
 

@@ -65,7 +65,34 @@ mini-albert local-bert-embedding-path   6.63      LEFT it (10.3 %): 128-wide emb
                                                   a random mapping (local-wide-embedding) 6.91
 mini-albert local-stacked-identity      6.90      its own 64-wide embeddings, the mapping [I; I]:
                                                   barely moving (the path alone is not enough)
+2026-11-27, second sitting (one thread each, two at a time):
+mini-albert local-unit-projection       6.56      LEFT it (9.9 %): 128-wide embeddings, the mapping
+  --embedding 128                                 orthonormal (norm-preserving) instead of the
+                                                  identity: the start's scale, not the identity
+  --embedding 64 --position-scale 1     6.90      stuck: 64-wide embeddings, norm-preserving, the
+                                                  table at the token scale
+  --embedding 96                        6.65      LEFT it (10.4 %): factorised (96 -> 128) with the
+                                                  norm-preserving start: ALBERT's recipe since then
+mini-electra local-start (ELECTRA's     7.08      stuck: 85 % [MASK] / 15 % kept, as its reference
+  masking, 64 wide)                               code (was 100 % [MASK]); --position-scale 1: 7.07
+mini-electra local-start-no-pair        7.06      stuck: the 64-wide generator alone (no
+                                                  discriminator, no shared gradient)
+  --embedding 128 --generator-hidden    6.30      LEFT it (12.8 %): the generator alone at 128 wide
+  128
+mini-electra local-start --embedding    6.46      LEFT it (12.9 %): trained jointly, ELECTRA's
+  128 --generator-hidden 128                      masking (with 100 % [MASK]: 7.09, stuck)
+mini-electra local-unit-projection      7.08      stuck: 128-wide embeddings read by the 64-wide
+  --embedding 128                                 generator through a norm-preserving projection
+mini-electra local-start --embedding    7.03      barely moving (4.7 %): a 96-wide generator through
+  128 --generator-hidden 96                       a norm-preserving projection, trained jointly
 =====================================  =========  ==========================================
+
+What the second sitting adds: at 64 wide (ALBERT's embeddings, ELECTRA's generator) the locality
+start did not leave the plateau in 1.5 M tokens whatever else changed; at 96-128 wide it did.
+The projection between the embeddings and the first layer must start norm-preserving
+(transformers' N(0, 0.02) shrinks its output to a std of 0.23: stuck at 128 wide too), and the
+128-wide joint ELECTRA left it with ELECTRA's own masking split (85 % [MASK] / 15 % kept), not with
+100 % [MASK]. Why 64 dimensions are too few is not shown.
 
 The mimetic row's reading was checked on 2026-11-27 (eager attention, one sentence): with W_k =
 W_q at std 0.06 a token gives itself 0.15 of its attention and each neighbour 0.046 (uniform
@@ -196,28 +223,25 @@ def rebuilt_albert(change: dict, identity_mapping: bool = False):
             with torch.no_grad():
                 mapping.weight.copy_(torch.eye(in_f).repeat(out_f // in_f, 1))
                 mapping.bias.zero_()
-        locality_start_(rebuilt, AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / "mini-albert")))
+        # the mapping as chosen above (random or identity), not the locality start's own
+        locality_start_(rebuilt, AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / "mini-albert")),
+                        projections=False)
         return rebuilt
     return build
 
 
-@torch.no_grad()
 def unit_projection(models: dict) -> dict:
     """The embedding-to-hidden projection (ALBERT's mapping, ELECTRA's embeddings_project)
-    restarted as orthonormal columns scaled so that unit-variance embeddings stay unit
-    variance (instead of N(0, 0.02): outputs of std 0.16), then the locality start again."""
+    restarted norm-preserving (instead of N(0, 0.02): outputs of std 0.16), then the locality
+    start again. Since 2026-11-27 the locality start does this itself (the variant is kept so that
+    its rows below still run)."""
     from transformers import AutoTokenizer
 
-    from models.zoo.locality import locality_start_
+    from models.zoo.locality import locality_start_, norm_preserving_projections_
 
     family = "mini-albert" if hasattr(models["model"], "albert") else "mini-electra"
     for model in models.values():
-        for name, module in model.named_modules():
-            if name.endswith(("embedding_hidden_mapping_in", "embeddings_project")) and isinstance(module, nn.Linear):
-                out_f, in_f = module.weight.shape
-                q, _ = torch.linalg.qr(torch.randn(out_f, in_f, generator=torch.Generator().manual_seed(0)))
-                module.weight.copy_(q * (out_f / in_f) ** 0.5)
-                module.bias.zero_()
+        norm_preserving_projections_(model)
     locality_start_(models, AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / family)))
     return models
 
@@ -270,8 +294,9 @@ VARIANTS = {
                        rebuilt_albert({"num_hidden_groups": 4})),
     "local-bert-embedding-path": ("ALBERT, locality start, 128-wide embeddings and the mapping starting as the "
                                   "identity (a diagnostic)", rebuilt_albert({"embedding_size": 128}, identity_mapping=True)),
-    "local-stacked-identity": ("ALBERT, locality start, its 64-wide embeddings, the mapping starting as the "
-                               "identity stacked twice (a diagnostic)", rebuilt_albert({}, identity_mapping=True)),
+    "local-stacked-identity": ("ALBERT, locality start, 64-wide embeddings (the zoo's until 2026-11-27), the "
+                               "mapping starting as the identity stacked twice (a diagnostic)",
+                               rebuilt_albert({"embedding_size": 64}, identity_mapping=True)),
     "local-wide-embedding": ("ALBERT, locality start, 128-wide embeddings (no factorisation: a diagnostic)",
                              rebuilt_albert({"embedding_size": 128})),
     "local-unit-projection": ("the locality start, the embedding projection starting norm-preserving "
@@ -293,7 +318,8 @@ LOCAL_SETTINGS = {"local-start-fast": {"MIN_FREQUENCY": 0.3}, "local-start-sharp
                   "local-start-one": {"SHIFTS": (-1,)}}
 
 
-def build(family: str, variant: str, tokenizer, shape: zm.Shape, dropout: float | None, seed: int = 0) -> dict:
+def build(family: str, variant: str, tokenizer, shape: zm.Shape, dropout: float | None, seed: int = 0,
+          position_scale: float = 0.0) -> dict:
     if variant not in VARIANTS:
         raise SystemExit(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
     if variant == "absolute" and family != "mini-deberta":
@@ -301,23 +327,24 @@ def build(family: str, variant: str, tokenizer, shape: zm.Shape, dropout: float 
     torch.manual_seed(seed)
     from models.zoo import locality
 
-    saved = {k: getattr(locality, k) for k in LOCAL_SETTINGS.get(variant, {})}
-    for k, v in LOCAL_SETTINGS.get(variant, {}).items():
+    settings = {**LOCAL_SETTINGS.get(variant, {}), **({"POSITION_SCALE": position_scale} if position_scale else {})}
+    saved = {k: getattr(locality, k) for k in settings}
+    for k, v in settings.items():  # for the variant's own locality start too
         setattr(locality, k, v)
     try:
         models = zm.build_models(family, tokenizer, shape, dropout=dropout,
                                  position_init="local" if variant.startswith("local-start") else "random")
+        torch.manual_seed(seed)
+        return models if VARIANTS[variant][1] is None else VARIANTS[variant][1](models)
     finally:
         for k, v in saved.items():
             setattr(locality, k, v)
-    torch.manual_seed(seed)
-    return models if VARIANTS[variant][1] is None else VARIANTS[variant][1](models)
 
 
 def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, dropout: float | None,
         layers: int, max_len: int, evals: int, eval_sentences: int, corpus: Path, max_sentences: int = 0,
         shape: zm.Shape | None = None, log=print, seed: int = 0, generator_hidden: int = 0,
-        tokenizer_of: str = "", embedding: int = 0) -> list[dict]:
+        tokenizer_of: str = "", embedding: int = 0, position_scale: float = 0.0) -> list[dict]:
     """Train and return the held-out curve (one dict per evaluation)."""
     from transformers import AutoTokenizer
 
@@ -328,13 +355,13 @@ def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, d
     ids = tokenizer(sentences, add_special_tokens=False)["input_ids"]
     chunks = zd.make_chunks(sources, ids, max_len - 3)
     heldout = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines() if s]
+    widths = {"albert_embedding": embedding, "electra_embedding": embedding} if embedding else {}
     model_shape = shape or zm.Shape(layers=layers, **({"electra_generator_hidden": generator_hidden}
-                                                      if generator_hidden else {}),
-                                    **({"albert_embedding": embedding} if embedding else {}))  # tables of 128 rows
+                                                      if generator_hidden else {}), **widths)  # tables of 128 rows
     train_shape = zm.Shape(**{**model_shape.__dict__, "max_len": max_len})  # sequences of max_len
     cfg = Z.ZooConfig(tokens=tokens, batch_size=batch_size, lr=lr, evals=evals, eval_sentences=eval_sentences,
                       dropout=dropout, shape=train_shape, seed=seed)
-    models = build(family, variant, tokenizer, model_shape, dropout, seed=seed)
+    models = build(family, variant, tokenizer, model_shape, dropout, seed=seed, position_scale=position_scale)
     curve = []
 
     def keep(line: str) -> None:
@@ -383,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--generator-hidden", type=int, default=0, help="ELECTRA's generator width (0: the zoo's)")
     p.add_argument("--embedding", type=int, default=0,
                    help="ALBERT's and ELECTRA's factorised embedding width (0: the zoo's 64; 128: none)")
+    p.add_argument("--position-scale", type=float, default=0.0,
+                   help="the locality start's table scale, in token-embedding stds (0: locality.POSITION_SCALE)")
     p.add_argument("--tokenizer-of", default="", choices=("",) + zm.FAMILIES,
                    help="train with another family's tokenizer (a diagnostic; default: the family's own)")
     args = p.parse_args(argv)
@@ -392,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     curve = run(args.family, args.variant, tokens=args.tokens, batch_size=args.batch_size, lr=args.lr,
                 dropout=args.dropout, layers=args.layers, max_len=args.max_len, evals=args.evals,
                 eval_sentences=args.eval_sentences, corpus=args.corpus, seed=args.seed,
-                generator_hidden=args.generator_hidden, tokenizer_of=args.tokenizer_of, embedding=args.embedding)
+                generator_hidden=args.generator_hidden, tokenizer_of=args.tokenizer_of, embedding=args.embedding,
+                position_scale=args.position_scale)
     last = curve[-1] if curve else {}
     print(f"end: loss per piece {last.get('piece_loss', float('nan')):.3f}, whole-word top-1 "
           f"{last.get('word_top1', float('nan')):.3f}, {time.time() - start:.0f} s", flush=True)

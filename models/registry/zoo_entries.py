@@ -28,12 +28,13 @@ _ZOO: dict[str, tuple[str, str, str, dict]] = {
     "mini-distilbert": ("distilbert", "[MASK]", "DistilBertForMaskedLM: 2 layers initialised from "
                         "every other layer of mini-bert, trained with the triple loss (soft targets "
                         "from mini-bert, MLM, hidden-state cosine), WordPiece", {}),
-    "mini-albert": ("albert", "[MASK]", "AlbertForPreTraining: factorised embedding (64), one "
+    "mini-albert": ("albert", "[MASK]", "AlbertForPreTraining: factorised embedding (96), one "
                     "layer shared by all 4, masked LM + sentence-order prediction, Unigram "
                     "(SentencePiece-style) vocabulary", {"has_sop_head": True}),
     "mini-electra": ("electra", "[MASK]", "ElectraForPreTraining discriminator trained jointly with "
-                     "a narrower ElectraForMaskedLM generator (shared embeddings): replaced-token "
-                     "detection; fill-mask uses the generator, WordPiece",
+                     "an ElectraForMaskedLM generator as wide as itself (shared embeddings; the narrower "
+                     "ones tried stayed on the plateau): replaced-token detection; fill-mask uses the "
+                     "generator, WordPiece",
                      {"has_rtd_head": True, "mlm_subfolder": "generator"}),
     "mini-deberta": ("deberta-v2", "[MASK]", "DebertaV2ForMaskedLM: disentangled attention with "
                      "relative positions (content-to-position and position-to-content), masked-LM "

@@ -27,6 +27,13 @@ NOTES = {
 }
 
 
+# the locality start's third part, for the families with a projection between embeddings and layers
+PROJECTION_STARTS = {
+    "mini-albert": ", and the factorised embedding's mapping to the hidden width starts norm-preserving "
+                   "(orthonormal columns, scaled) instead of transformers' N(0, 0.02)",
+}
+
+
 def position_line(key: str, record: dict) -> str | None:
     """How the run started the family's positions, where the recipe changed it."""
     start = record["config"].get("position_init", "random")
@@ -34,8 +41,9 @@ def position_line(key: str, record: dict) -> str | None:
         return ("Positions: the locality start (`models/zoo/locality.py`). The learnt absolute table starts as "
                 "sinusoids at twice the token embeddings' scale, and heads 0 and 1 of every layer start as "
                 "previous- and next-token heads (their query and key weights fitted to read the position's sine "
-                "and cosine); every weight is then trained. With transformers' random start this family stayed "
-                "on the word-frequency plateau (`scripts/zoo_plateau.py`; on a GPU, for 21.7 M tokens).")
+                "and cosine)" + PROJECTION_STARTS.get(key, "") + "; every weight is then trained. With "
+                "transformers' random start this family stayed on the word-frequency plateau "
+                "(`scripts/zoo_plateau.py`; on a GPU, for 21.7 M tokens).")
     if start == "local" and key == "mini-distilbert":
         return "Positions: as its teacher's (mini-bert, locality start), copied with the teacher's layers."
     if start == "sinusoidal" and key in TABLE_FAMILIES:

@@ -32,11 +32,19 @@ class Shape:
     ffn: int = 512  # feed-forward width (ModernBERT: GeGLU's input projection, 2 x 256)
     vocab: int = 8192
     max_len: int = 128  # tokens per training sequence, specials included
-    albert_embedding: int = 64  # ALBERT's factorised embedding size (and ELECTRA's)
-    # the generator: half the discriminator's width (ELECTRA found 1/4 to 1/2 best; at 32 wide
-    # with one head the CPU zoo's generator stayed on the unigram plateau, so its replacements
-    # were context-free and the discriminator had nothing to learn)
-    electra_generator_hidden: int = 64
+    # ALBERT's factorised embedding size: 96 (< 128, still factorised). At 64 its locality start
+    # stayed on the plateau whatever the mapping's start (6.90 nats at 1.5 M tokens against the
+    # baseline's 6.92); at 96 with the norm-preserving start it left it (6.65; scripts/zoo_plateau.py)
+    albert_embedding: int = 96
+    # ELECTRA's embeddings (shared by its two models): as wide as the discriminator, as in
+    # ELECTRA-base and -large (E = H)
+    electra_embedding: int = 128
+    # the generator: as wide as the discriminator. ELECTRA found 1/4 to 1/2 best at its scale; here
+    # a 32-wide one (the first CPU run) and a 64-wide one (the GPU run) stayed on the unigram
+    # plateau, so their replacements were context-free and the discriminator had nothing to learn;
+    # with the locality start a 64-wide one still did (7.08 nats at 1.5 M tokens, the baseline 7.08),
+    # a 96-wide one barely moved (7.03) and a 128-wide one left it (6.46; scripts/zoo_plateau.py)
+    electra_generator_hidden: int = 128
     modernbert_window: int = 32  # local attention window (tokens) of ModernBERT's local layers
 
 
@@ -105,10 +113,10 @@ def _build(T, family, tokenizer, shape, teacher, common, ids, drop, dropout) -> 
                              **({} if dropout is None else {"classifier_dropout_prob": dropout}))
         return {"model": T.AlbertForPreTraining(cfg)}
     if family == "mini-electra":
-        disc = T.ElectraForPreTraining(T.ElectraConfig(**common, embedding_size=shape.albert_embedding))
+        disc = T.ElectraForPreTraining(T.ElectraConfig(**common, embedding_size=shape.electra_embedding))
         g = shape.electra_generator_hidden
         gen = T.ElectraForMaskedLM(T.ElectraConfig(
-            vocab_size=V, embedding_size=shape.albert_embedding, hidden_size=g, num_hidden_layers=L,
+            vocab_size=V, embedding_size=shape.electra_embedding, hidden_size=g, num_hidden_layers=L,
             num_attention_heads=max(1, g // 32), intermediate_size=4 * g,  # heads of 32, as the discriminator's
             max_position_embeddings=shape.max_len, **ids, **drop))
         # ELECTRA shares the token and position embeddings between generator and discriminator
@@ -260,6 +268,7 @@ class Objective(nn.Module):
 def masking_policy(family: str) -> MaskingPolicy:
     if family == "mini-modernbert":
         return MaskingPolicy(rate=0.30)  # ModernBERT raised the masking rate to 30 %
-    if family == "mini-electra":
-        return MaskingPolicy(rate=0.15, mask=1.0, random=0.0, keep=0.0)  # the generator's input
+    if family == "mini-electra":  # the generator's input: ELECTRA's own split (its pretrain_helpers.mask
+        # puts [MASK] at 85 % of the selected positions and leaves 15 % as they are; no random tokens)
+        return MaskingPolicy(rate=0.15, mask=0.85, random=0.0, keep=0.15)
     return MaskingPolicy(rate=0.15)

@@ -7,8 +7,8 @@ mini-bert          BertForPreTraining: MLM + next-sentence prediction, static ma
 mini-roberta       RobertaForMaskedLM: dynamic masking, no NSP, full-sentence packing
 mini-distilbert    DistilBertForMaskedLM, 2 layers initialised from every other layer of
                    mini-bert, triple loss (soft targets, MLM, hidden-state cosine)
-mini-albert        AlbertForPreTraining: factorised embedding (64), one shared layer, MLM + SOP
-mini-electra       ElectraForPreTraining (discriminator) trained jointly with a 64-wide
+mini-albert        AlbertForPreTraining: factorised embedding (96), one shared layer, MLM + SOP
+mini-electra       ElectraForPreTraining (discriminator) trained jointly with a 128-wide
                    ElectraForMaskedLM generator (shared embeddings): replaced-token detection
 mini-deberta       DebertaV2ForMaskedLM: disentangled attention with relative positions,
                    MLM objective (DeBERTa-v2's, not v3's RTD)

@@ -130,6 +130,29 @@ def test_the_offset_heads_survive_a_small_change_of_the_layernorm(family):
         assert float(attention.query.weight.norm(dim=1).max()) < 50.0
 
 
+@pytest.mark.parametrize("family, shape", [("mini-albert", zm.Shape()),  # the zoo's 96 -> 128
+                                           ("mini-electra", zm.Shape(electra_embedding=64))])
+def test_the_embedding_projection_starts_norm_preserving(family, shape):
+    """ALBERT's mapping (96 -> 128) and ELECTRA's projection (where its embeddings are narrower,
+    64 -> 128) keep every token's embedding norm times sqrt(out / in), read on typed text with
+    transformers' own output_hidden_states (the first layer's input); transformers' random start
+    shrinks it."""
+    tok = _tokenizer(family)
+    enc = tok(TEXT, return_tensors="pt")
+    ratios = {}
+    for init in ("local", "random"):
+        torch.manual_seed(0)
+        model = zm.build_models(family, tok, shape, dropout=0.0, position_init=init)["model"].eval()
+        with torch.no_grad():
+            embedded = model.base_model.embeddings(input_ids=enc["input_ids"])  # after its LayerNorm
+            first = model.base_model(**enc, output_hidden_states=True).hidden_states[0]
+        assert embedded.shape[-1] < first.shape[-1]  # a factorised embedding, widened
+        ratios[init] = first.norm(dim=-1) / embedded.norm(dim=-1)
+    widening = (first.shape[-1] / embedded.shape[-1]) ** 0.5
+    torch.testing.assert_close(ratios["local"], torch.full_like(ratios["local"], widening), rtol=1e-4, atol=0)
+    assert float(ratios["random"].max()) < 0.5 * widening
+
+
 def test_the_card_says_how_each_family_started_its_positions():
     from models.zoo.cards import TABLE_FAMILIES, position_line
 
@@ -137,8 +160,13 @@ def test_the_card_says_how_each_family_started_its_positions():
     for family in zm.FAMILIES:  # the card's list is the families the start changes
         torch.manual_seed(0)
         tok = _tokenizer(family)
-        has_table = bool(loc.position_tables(zm.build_models(family, tok, zm.Shape())["model"]))
+        models = zm.build_models(family, tok, zm.Shape())
+        has_table = bool(loc.position_tables(models["model"]))
         assert (family in TABLE_FAMILIES) == (has_table and family != "mini-distilbert")
+        # the card names the projection's start exactly where the family's models have one
+        projected = any(name.rsplit(".", 1)[-1] in loc.PROJECTIONS for m in models.values() for name, _ in m.named_modules())
+        line = position_line(family, local) or ""
+        assert ("norm-preserving" in line) == (projected and family in TABLE_FAMILIES), family
     assert "previous- and next-token heads" in position_line("mini-albert", local)
     assert "teacher" in position_line("mini-distilbert", local)
     assert position_line("mini-deberta", local) is None

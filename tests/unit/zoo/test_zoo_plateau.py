@@ -20,7 +20,7 @@ def _tokenizer(family: str):
 
 
 def _shape(tok) -> zm.Shape:
-    return zm.Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
+    return zm.Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16, electra_embedding=16,
                     electra_generator_hidden=8, modernbert_window=8)
 
 

@@ -96,8 +96,28 @@ def test_family_shapes_follow_their_recipes():
     assert modern.local_attention == shape["modernbert_window"] and modern.global_attn_every_n_layers == 2
     assert cfg("mini-deberta").relative_attention
     generator = cfg("mini-electra", "generator")
-    assert generator.hidden_size == shape["electra_generator_hidden"] < cfg("mini-electra").hidden_size
+    assert generator.hidden_size == shape["electra_generator_hidden"] <= cfg("mini-electra").hidden_size
     assert generator.hidden_size // generator.num_attention_heads == 32  # heads as wide as the discriminator's
+
+
+def test_electra_generator_input_is_electras_own_split():
+    """ELECTRA's reference pre-training (google-research/electra, pretrain_helpers.mask) selects
+    15 % of the tokens and puts [MASK] at 85 % of them, leaving the other 15 % unchanged (no
+    random tokens); the zoo's generator sees the same corruption."""
+    from models.pretraining.masking import apply_masking
+    from models.zoo.families import masking_policy
+
+    ids = torch.randint(10, 8000, (64, 128), generator=torch.Generator().manual_seed(0))
+    special = torch.zeros_like(ids, dtype=torch.bool)
+    inputs, labels, _ = apply_masking(ids, special, masking_policy("mini-electra"), mask_token_id=4,
+                                      vocab_size=8192, generator=torch.Generator().manual_seed(1))
+    sel = labels != -100
+    assert abs(float(sel.float().mean()) - 0.15) < 0.01
+    masked = float((inputs[sel] == 4).float().mean())
+    kept = float((inputs[sel] == ids[sel]).float().mean())
+    assert abs(masked - 0.85) < 0.02 and abs(kept - 0.15) < 0.02
+    assert masked + kept == pytest.approx(1.0)  # nothing else: no random replacements
+    assert torch.equal(inputs[~sel], ids[~sel])
 
 
 def test_tokenizer_kinds_are_real_wordpiece_bpe_and_unigram():
@@ -280,7 +300,7 @@ def _tiny_step_setup(family: str):
     from models.zoo.families import Objective, Shape, build_models, masking_policy
 
     tok = AutoTokenizer.from_pretrained(zoo_folder(family))
-    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
+    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16, electra_embedding=16,
                   electra_generator_hidden=8, modernbert_window=8)
     torch.manual_seed(0)
     teacher = build_models("mini-bert", tok, shape)["model"] if family == "mini-distilbert" else None
@@ -431,7 +451,7 @@ def test_dropout_setting_reaches_every_dropout_of_the_family(family):
     from models.zoo.families import Shape, build_models
 
     tok = AutoTokenizer.from_pretrained(zoo_folder(family))
-    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
+    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16, electra_embedding=16,
                   electra_generator_hidden=8, modernbert_window=8)
     teacher = build_models("mini-bert", tok, shape)["model"] if family == "mini-distilbert" else None
     for name, model in build_models(family, tok, shape, teacher, dropout=0.0).items():
