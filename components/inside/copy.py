@@ -16,8 +16,9 @@ Every number is read from the model itself (hooks on its own modules, one forwar
 and what is recomputed here is checked against what the model returns: the weights against
 `output_attentions`, the layer's output against `hidden_states`, the head's logits against
 the model's logits (the **Checks** list). Steps marked ★ are the family's own: RoBERTa's
-positions offset by the padding index, DistilBERT's missing token types, ALBERT's and
-ELECTRA's factorised embedding (ALBERT's one layer reused by every layer), DeBERTa's three
+positions offset by the padding index, DistilBERT's missing token types, ALBERT's factorised
+embedding (and ELECTRA's, where its embeddings are narrower than its layers, as in
+ELECTRA-small), ALBERT's one layer reused by every layer, DeBERTa's three
 score terms, ModernBERT's rotary positions, local window and GeGLU.
 """
 
