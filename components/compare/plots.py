@@ -370,9 +370,11 @@ def zoo_findings_md(entries: tuple[ZooEntry, ...]) -> str:
             parts.append(f"Still on or near it: {named(stuck)}. ")
     local = [e for e in entries if e.locality_start]
     if local:
+        albert_mapping = (", and ALBERT's embedding mapping norm-preserving"
+                          if any(e.key == "mini-albert" for e in local) else "")
         parts.append(f"{', '.join(escape(e.key) for e in local)} (a learnt absolute position table) began with the "
-                     "locality start: the table as sinusoids, and two heads per layer as previous- and next-token "
-                     "heads, all still trained. With transformers' random start these families stayed on the "
+                     "locality start: the table as sinusoids, two heads per layer as previous- and next-token "
+                     f"heads{albert_mapping}, all still trained. With transformers' random start these families stayed on the "
                      "plateau for 21.7 M tokens, while DeBERTa's relative and ModernBERT's rotary positions "
                      "left it within a few hundred steps: an absolute table must first discover which positions "
                      "are neighbours. ")

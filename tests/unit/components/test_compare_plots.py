@@ -180,5 +180,8 @@ def test_zoo_findings_name_the_families_that_began_with_the_locality_start():
     flagged = tuple(dataclasses.replace(e, locality_start=e.key in ("mini-bert", "mini-albert")) for e in entries)
     assert "mini-bert, mini-albert (a learnt absolute position table) began with the locality start" in \
         views.zoo_findings_md(flagged)
+    assert "ALBERT's embedding mapping norm-preserving" in views.zoo_findings_md(flagged)
+    only_bert = tuple(dataclasses.replace(e, locality_start=e.key == "mini-bert") for e in entries)
+    assert "ALBERT's embedding mapping" not in views.zoo_findings_md(only_bert)  # named only when it began so
     assert "locality start" not in views.zoo_findings_md(
         tuple(dataclasses.replace(e, locality_start=False) for e in entries))

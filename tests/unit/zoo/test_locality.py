@@ -164,7 +164,8 @@ def test_the_card_says_how_each_family_started_its_positions():
         has_table = bool(loc.position_tables(models["model"]))
         assert (family in TABLE_FAMILIES) == (has_table and family != "mini-distilbert")
         # the card names the projection's start exactly where the family's models have one
-        projected = any(name.rsplit(".", 1)[-1] in loc.PROJECTIONS for m in models.values() for name, _ in m.named_modules())
+        projected = any(name.rsplit(".", 1)[-1] in loc.PROJECTIONS
+                        for m in models.values() for name, _ in m.named_modules())
         line = position_line(family, local) or ""
         assert ("norm-preserving" in line) == (projected and family in TABLE_FAMILIES), family
     assert "previous- and next-token heads" in position_line("mini-albert", local)

@@ -258,7 +258,8 @@ def test_zoo_comparison_one_budget_for_all():
     # the shape every family shares; a family's own widths (ALBERT's embedding, ELECTRA's, ModernBERT's
     # window) are checked against its own record in test_family_shapes_follow_their_recipes
     shared = [{k: v for k, v in c["shape"].items() if k not in OWN_WIDTHS} for c in configs]
-    budgets = {(c["tokens"], c["batch_size"], c["seed"], json.dumps(s, sort_keys=True)) for c, s in zip(configs, shared)}
+    budgets = {(c["tokens"], c["batch_size"], c["seed"], json.dumps(s, sort_keys=True))
+               for c, s in zip(configs, shared)}
     assert len(budgets) == 1  # one budget, batch, seed and shape for every family
     budget, batch = configs[0]["tokens"], configs[0]["batch_size"]
     for e in entries.values():
