@@ -75,8 +75,8 @@ def _shape(tiny: bool, vocab: int):
     from models.zoo.families import Shape
 
     if tiny:
-        return Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=vocab, max_len=64, albert_embedding=16, electra_embedding=16,
-                     electra_generator_hidden=16)
+        return Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=vocab, max_len=64, albert_embedding=16,
+                     electra_embedding=16, electra_generator_hidden=16)
     return Shape()
 
 

@@ -232,16 +232,14 @@ def rebuilt_albert(change: dict, identity_mapping: bool = False):
 
 def unit_projection(models: dict) -> dict:
     """The embedding-to-hidden projection (ALBERT's mapping, ELECTRA's embeddings_project)
-    restarted norm-preserving (instead of N(0, 0.02): outputs of std 0.16), then the locality
-    start again. Since 2026-11-27 the locality start does this itself (the variant is kept so that
-    its rows below still run)."""
+    restarted norm-preserving (instead of N(0, 0.02): outputs of std 0.16), with the locality
+    start. Since 2026-11-27 the locality start restarts the projection itself, so this is the
+    locality start on the randomly built models (the variant is kept so that its rows still run)."""
     from transformers import AutoTokenizer
 
-    from models.zoo.locality import locality_start_, norm_preserving_projections_
+    from models.zoo.locality import locality_start_
 
     family = "mini-albert" if hasattr(models["model"], "albert") else "mini-electra"
-    for model in models.values():
-        norm_preserving_projections_(model)
     locality_start_(models, AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / family)))
     return models
 

@@ -93,8 +93,8 @@ def _tiny_run(family: str, tmp_path, max_steps: int, dropout: float, **kw):
     tok = AutoTokenizer.from_pretrained(zoo_folder(family))
     lines = [s for s in open(REPO / "data" / "train_sample.txt", encoding="utf-8").read().splitlines() if s][:120]
     chunks = zd.make_chunks(["s"] * len(lines), tok(lines, add_special_tokens=False)["input_ids"], 61)
-    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16, electra_embedding=16,
-                  electra_generator_hidden=16)
+    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
+                  electra_embedding=16, electra_generator_hidden=16)
     teacher = None
     if family == "mini-distilbert":
         import transformers as T

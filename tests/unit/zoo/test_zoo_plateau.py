@@ -20,8 +20,8 @@ def _tokenizer(family: str):
 
 
 def _shape(tok) -> zm.Shape:
-    return zm.Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16, electra_embedding=16,
-                    electra_generator_hidden=8, modernbert_window=8)
+    return zm.Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
+                    electra_embedding=16, electra_generator_hidden=8, modernbert_window=8)
 
 
 def _attentions(model, tok, text: str):

@@ -308,8 +308,8 @@ def _tiny_step_setup(family: str):
     from models.zoo.families import Objective, Shape, build_models, masking_policy
 
     tok = AutoTokenizer.from_pretrained(zoo_folder(family))
-    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16, electra_embedding=16,
-                  electra_generator_hidden=8, modernbert_window=8)
+    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
+                  electra_embedding=16, electra_generator_hidden=8, modernbert_window=8)
     torch.manual_seed(0)
     teacher = build_models("mini-bert", tok, shape)["model"] if family == "mini-distilbert" else None
     objective = Objective(family, build_models(family, tok, shape, teacher), teacher)
@@ -459,8 +459,8 @@ def test_dropout_setting_reaches_every_dropout_of_the_family(family):
     from models.zoo.families import Shape, build_models
 
     tok = AutoTokenizer.from_pretrained(zoo_folder(family))
-    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16, electra_embedding=16,
-                  electra_generator_hidden=8, modernbert_window=8)
+    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
+                  electra_embedding=16, electra_generator_hidden=8, modernbert_window=8)
     teacher = build_models("mini-bert", tok, shape)["model"] if family == "mini-distilbert" else None
     for name, model in build_models(family, tok, shape, teacher, dropout=0.0).items():
         rates = {n: m.p for n, m in model.named_modules() if isinstance(m, torch.nn.Dropout)}

@@ -111,8 +111,8 @@ def test_a_run_resumed_from_its_checkpoint_ends_with_the_same_weights(family, tm
     tok = AutoTokenizer.from_pretrained(zoo_folder(family))
     lines = [s for s in open(REPO / "data" / "train_sample.txt", encoding="utf-8").read().splitlines() if s][:60]
     chunks = zd.make_chunks(["s"] * len(lines), tok(lines, add_special_tokens=False)["input_ids"], 61)
-    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16, electra_embedding=16,
-                  electra_generator_hidden=16)
+    shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
+                  electra_embedding=16, electra_generator_hidden=16)
     cfg = Z.ZooConfig(tokens=10**9, batch_size=4, evals=0, dropout=0.1, shape=shape)
     assert TOKENIZER_OF[family]
     torch.set_num_threads(1)
