@@ -47,6 +47,12 @@ REPO = Path(__file__).resolve().parents[1]
 PACK = REPO / ".gpu" / "zoo"
 TUNING_SENTENCES = 400  # the last lines of data/heldout.txt: the tuning split (scores use the rest)
 PART_BYTES = 15 * 2**20
+SEARCHES = {  # what a record's tuning says of its search
+    "separate": "each grid point trained from scratch on --trial-tokens with a schedule of its own; "
+                "the chosen point then trained again from scratch on the full budget",
+    "prefix": "each grid point is the opening --trial-tokens of its own full run (the full budget's "
+              "schedule, the same seed); the chosen point's run went on from where its trial stopped",
+}
 SOLO_SPEEDUP = 1.5  # DistilBERT's full run, after the others ended: assumed this much faster than in its trials
 
 
@@ -146,12 +152,23 @@ def worker(args) -> int:
         return BertForPreTraining.from_pretrained(str(folder), dtype=torch.float32).to(device)
 
     # ---- (1) the tuning search: every grid point on the trial budget, scored on the tuning split
+    # "prefix": each trial is the opening --trial-tokens of its own full run (the full budget's
+    # schedule, written to budget.json before the trials), and the chosen one goes on from there.
+    prefix = args.search == "prefix"
+    budget = None
+    if prefix:
+        if not _wait_for(work / "budget.json", deadline):
+            log(json.dumps({"family": family, "error": "a prefix search needs the budget before its trials"}))
+            return 1
+        budget = json.loads((work / "budget.json").read_text(encoding="utf-8"))
     teacher = None
     if family == "mini-distilbert":
-        if not _wait_for(work / "mini-bert" / "trial-best" / "config.json", deadline):
-            log(json.dumps({"family": family, "error": "mini-bert's trials did not end before the deadline"}))
+        # a prefix trial is the start of the full run, so it learns from the full run's teacher
+        source = work / "mini-bert" / ("final" if prefix else "trial-best")
+        if not _wait_for(source / "config.json", deadline):
+            log(json.dumps({"family": family, "error": f"mini-bert's {source.name} did not come before the deadline"}))
             return 1
-        teacher = teacher_from(work / "mini-bert" / "trial-best")
+        teacher = teacher_from(source)
     # trials that ended in an earlier sitting (scripts/zoo_local.py resumes a family here)
     partial = me / "trials-partial.json"
     trials = json.loads(partial.read_text(encoding="utf-8")) if partial.is_file() else []
@@ -163,9 +180,15 @@ def worker(args) -> int:
     for point in parse_grid(args.grid):
         if any(all(t.get(k) == v for k, v in point.items()) for t in trials):
             continue
-        cfg = Z.ZooConfig(tokens=args.trial_tokens, evals=1, **{**base, **point})
-        done = Z.train_family(family, tokenizer, chunks, tune, cfg, work, teacher=teacher, device=device,
-                              log=log, deadline=deadline)
+        if prefix:
+            cfg = Z.ZooConfig(tokens=budget["tokens"], evals=args.evals, **{**base, **point})
+            done = Z.train_family(family, tokenizer, chunks, tune, cfg, work, teacher=teacher, device=device,
+                                  log=log, deadline=deadline, checkpoint=me / trial_checkpoint(point),
+                                  checkpoint_every=args.checkpoint_every, stop_tokens=args.trial_tokens)
+        else:
+            cfg = Z.ZooConfig(tokens=args.trial_tokens, evals=1, **{**base, **point})
+            done = Z.train_family(family, tokenizer, chunks, tune, cfg, work, teacher=teacher, device=device,
+                                  log=log, deadline=deadline)
         r = done["record"]
         mlm = done["objective"].generator if family == "mini-electra" else done["objective"].model
         s = zs.whole_word_accuracy(family, mlm, tokenizer, tune, autocast=args.autocast)
@@ -178,7 +201,7 @@ def worker(args) -> int:
         log(json.dumps({"family": family, "trial": trial}))
         if best is None or trial["piece_loss"] < best[0]["piece_loss"]:
             best = (trial, point)
-            if family == "mini-bert":  # DistilBERT's teacher for its trials: the best BERT trial
+            if family == "mini-bert" and not prefix:  # DistilBERT's teacher for its trials: the best BERT trial
                 _save_teacher(done["objective"].model, work / "mini-bert" / "trial-best-tmp",
                               work / "mini-bert" / "trial-best")
         del done
@@ -193,7 +216,12 @@ def worker(args) -> int:
         return 1
     budget = json.loads((work / "budget.json").read_text(encoding="utf-8"))
     teacher_note = None
-    if family == "mini-distilbert":
+    if prefix:  # the chosen trial goes on: its checkpoint is where the full run resumes
+        if not (me / "full.ckpt").is_file():
+            shutil.copyfile(me / trial_checkpoint(best[1]), me / "full.ckpt")
+        if family == "mini-distilbert":
+            teacher_note = "mini-bert's full run (the shipped mini-bert), in the trials too"
+    elif family == "mini-distilbert":
         final = work / "mini-bert" / "final"
         # wait for the trained mini-bert; if it comes too late to train on it, the best trial's
         if _wait_for(final / "config.json", deadline - budget["distil_needs_s"] * 0.5):
@@ -204,7 +232,7 @@ def worker(args) -> int:
     cfg = Z.ZooConfig(tokens=budget["tokens"], evals=args.evals, **{**base, **best[1]})
     done = Z.train_family(family, tokenizer, chunks, tune, cfg, work, teacher=teacher, device=device,
                           log=log, deadline=deadline - args.final_eval_s,
-                          checkpoint=(me / "full.ckpt") if args.checkpoint_every else None,
+                          checkpoint=(me / "full.ckpt") if args.checkpoint_every or prefix else None,
                           checkpoint_every=args.checkpoint_every)
     objective, record = done["objective"], done["record"]
     if family == "mini-bert":
@@ -236,7 +264,8 @@ def worker(args) -> int:
         "eval_minutes": (time.time() - t1) / 60, "torch": torch.__version__, "device": str(device),
         "device_name": _device_name(device),
         "tuning": {"grid": args.grid, "trial_tokens": args.trial_tokens, "chosen": best[1], "trials": trials,
-                   "chosen_by": f"lowest loss per masked piece on the tuning split ({len(tune)} held-out sentences)"},
+                   "chosen_by": f"lowest loss per masked piece on the tuning split ({len(tune)} held-out sentences)",
+                   "search": SEARCHES[args.search]},
         "budget": budget, "script": budget.get("script", "scripts.zoo_gpu"),
         "concurrency": budget.get("concurrency") or f"{budget['families']} families trained at once, one process each",
         **({"teacher": teacher_note} if teacher_note else {}),
@@ -247,6 +276,11 @@ def worker(args) -> int:
     log(json.dumps({"family": family, "final": {k: record[k] for k in ("heldout", "tokens", "steps",
                                                                     "wall_minutes", "stopped_at_deadline")}}))
     return 0
+
+
+def trial_checkpoint(point: dict) -> str:
+    """A prefix trial's checkpoint file name: {"lr": 0.001, "dropout": 0.0} -> trial-lr=0.001-dropout=0.0.ckpt"""
+    return "trial-" + "-".join(f"{k}={v}" for k, v in point.items()) + ".ckpt"
 
 
 def _save_teacher(model, tmp: Path, final: Path) -> None:
@@ -305,6 +339,9 @@ def training_args(q, **defaults) -> None:
                    help="how a learnt absolute position table starts (models/zoo/locality.py)")
     q.add_argument("--checkpoint-every", type=int, default=d["checkpoint_every"],
                    help="full run: write a checkpoint every N steps and resume from it (0: none)")
+    q.add_argument("--search", default=d.get("search", "separate"), choices=sorted(SEARCHES),
+                   help="separate: trials from scratch on their own schedule; prefix: each trial is the "
+                        "opening of its full run and the chosen one goes on (needs the budget before the trials)")
 
 
 def worker_command(args, family: str, work: Path, deadline: float) -> list[str]:
@@ -316,10 +353,14 @@ def worker_command(args, family: str, work: Path, deadline: float) -> list[str]:
             "--warmup", str(args.warmup), "--final-eval-s", str(args.final_eval_s),
             "--max-sentences", str(args.max_sentences), "--heldout-limit", str(args.heldout_limit),
             "--position-init", args.position_init, "--checkpoint-every", str(args.checkpoint_every),
+            "--search", args.search,
             *(["--tiny"] if args.tiny else [])]
 
 
 def run(args) -> int:
+    if args.search != "separate":  # this schedule sets the budget from the trials' throughput
+        raise SystemExit("scripts.zoo_gpu run: --search separate only (a prefix search needs the budget before "
+                         "its trials; scripts.zoo_local has one)")
     t_start = time.time()
     deadline = t_start + args.budget_s
     work, out = args.work, args.out

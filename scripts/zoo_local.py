@@ -1,6 +1,6 @@
 """The mini zoo on this machine, one family after another, over as many sittings as it takes.
 
-    nice -n 19 .venv/bin/python -m scripts.zoo_local run --tokens 4000000 --trial-tokens 400000
+    nice -n 19 .venv/bin/python -m scripts.zoo_local run --tokens 5000000 --trial-tokens 1250000
     .venv/bin/python -m scripts.zoo_local status
     .venv/bin/python -m scripts.zoo_local install          # the finished zoo -> weights/zoo/ + cards
 
@@ -8,11 +8,21 @@ The same recipe as the GPU command (``scripts/zoo_gpu.py``'s worker, run here in
 family): the family's shipped tokenizer, the same tuning search for every family (``--grid``,
 each point on ``--trial-tokens``, chosen by the loss per masked piece on the tuning split of
 the held-out sentences), then the full run of ``--tokens`` with its choice, scored and
-exported. What differs is the schedule: one family at a time on the CPU (its two worker
-threads use both cores), mini-bert before mini-distilbert (its teacher), and every step kept
-on disk under ``--work``: a finished trial is not run again, the full run writes a checkpoint
-every ``--checkpoint-every`` steps and resumes from it exactly, a finished family is skipped.
-Stop it at any moment (Ctrl-C, the end of a sitting) and run the same command again.
+exported. The search here is a prefix search (``--search prefix``): every trial is the opening
+of its own full run, on the full budget's schedule, and the chosen one goes on from its
+checkpoint, so the trials can be long enough to leave the loss plateau (at 0.5 M tokens every
+family's trials sat within 0.1 nat of the word-frequency baseline, and the choice was noise)
+while the chosen trial's tokens are not spent twice. ``--search separate`` is the GPU
+command's search (each trial from scratch on a schedule of its own).
+
+What differs from the GPU command is the schedule: one family at a time per process (its two
+worker threads use both cores), mini-bert before mini-distilbert (its teacher), and every
+step kept on disk under ``--work``: a finished trial is not run again, trials and the full
+run write a checkpoint every ``--checkpoint-every`` steps and resume from it exactly, a
+finished family is skipped. Stop it at any moment (Ctrl-C, the end of a sitting) and run the
+same command again. Each sitting of a family is written to ``--work``/sittings/ with the
+machine's load average every 30 s; the exported record's ``concurrency`` says which other
+families trained at the same time (another process on the same folder) and the load seen.
 
 The budget is fixed by the command (not by a deadline), the same figure for every family;
 ``run`` refuses to go on with a budget other than the one the work folder started with.
@@ -35,7 +45,8 @@ REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / ".cache" / "zoo-local"
 FAMILIES = ("mini-bert", "mini-distilbert", "mini-roberta", "mini-albert", "mini-electra",
             "mini-deberta", "mini-modernbert")  # the teacher before DistilBERT
-SETTINGS = ("tokens", "trial_tokens", "grid", "batch_size", "autocast", "seed", "warmup", "position_init")
+SETTINGS = ("tokens", "trial_tokens", "grid", "batch_size", "autocast", "seed", "warmup", "position_init", "search")
+LOAD_EVERY_S = 30.0  # how often a family's sitting samples the machine's load average
 
 
 def finished(work: Path, family: str) -> bool:
@@ -44,8 +55,9 @@ def finished(work: Path, family: str) -> bool:
 
 def budget_for(args) -> dict:
     return {"tokens": args.tokens, "cap": args.tokens, "limited_by": None, "rates": {}, "left_s": None,
-            "families": len(args.families), "distil_needs_s": 0.0,
-            "concurrency": "one family at a time on this machine's CPU (scripts/zoo_local.py)",
+            "families": len(FAMILIES), "distil_needs_s": 0.0,
+            "concurrency": "one family at a time per scripts/zoo_local.py process on this machine's CPU; "
+                           "each record says what ran beside it",
             "script": "scripts.zoo_local",
             "settings": {k: getattr(args, k) for k in SETTINGS}}
 
@@ -73,16 +85,78 @@ def run(args) -> int:
         cmd = worker_command(args, family, work, far)
         print(f"{family}: training ({time.strftime('%H:%M:%S')})", flush=True)
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        sitting = {"family": family, "pid": os.getpid(), "start": time.time(), "end": None, "load": []}
+        _write_sitting(work, sitting)
         with open(work / f"{family}.out", "a", encoding="utf-8") as out:
-            code = subprocess.call(cmd, cwd=str(REPO), env=env, stdout=out, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(cmd, cwd=str(REPO), env=env, stdout=out, stderr=subprocess.STDOUT)
+            try:
+                while True:
+                    try:
+                        code = proc.wait(timeout=LOAD_EVERY_S)
+                        break
+                    except subprocess.TimeoutExpired:
+                        sitting["load"].append(round(os.getloadavg()[0], 2))
+                        _write_sitting(work, sitting)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                sitting["end"] = time.time()
+                _write_sitting(work, sitting)
         if code != 0 or not finished(work, family):
             print(f"{family}: stopped (exit {code}); see {work / family / 'train.log'}", flush=True)
             return code or 1
+        _record_concurrency(work, family)
         record = json.loads((work / "export" / family / "record.json").read_text(encoding="utf-8"))
         print(f"{family}: {record['tokens']:,} tokens in {record['wall_minutes']:.1f} min, piece loss "
               f"{record['heldout']['piece_loss']:.3f}, whole-word {record['heldout']['word_top1']:.1%}, "
               f"chosen {record['tuning']['chosen']}", flush=True)
     return 0
+
+
+def _write_sitting(work: Path, sitting: dict) -> None:
+    """One file per sitting of a family under ``work/sittings/`` (start, end, load samples)."""
+    folder = work / "sittings"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{sitting['family']}-{int(sitting['start'])}-{sitting['pid']}.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(sitting), encoding="utf-8")
+    tmp.replace(path)
+
+
+def sittings(work: Path) -> list[dict]:
+    folder = work / "sittings"
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+
+
+def concurrency_of(family: str, all_sittings: list[dict], now: float | None = None) -> dict:
+    """What ran beside ``family``'s sittings: other families' sittings that overlapped them in
+    time (another zoo_local process on the same work folder), and the 1-minute load average
+    sampled while it trained (other work on the machine shows there too)."""
+    now = now or time.time()
+    mine = [s for s in all_sittings if s["family"] == family]
+    beside = sorted({o["family"] for s in mine for o in all_sittings
+                     if o["family"] != family and o["start"] < (s["end"] or now) and s["start"] < (o["end"] or now)})
+    load = sorted(x for s in mine for x in s["load"])
+    cores = os.cpu_count() or 1
+    text = (f"on this machine's CPU ({cores} cores), scripts/zoo_local.py, "
+            + (f"in {len(mine)} sittings; " if len(mine) > 1 else "")
+            + (f"beside {', '.join(beside)} (another zoo_local process, the same cores)" if beside
+               else "no other family training at the same time"))
+    if load:
+        text += (f"; 1-minute load average while it trained: median {load[len(load) // 2]:.1f} "
+                 f"(range {load[0]:.1f}-{load[-1]:.1f}; a family alone keeps it near {cores})")
+    return {"text": text, "beside": beside, "load": load, "sittings": len(mine)}
+
+
+def _record_concurrency(work: Path, family: str) -> None:
+    """The exported record says what ran beside this family (the worker could not know)."""
+    path = work / "export" / family / "record.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    c = concurrency_of(family, sittings(work))
+    record["concurrency"] = c["text"]
+    record["concurrency_detail"] = {k: c[k] for k in ("beside", "load", "sittings")}
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
 def status(args) -> int:
@@ -124,7 +198,7 @@ def main(argv=None) -> int:
     r.add_argument("--tokens", type=int, default=4_000_000, help="full-run tokens, every family")
     r.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
     training_args(r, device="cpu", grid="lr=1e-3,2e-3 dropout=0,0.1", trial_tokens=400_000, batch_size=16,
-                  autocast="", work=WORK, checkpoint_every=200)
+                  autocast="", work=WORK, checkpoint_every=200, search="prefix")
     status_parser = sub.add_parser("status", help="where each family stands")
     status_parser.add_argument("--work", type=Path, default=WORK)
     i = sub.add_parser("install", help="the finished zoo into weights/zoo/ with its cards")

@@ -165,6 +165,8 @@ def tuning_line(record: dict) -> str:
     return (f"Tuning: the same search for every family, each grid point ({t['grid']}) trained on "
             f"{t['trial_tokens']:,} tokens and scored by the loss per masked piece on a tuning split "
             f"({t['chosen_by']}): {trials}. Chosen: **{chosen}**."
+            + (f" The search: {t['search'].replace('--trial-tokens', format(t['trial_tokens'], ','))}."
+               if t.get("search") else "")
             + (f" Teacher: {record['teacher']}." if record.get("teacher") else ""))
 
 

@@ -208,12 +208,14 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
                  teacher=None, device: torch.device | None = None, log=print,
                  models: dict[str, nn.Module] | None = None, max_steps: int = 0,
                  deadline: float = 0.0, step_hook=None, checkpoint: Path | None = None,
-                 checkpoint_every: int = 0, on_step=None) -> dict:
+                 checkpoint_every: int = 0, on_step=None, stop_tokens: int = 0) -> dict:
     """Train one family to ``cfg.tokens`` tokens; returns its record (curves, costs).
 
     ``models``: start from these instead of a random init (``build_models``' keys);
     ``max_steps``: stop after that many steps (0: at the budget). The FLOPs recount
     (``scripts/zoo_flops.py``) runs the shipped models for one step this way.
+    ``stop_tokens``: stop once that many tokens are reached, on the schedule of the whole
+    budget (0: at the budget): a tuning trial that is the opening of its own full run.
     ``deadline``: a ``time.time()`` after which the run stops where it is (0: none); the
     record then says ``stopped_at_deadline`` and has the tokens it reached.
     ``step_hook``: called after every step (the profiler's ``step``); ``on_step``: called
@@ -344,7 +346,8 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         if pool is not None:
             cleanup.callback(torch.set_num_threads, threads)
             cleanup.callback(pool.shutdown)
-        for idx in batches():
+        reached = bool(stop_tokens) and tokens >= stop_tokens  # a finished trial, resumed: no step more
+        for idx in () if reached else batches():
             with torch.profiler.record_function("zoo.data"):
                 made = make(idx)
             n_real = int(made[2].sum())  # non-padding tokens, counted on the CPU (no device sync)
@@ -404,7 +407,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
                 on_step(step, tokens)
             if checkpoint is not None and checkpoint_every and step % checkpoint_every == 0:
                 save_checkpoint()
-            if tokens >= cfg.tokens or step == max_steps:
+            if tokens >= cfg.tokens or step == max_steps or (stop_tokens and tokens >= stop_tokens):
                 break
             if deadline and time.time() > deadline:
                 stopped_at_deadline = True

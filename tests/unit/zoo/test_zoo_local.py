@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from scripts import zoo_gpu as Z
 from scripts import zoo_local as L
 
 REPO = Path(__file__).resolve().parents[3]
@@ -39,7 +40,8 @@ def test_a_family_runs_its_trials_then_resumes_its_full_run_where_it_stopped(tmp
     best = min(trials, key=lambda t: t["piece_loss"])
     assert record["tuning"]["chosen"] == {"lr": best["lr"]}
     assert record["config"]["position_init"] == "local" and record["tokens"] >= 3000
-    assert "one family at a time" in record["concurrency"] and record["script"] == "scripts.zoo_local"
+    assert "no other family training at the same time" in record["concurrency"]
+    assert record["script"] == "scripts.zoo_local" and record["tuning"]["search"] == Z.SEARCHES["prefix"]
     first = _weights(work / "export" / "mini-roberta")
 
     # a sitting that ended after the full run's last checkpoint, before the export
@@ -64,3 +66,48 @@ def test_a_family_runs_its_trials_then_resumes_its_full_run_where_it_stopped(tmp
 def test_install_refuses_an_unfinished_zoo(tmp_path):
     with pytest.raises(SystemExit, match="not finished: mini-bert"):
         L.main(["install", "--work", str(tmp_path / "none"), "--out", str(tmp_path / "zoo")])
+
+
+def test_the_chosen_prefix_trial_goes_on_into_the_same_run_as_one_trained_straight(tmp_path, corpus):
+    """--search prefix: the chosen trial is the opening of its full run, so the shipped weights
+    are the ones a single straight run at the chosen setting gives (--search separate with a
+    one-point grid is that run: trained from scratch on the full budget)."""
+    prefix, straight = tmp_path / "prefix", tmp_path / "straight"
+    common = ["--corpus", str(corpus), "--families", "mini-roberta", *TINY]
+    assert L.main(["run", "--work", str(prefix), *common]) == 0
+    record = json.loads((prefix / "export" / "mini-roberta" / "record.json").read_text(encoding="utf-8"))
+    chosen = record["tuning"]["chosen"]["lr"]
+    trials = {t["lr"]: t for t in record["tuning"]["trials"]}
+    assert all(1500 <= t["tokens"] < 3000 for t in trials.values())  # stopped on the trial budget, mid-schedule
+    assert record["tokens"] >= 3000
+    # every trial left a checkpoint; the full run resumed from the chosen one
+    assert sorted(p.name for p in (prefix / "mini-roberta").glob("trial-*.ckpt")) == [
+        "trial-lr=0.001.ckpt", "trial-lr=0.002.ckpt"]
+    log = (prefix / "mini-roberta" / "train.log").read_text(encoding="utf-8")
+    assert f'"resumed": {{"step": {trials[chosen]["steps"]}, "tokens": {trials[chosen]["tokens"]}}}' in log
+
+    grid = [a if a != "lr=1e-3,2e-3" else f"lr={chosen}" for a in common]
+    assert L.main(["run", "--work", str(straight), "--search", "separate", *grid]) == 0
+    assert _weights(straight / "export" / "mini-roberta") == _weights(prefix / "export" / "mini-roberta")
+
+
+def test_a_record_says_which_families_trained_beside_it():
+    """Sittings of families in other zoo_local processes that overlap in time are named; the
+    load samples are summarised (median and range)."""
+    sittings = [
+        {"family": "mini-albert", "start": 0.0, "end": 100.0, "load": [2.0, 3.5, 4.0], "pid": 1},
+        {"family": "mini-roberta", "start": 50.0, "end": 150.0, "load": [], "pid": 2},
+        {"family": "mini-deberta", "start": 150.0, "end": 200.0, "load": [], "pid": 2},  # starts as roberta ends
+        {"family": "mini-electra", "start": 120.0, "end": None, "load": [], "pid": 3},  # still running
+        {"family": "mini-albert", "start": 300.0, "end": 400.0, "load": [1.0], "pid": 1},  # a second sitting
+    ]
+    albert = L.concurrency_of("mini-albert", sittings, now=500.0)
+    assert albert["beside"] == ["mini-electra", "mini-roberta"] and albert["sittings"] == 2
+    assert albert["load"] == [1.0, 2.0, 3.5, 4.0]
+    assert "median 3.5 (range 1.0-4.0" in albert["text"] and "in 2 sittings" in albert["text"]
+    assert L.concurrency_of("mini-deberta", sittings, now=500.0)["beside"] == ["mini-electra"]
+    bert = {"family": "mini-bert", "start": 600.0, "end": 700.0, "load": [], "pid": 4}
+    assert L.concurrency_of("mini-bert", sittings + [bert], now=800.0)["beside"] == ["mini-electra"]  # still running
+    ended = [s for s in sittings if s["end"] is not None]
+    alone = L.concurrency_of("mini-bert", ended + [bert], now=800.0)
+    assert alone["beside"] == [] and "no other family training at the same time" in alone["text"]
