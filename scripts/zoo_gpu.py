@@ -265,7 +265,7 @@ def worker(args) -> int:
         "device_name": _device_name(device),
         "tuning": {"grid": args.grid, "trial_tokens": args.trial_tokens, "chosen": best[1], "trials": trials,
                    "chosen_by": f"lowest loss per masked piece on the tuning split ({len(tune)} held-out sentences)",
-                   "search": SEARCHES[args.search]},
+                   "search": SEARCHES[args.search], "search_kind": args.search},
         "budget": budget, "script": budget.get("script", "scripts.zoo_gpu"),
         "concurrency": budget.get("concurrency") or f"{budget['families']} families trained at once, one process each",
         **({"teacher": teacher_note} if teacher_note else {}),

@@ -70,7 +70,7 @@ ZOO_HELP = (
     "(the same words for every model) have all their pieces masked, and a word counts only "
     "when every piece is the top-1 guess. ELECTRA's score is its generator's (narrower than "
     "the discriminator, which cannot fill masks). Each family got the same tuning search "
-    "(learning rate x dropout, the table's *tuning chosen*); the dotted lines are each "
+    "(its grid and trials on each card; the table's *tuning chosen*); the dotted lines are each "
     "tokenizer's **word-frequency baseline**, what guessing by frequency alone scores on the "
     "same words: a model near its line has not learnt to use context. ELECTRA and DistilBERT do extra work per "
     "token (a generator; a teacher's forward pass): the FLOPs count the first training step's "

@@ -380,7 +380,11 @@ def zoo_findings_md(entries: tuple[ZooEntry, ...]) -> str:
                      "are neighbours. ")
     tuned = [e for e in entries if e.tuning]
     if tuned:
-        parts.append("Each family got the same tuning search; chosen: "
+        searches = sorted({e.tuning_search for e in tuned})
+        lead = (f"Each family got the same tuning search ({escape(searches[0])})" if searches[0] else
+                "Each family got the same tuning search") if len(searches) == 1 else \
+            "The families' tuning searches differ (each card gives its own)"
+        parts.append(f"{lead}; chosen: "
                      + "; ".join(f"{escape(e.key)} {escape(e.tuning)}" for e in tuned) + ". ")
     pairs = [e for e in entries if e.pair_accuracy is not None]
     if pairs:

@@ -123,6 +123,7 @@ class ZooEntry:
     baseline_score: float | None = None  # the word-frequency (unigram) predictor's whole-word top-1, same words
     baseline_piece_loss: float | None = None  # its loss per masked piece (the plateau a model starts on)
     tuning: str = ""  # the tuning search's choice ("lr 0.001, dropout 0"), empty when the run had none
+    tuning_search: str = ""  # the search itself: its grid, tokens per trial, and how the trials ran
     trained_on: str = ""  # where: the GPU's name, or "CPU"
     rtd_auc: float | None = None  # ELECTRA: ROC AUC of P(replaced) on held-out generator-corrupted text
     locality_start: bool = False  # its learnt absolute table began with the locality start (models/zoo/locality.py)
@@ -136,6 +137,16 @@ TABLE_FAMILIES = ("mini-bert", "mini-roberta", "mini-albert", "mini-electra")
 SCORE_NAME = ("held-out whole-word accuracy: 15 % of the words of each held-out sentence (the same "
               "words for every tokenizer) have every piece masked; a word counts when every piece "
               "is the top-1 guess")
+
+
+def search_of(tuning: dict | None) -> str:
+    """A record's tuning search in a line: "lr=5e-4,1e-3,2e-3 dropout=0, 1,250,000 tokens per trial,
+    each trial the opening of its own full run" ("" when the run had none)."""
+    if not tuning:
+        return ""
+    how = {"prefix": ", each trial the opening of its own full run (the chosen one went on)",
+           "separate": ", each trial from scratch on a schedule of its own"}
+    return f"{tuning['grid']}, {tuning['trial_tokens']:,} tokens per trial" + how[tuning.get("search_kind", "separate")]
 
 
 def zoo_comparison() -> tuple[ZooEntry, ...]:
@@ -163,6 +174,7 @@ def zoo_comparison() -> tuple[ZooEntry, ...]:
             baseline_score=None if "unigram" not in r else float(r["unigram"]["word_top1"]),
             baseline_piece_loss=None if "unigram" not in r else float(r["unigram"]["piece_loss"]),
             tuning=", ".join(f"{k} {v:g}" for k, v in r.get("tuning", {}).get("chosen", {}).items()),
+            tuning_search=search_of(r.get("tuning")),
             trained_on=r.get("device_name") or ("CPU" if r.get("device", "cpu") == "cpu" else r["device"]),
             rtd_auc=(r.get("rtd_heldout") or {}).get("roc_auc"),
             locality_start=key in TABLE_FAMILIES and r["config"].get("position_init") == "local",

@@ -185,3 +185,25 @@ def test_zoo_findings_name_the_families_that_began_with_the_locality_start():
     assert "ALBERT's embedding mapping" not in views.zoo_findings_md(only_bert)  # named only when it began so
     assert "locality start" not in views.zoo_findings_md(
         tuple(dataclasses.replace(e, locality_start=False) for e in entries))
+
+
+def test_zoo_findings_say_how_the_tuning_search_ran():
+    """The search is described from each record's tuning block: its grid, tokens per trial, and
+    whether each trial was the opening of its own full run (zoo_local's prefix search)."""
+    import dataclasses
+
+    from models import zoo_comparison
+    from models.registry.zoo_entries import search_of
+
+    prefix = {"grid": "lr=5e-4,1e-3 dropout=0", "trial_tokens": 1_250_000, "search_kind": "prefix"}
+    assert search_of(prefix) == ("lr=5e-4,1e-3 dropout=0, 1,250,000 tokens per trial, each trial the opening "
+                                 "of its own full run (the chosen one went on)")
+    older = {"grid": "lr=1e-3", "trial_tokens": 500_000}  # records written before the prefix search
+    assert search_of(older) == "lr=1e-3, 500,000 tokens per trial, each trial from scratch on a schedule of its own"
+    assert search_of(None) == ""
+    entries = tuple(dataclasses.replace(e, tuning="lr 0.001", tuning_search=search_of(prefix))
+                    for e in zoo_comparison())
+    assert f"Each family got the same tuning search ({search_of(prefix)}); chosen: mini-bert lr 0.001" in \
+        views.zoo_findings_md(entries)
+    mixed = (dataclasses.replace(entries[0], tuning_search=search_of(older)),) + entries[1:]
+    assert "The families' tuning searches differ (each card gives its own); chosen:" in views.zoo_findings_md(mixed)
