@@ -111,3 +111,16 @@ def test_a_record_says_which_families_trained_beside_it():
     ended = [s for s in sittings if s["end"] is not None]
     alone = L.concurrency_of("mini-bert", ended + [bert], now=800.0)
     assert alone["beside"] == [] and "no other family training at the same time" in alone["text"]
+
+
+def test_distilbert_s_prefix_trials_learn_from_the_finished_mini_bert(tmp_path, corpus):
+    """A prefix trial is the start of DistilBERT's full run, so its teacher is mini-bert's full
+    run from the first step (not BERT's best trial, as in the separate search): the teacher
+    the shipped DistilBERT names."""
+    work = tmp_path / "work"
+    assert L.main(["run", "--work", str(work), "--corpus", str(corpus), "--families", "mini-bert",
+                   "mini-distilbert", *TINY]) == 0
+    record = json.loads((work / "export" / "mini-distilbert" / "record.json").read_text(encoding="utf-8"))
+    assert record["teacher"] == "mini-bert's full run (the shipped mini-bert), in the trials too"
+    assert not (work / "mini-bert" / "trial-best").exists()  # no trial was saved as a teacher
+    assert (work / "mini-bert" / "final" / "config.json").is_file()
