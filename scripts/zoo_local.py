@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -85,6 +86,7 @@ def run(args) -> int:
         cmd = worker_command(args, family, work, far)
         print(f"{family}: training ({time.strftime('%H:%M:%S')})", flush=True)
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        signal.signal(signal.SIGTERM, _stop)  # a kill ends the sitting through its finally: its end is written
         sitting = {"family": family, "pid": os.getpid(), "start": time.time(), "end": None, "load": []}
         _write_sitting(work, sitting)
         with open(work / f"{family}.out", "a", encoding="utf-8") as out:
@@ -114,6 +116,10 @@ def run(args) -> int:
     return 0
 
 
+def _stop(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def _write_sitting(work: Path, sitting: dict) -> None:
     """One file per sitting of a family under ``work/sittings/`` (start, end, load samples)."""
     folder = work / "sittings"
@@ -125,18 +131,39 @@ def _write_sitting(work: Path, sitting: dict) -> None:
 
 
 def sittings(work: Path) -> list[dict]:
+    """Every sitting written under ``work/sittings/``; ``written``: when its file was last written
+    (where a sitting that was killed, and so never wrote its end, stopped at the latest)."""
     folder = work / "sittings"
-    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+    return [{**json.loads(p.read_text(encoding="utf-8")), "written": p.stat().st_mtime}
+            for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
 
 
-def concurrency_of(family: str, all_sittings: list[dict], now: float | None = None) -> dict:
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def concurrency_of(family: str, all_sittings: list[dict], now: float | None = None, alive=_pid_alive) -> dict:
     """What ran beside ``family``'s sittings: other families' sittings that overlapped them in
     time (another zoo_local process on the same work folder), and the 1-minute load average
-    sampled while it trained (other work on the machine shows there too)."""
+    sampled while it trained (other work on the machine shows there too). A sitting without an
+    end is still running when its process is (``alive(pid)``), else it was killed and ended
+    when its file was last written (a load sample every 30 s)."""
     now = now or time.time()
+
+    def end(s: dict) -> float:
+        if s["end"] is not None:
+            return s["end"]
+        return now if alive(s["pid"]) else s.get("written", s["start"])
+
     mine = [s for s in all_sittings if s["family"] == family]
     beside = sorted({o["family"] for s in mine for o in all_sittings
-                     if o["family"] != family and o["start"] < (s["end"] or now) and s["start"] < (o["end"] or now)})
+                     if o["family"] != family and o["start"] < end(s) and s["start"] < end(o)})
     load = sorted(x for s in mine for x in s["load"])
     cores = os.cpu_count() or 1
     text = (f"on this machine's CPU ({cores} cores), scripts/zoo_local.py, "
@@ -186,6 +213,9 @@ def install(args) -> int:
         raise SystemExit(f"not finished: {', '.join(missing)} (run the same 'run' command again)")
     from scripts.zoo_gpu import install_folders
 
+    for family in FAMILIES:  # every sitting has ended now: what ran beside each, read once more
+        if sittings(args.work):
+            _record_concurrency(args.work, family)
     install_folders(args.work / "export", args.out, FAMILIES)
     return 0
 

@@ -101,16 +101,42 @@ def test_a_record_says_which_families_trained_beside_it():
         {"family": "mini-electra", "start": 120.0, "end": None, "load": [], "pid": 3},  # still running
         {"family": "mini-albert", "start": 300.0, "end": 400.0, "load": [1.0], "pid": 1},  # a second sitting
     ]
-    albert = L.concurrency_of("mini-albert", sittings, now=500.0)
+    def alive(pid):  # process 3 (electra's) still runs
+        return pid == 3
+
+    albert = L.concurrency_of("mini-albert", sittings, now=500.0, alive=alive)
     assert albert["beside"] == ["mini-electra", "mini-roberta"] and albert["sittings"] == 2
     assert albert["load"] == [1.0, 2.0, 3.5, 4.0]
     assert "median 3.5 (range 1.0-4.0" in albert["text"] and "in 2 sittings" in albert["text"]
-    assert L.concurrency_of("mini-deberta", sittings, now=500.0)["beside"] == ["mini-electra"]
+    assert L.concurrency_of("mini-deberta", sittings, now=500.0, alive=alive)["beside"] == ["mini-electra"]
     bert = {"family": "mini-bert", "start": 600.0, "end": 700.0, "load": [], "pid": 4}
-    assert L.concurrency_of("mini-bert", sittings + [bert], now=800.0)["beside"] == ["mini-electra"]  # still running
-    ended = [s for s in sittings if s["end"] is not None]
-    alone = L.concurrency_of("mini-bert", ended + [bert], now=800.0)
+    assert L.concurrency_of("mini-bert", sittings + [bert], now=800.0, alive=alive)["beside"] == ["mini-electra"]
+    # electra's process was killed before it could write its end: it stopped when its file was last written
+    killed = [s if s["family"] != "mini-electra" else {**s, "written": 250.0} for s in sittings]
+    alone = L.concurrency_of("mini-bert", killed + [bert], now=800.0, alive=lambda pid: False)
     assert alone["beside"] == [] and "no other family training at the same time" in alone["text"]
+    assert L.concurrency_of("mini-deberta", killed, now=800.0, alive=lambda pid: False)["beside"] == ["mini-electra"]
+
+
+def test_a_sitting_stopped_by_a_kill_writes_its_end(tmp_path, corpus):
+    """SIGTERM (a kill, the end of a sitting) still runs the sitting's finally: its end is on disk."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    work = tmp_path / "work"
+    cmd = [sys.executable, "-m", "scripts.zoo_local", "run", "--work", str(work), "--corpus", str(corpus),
+           "--families", "mini-roberta", *TINY]
+    proc = subprocess.Popen(cmd, cwd=str(REPO))
+    deadline = time.time() + 60
+    while not list((work / "sittings").glob("*.json")) and time.time() < deadline:
+        time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGTERM)
+    assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+    (sitting,) = L.sittings(work)
+    assert sitting["family"] == "mini-roberta" and sitting["end"] is not None and sitting["end"] >= sitting["start"]
 
 
 def test_distilbert_s_prefix_trials_learn_from_the_finished_mini_bert(tmp_path, corpus):
