@@ -165,7 +165,7 @@ def tuning_line(record: dict) -> str:
     return (f"Tuning: the same search for every family, each grid point ({t['grid']}) trained on "
             f"{t['trial_tokens']:,} tokens and scored by the loss per masked piece on a tuning split "
             f"({t['chosen_by']}): {trials}. Chosen: **{chosen}**."
-            + (f" The search: {t['search'].replace('--trial-tokens', format(t['trial_tokens'], ','))}."
+            + (f" The search: {t['search'].replace('--trial-tokens', format(t['trial_tokens'], ',') + ' tokens')}."
                if t.get("search") else "")
             + (f" Teacher: {record['teacher']}." if record.get("teacher") else ""))
 

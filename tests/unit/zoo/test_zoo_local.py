@@ -80,6 +80,9 @@ def test_the_chosen_prefix_trial_goes_on_into_the_same_run_as_one_trained_straig
     trials = {t["lr"]: t for t in record["tuning"]["trials"]}
     assert all(1500 <= t["tokens"] < 3000 for t in trials.values())  # stopped on the trial budget, mid-schedule
     assert record["tokens"] >= 3000
+    from models.zoo.cards import tuning_line
+
+    assert "The search: each grid point is the opening 1,500 tokens of its own full run" in tuning_line(record)
     # every trial left a checkpoint; the full run resumed from the chosen one
     assert sorted(p.name for p in (prefix / "mini-roberta").glob("trial-*.ckpt")) == [
         "trial-lr=0.001.ckpt", "trial-lr=0.002.ckpt"]
