@@ -157,7 +157,7 @@ def rtd_scores(objective: Objective, examples: Examples, seed: int = 1234) -> di
     gen, disc = objective.generator, objective.model
     gen.eval(), disc.eval()
     g = torch.Generator().manual_seed(seed)
-    p_rep, p_orig = [], []
+    probs, replaced_at, rewritten_at = [], [], []
     policy = masking_policy("mini-electra")
     rows = [examples.packed(i) for i in examples.eval_idx]
     if not rows:  # a corpus too small to hold out any chunk (tests)
@@ -176,14 +176,29 @@ def rtd_scores(objective: Objective, examples: Examples, seed: int = 1234) -> di
         hidden_d, _ = encode("mini-electra", disc, corrupted, attention)
         prob = disc.discriminator_predictions(hidden_d).float().sigmoid()
         real = attention.bool() & ~special
-        replaced = (corrupted != ids) & real
-        p_rep.append(prob[replaced]), p_orig.append(prob[real & ~replaced])
-    rep, orig = torch.cat(p_rep), torch.cat(p_orig)
-    return {"roc_auc": roc_auc(rep.numpy(), orig.numpy()),
+        probs.append(prob[real]), replaced_at.append((corrupted != ids)[real]), rewritten_at.append(sel[real])
+    return rtd_summary(torch.cat(probs).numpy(), torch.cat(replaced_at).numpy(), torch.cat(rewritten_at).numpy())
+
+
+def rtd_summary(prob: np.ndarray, replaced: np.ndarray, rewritten: np.ndarray) -> dict:
+    """P(replaced) of every real token, whether it was replaced, and whether the generator wrote
+    there (a selected position: replaced, or sampled back to the original) -> the detection
+    figures. ``roc_auc``: replaced against every original token (ELECTRA's task). Read apart:
+    ``rewritten_auc``, among the positions the generator wrote, replaced against correctly
+    guessed; ``untouched_auc``, replaced against tokens the generator never saw;
+    ``where_auc``, written positions against untouched ones (does it find where it wrote?)."""
+    prob, replaced, rewritten = (np.asarray(x) for x in (prob, replaced, rewritten))
+    replaced, rewritten = replaced.astype(bool), rewritten.astype(bool)
+    rep, orig = prob[replaced], prob[~replaced]
+    return {"roc_auc": roc_auc(rep, orig),
+            "rewritten_auc": roc_auc(rep, prob[rewritten & ~replaced]),
+            "untouched_auc": roc_auc(rep, prob[~rewritten]),
+            "where_auc": roc_auc(prob[rewritten], prob[~rewritten]),
             "replaced_mean_p": float(rep.mean()), "original_mean_p": float(orig.mean()),
-            "replaced_recall": float((rep > 0.5).float().mean()),
-            "original_specificity": float((orig <= 0.5).float().mean()),
-            "replaced": len(rep), "original": len(orig)}
+            "replaced_recall": float((rep > 0.5).mean()),
+            "original_specificity": float((orig <= 0.5).mean()),
+            "replaced": int(len(rep)), "original": int(len(orig)),
+            "rewritten_original": int((rewritten & ~replaced).sum())}
 
 
 def final_scores(family: str, objective: Objective, tokenizer, examples: Examples, heldout: list[str],

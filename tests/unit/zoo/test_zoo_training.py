@@ -45,6 +45,23 @@ def test_static_masking_follows_bert_rule_and_each_row_depends_on_its_key_alone(
     assert not torch.equal(other_in[0], inputs[7])
 
 
+def test_the_rtd_summary_reads_detection_apart_by_where_the_generator_wrote():
+    """Six tokens worked by hand: two replaced (0.9, 0.8), one the generator wrote back as the
+    original (0.1), three it never saw (0.85, 0.2, 0.3)."""
+    from models.zoo.scores import rtd_summary
+
+    prob = np.array([0.9, 0.8, 0.1, 0.85, 0.2, 0.3])
+    replaced = np.array([1, 1, 0, 0, 0, 0])
+    rewritten = np.array([1, 1, 1, 0, 0, 0])
+    s = rtd_summary(prob, replaced, rewritten)
+    assert s["roc_auc"] == pytest.approx(7 / 8)  # 0.9 beats all four originals, 0.8 all but 0.85
+    assert s["rewritten_auc"] == pytest.approx(1.0)  # both above the correctly guessed 0.1
+    assert s["untouched_auc"] == pytest.approx(5 / 6)
+    assert s["where_auc"] == pytest.approx(5 / 9)  # written {0.9, 0.8, 0.1} against {0.85, 0.2, 0.3}
+    assert s["replaced_recall"] == 1.0 and s["original_specificity"] == pytest.approx(3 / 4)
+    assert (s["replaced"], s["original"], s["rewritten_original"]) == (2, 4, 1)
+
+
 def test_roc_auc_matches_sklearn_with_ties():
     from sklearn.metrics import roc_auc_score
 

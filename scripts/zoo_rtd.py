@@ -1,0 +1,69 @@
+"""ELECTRA's replaced-token detection on the shipped mini-electra, read apart.
+
+    .venv/bin/python -m scripts.zoo_rtd [--corpus .cache/corpus] [--write]
+
+Loads the shipped discriminator and generator (``weights/zoo/mini-electra``, float16 read
+back in float32), corrupts the held-out chunks as training's final score did (``rtd_scores``:
+the same chunks, ELECTRA's masking, the generator's samples, the same seed), and prints
+``rtd_summary``: the ROC AUC of P(replaced) for replaced against original tokens, and the
+same read apart by where the generator wrote (replaced against correctly guessed
+originals at the positions it rewrote; against tokens it never saw; written positions
+against untouched ones). The record's AUC was taken on the float32 model before export, so
+the shipped weights' figure can differ in the last digits. ``--write`` keeps the result in
+the record as ``rtd_heldout_shipped``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+from transformers import AutoTokenizer, ElectraForMaskedLM, ElectraForPreTraining
+
+from models.zoo import data as zd
+from models.zoo import families as zm
+from models.zoo import scores as zs
+
+REPO = Path(__file__).resolve().parents[1]
+FOLDER = REPO / "weights" / "zoo" / "mini-electra"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
+    p.add_argument("--folder", type=Path, default=FOLDER)
+    p.add_argument("--write", action="store_true", help="keep the figures in the record (rtd_heldout_shipped)")
+    args = p.parse_args(argv)
+    corpus = args.corpus / "train_ordered.tsv"
+    if not corpus.is_file():
+        raise SystemExit(f"{corpus} is missing: build the corpus first (python -m scripts.build_corpus)")
+    record_path = args.folder / "record.json"
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    tokenizer = AutoTokenizer.from_pretrained(str(args.folder))
+    models = {"model": ElectraForPreTraining.from_pretrained(str(args.folder), dtype=torch.float32),
+              "generator": ElectraForMaskedLM.from_pretrained(str(args.folder / "generator"), dtype=torch.float32)}
+    objective = zm.Objective("mini-electra", models)
+    sources, sentences = zd.read_ordered(corpus)
+    shape = record["config"]["shape"]
+    chunks = zd.make_chunks(sources, tokenizer(sentences, add_special_tokens=False)["input_ids"], shape["max_len"] - 3)
+    examples = zd.Examples(tokenizer, chunks, shape["max_len"], record["config"]["seed"])
+    out = zs.rtd_scores(objective, examples)
+    print(f"mini-electra, shipped weights, {out['replaced']:,} replaced and {out['original']:,} original tokens "
+          f"({out['rewritten_original']:,} of them written back as themselves by the generator)")
+    print(f"  ROC AUC, replaced vs original:        {out['roc_auc']:.3f} (the record: "
+          f"{record['rtd_heldout']['roc_auc']:.3f}, on the float32 model)")
+    print(f"  replaced vs correctly guessed:         {out['rewritten_auc']:.3f}")
+    print(f"  replaced vs untouched:                 {out['untouched_auc']:.3f}")
+    print(f"  written positions vs untouched ones:   {out['where_auc']:.3f}")
+    if args.write:
+        record["rtd_heldout_shipped"] = {**out, "weights": "the shipped float16 weights, read back in float32",
+                                         "script": "scripts.zoo_rtd"}
+        record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        print(f"written: {record_path.relative_to(REPO)} (rtd_heldout_shipped)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
