@@ -338,7 +338,8 @@ def training_args(q, **defaults) -> None:
     q.add_argument("--position-init", default="local", choices=["random", "sinusoidal", "local"],
                    help="how a learnt absolute position table starts (models/zoo/locality.py)")
     q.add_argument("--checkpoint-every", type=int, default=d["checkpoint_every"],
-                   help="full run: write a checkpoint every N steps and resume from it (0: none)")
+                   help="full run (and prefix trials): write a checkpoint every N steps and resume from it "
+                        "(0: none; a prefix search still writes one at the end of each trial and run)")
     q.add_argument("--search", default=d.get("search", "separate"), choices=sorted(SEARCHES),
                    help="separate: trials from scratch on their own schedule; prefix: each trial is the "
                         "opening of its full run and the chosen one goes on (needs the budget before the trials)")

@@ -153,3 +153,11 @@ def test_distilbert_s_prefix_trials_learn_from_the_finished_mini_bert(tmp_path, 
     assert record["teacher"] == "mini-bert's full run (the shipped mini-bert), in the trials too"
     assert not (work / "mini-bert" / "trial-best").exists()  # no trial was saved as a teacher
     assert (work / "mini-bert" / "final" / "config.json").is_file()
+
+
+def test_the_gpu_schedule_refuses_a_prefix_search(tmp_path):
+    """zoo_gpu sets the budget from the trials' throughput, after them: a prefix trial cannot
+    know its schedule there, so the command says so before it starts anything."""
+    with pytest.raises(SystemExit, match="--search separate only"):
+        Z.main(["run", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--search", "prefix"])
+    assert not (tmp_path / "work").exists()
