@@ -78,6 +78,15 @@ def run(args) -> int:
                              "Run it with the same settings, or use another --work.")
     else:
         saved.write_text(json.dumps(budget, indent=1), encoding="utf-8")
+    previous = signal.signal(signal.SIGTERM, _stop)  # a kill ends a sitting through its finally: its end is written
+    try:
+        return _train(args, work)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _train(args, work: Path) -> int:
+    """Each family not finished, in turn (the teacher first), one sitting each."""
     far = time.time() + 30 * 24 * 3600  # no deadline: the budget is in tokens
     for family in [f for f in FAMILIES if f in args.families]:
         if finished(work, family):
@@ -86,7 +95,6 @@ def run(args) -> int:
         cmd = worker_command(args, family, work, far)
         print(f"{family}: training ({time.strftime('%H:%M:%S')})", flush=True)
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        signal.signal(signal.SIGTERM, _stop)  # a kill ends the sitting through its finally: its end is written
         sitting = {"family": family, "pid": os.getpid(), "start": time.time(), "end": None, "load": []}
         _write_sitting(work, sitting)
         with open(work / f"{family}.out", "a", encoding="utf-8") as out:

@@ -33,7 +33,11 @@ def _weights(folder: Path) -> bytes:
 def test_a_family_runs_its_trials_then_resumes_its_full_run_where_it_stopped(tmp_path, corpus, capsys):
     work = tmp_path / "work"
     args = ["run", "--work", str(work), "--corpus", str(corpus), "--families", "mini-roberta", *TINY]
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM)
     assert L.main(args) == 0
+    assert signal.getsignal(signal.SIGTERM) is before  # the run's own SIGTERM handler is gone after it
     record = json.loads((work / "export" / "mini-roberta" / "record.json").read_text(encoding="utf-8"))
     trials = record["tuning"]["trials"]
     assert [t["lr"] for t in trials] == [1e-3, 2e-3]  # the same search every family gets
