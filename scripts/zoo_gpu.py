@@ -209,6 +209,9 @@ def worker(args) -> int:
     (me / "trials.json").write_text(json.dumps({"trials": trials, "chosen": best[1], "tokens_per_s": rate,
                                                 "unigram_tuning_split": unigram_tune},
                                                indent=1), encoding="utf-8")
+    if args.trials_only:  # the search alone (a look at another grid point): no full run
+        log(json.dumps({"family": family, "trials_only": True, "chosen": best[1]}))
+        return 0
 
     # ---- (2) the full run: the budget the parent sets from every family's trial throughput
     if not _wait_for(work / "budget.json", deadline):
@@ -340,6 +343,8 @@ def training_args(q, **defaults) -> None:
     q.add_argument("--checkpoint-every", type=int, default=d["checkpoint_every"],
                    help="full run (and prefix trials): write a checkpoint every N steps and resume from it "
                         "(0: none; a prefix search still writes one at the end of each trial and run)")
+    q.add_argument("--trials-only", action="store_true",
+                   help="the tuning trials alone, then stop (trials.json; no full run, no export)")
     q.add_argument("--search", default=d.get("search", "separate"), choices=sorted(SEARCHES),
                    help="separate: trials from scratch on their own schedule; prefix: each trial is the "
                         "opening of its full run and the chosen one goes on (needs the budget before the trials)")
@@ -354,11 +359,13 @@ def worker_command(args, family: str, work: Path, deadline: float) -> list[str]:
             "--warmup", str(args.warmup), "--final-eval-s", str(args.final_eval_s),
             "--max-sentences", str(args.max_sentences), "--heldout-limit", str(args.heldout_limit),
             "--position-init", args.position_init, "--checkpoint-every", str(args.checkpoint_every),
-            "--search", args.search,
+            "--search", args.search, *(["--trials-only"] if args.trials_only else []),
             *(["--tiny"] if args.tiny else [])]
 
 
 def run(args) -> int:
+    if args.trials_only:
+        raise SystemExit("scripts.zoo_gpu run: --trials-only is scripts.zoo_local's")
     if args.search != "separate":  # this schedule sets the budget from the trials' throughput
         raise SystemExit("scripts.zoo_gpu run: --search separate only (a prefix search needs the budget before "
                          "its trials; scripts.zoo_local has one)")

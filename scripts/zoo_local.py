@@ -24,6 +24,12 @@ same command again. Each sitting of a family is written to ``--work``/sittings/ 
 machine's load average every 30 s; the exported record's ``concurrency`` says which other
 families trained at the same time (another process on the same folder) and the load seen.
 
+``--trials-only`` runs the search and stops (each family's ``trials.json``; no full run): a
+look at another grid point in a work folder of its own, e.g. ``--grid "lr=4e-3 dropout=0"``
+with the same ``--tokens`` and ``--trial-tokens``, whose trial is the same prefix as the
+search's (the README's 4e-3 check). DistilBERT's trial needs ``mini-bert/final`` (its
+teacher) in that folder: run mini-bert's full run there first, or copy it in.
+
 The budget is fixed by the command (not by a deadline), the same figure for every family;
 ``run`` refuses to go on with a budget other than the one the work folder started with.
 """
@@ -40,7 +46,7 @@ import sys
 import time
 from pathlib import Path
 
-from scripts.zoo_gpu import training_args, worker_command
+from scripts.zoo_gpu import parse_grid, training_args, worker_command
 
 REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / ".cache" / "zoo-local"
@@ -89,7 +95,7 @@ def _train(args, work: Path) -> int:
     """Each family not finished, in turn (the teacher first), one sitting each."""
     far = time.time() + 30 * 24 * 3600  # no deadline: the budget is in tokens
     for family in [f for f in FAMILIES if f in args.families]:
-        if finished(work, family):
+        if finished(work, family) or (args.trials_only and (work / family / "trials.json").is_file()):
             print(f"{family}: finished earlier", flush=True)
             continue
         cmd = worker_command(args, family, work, far)
@@ -113,6 +119,12 @@ def _train(args, work: Path) -> int:
                     proc.wait()
                 sitting["end"] = time.time()
                 _write_sitting(work, sitting)
+        if args.trials_only and code == 0:
+            trials = json.loads((work / family / "trials.json").read_text(encoding="utf-8"))["trials"]
+            print(f"{family}: trials only: " + "; ".join(
+                ", ".join(f"{k} {t[k]:g}" for k in parse_grid(args.grid)[0]) + f": {t['piece_loss']:.3f}"
+                for t in trials), flush=True)
+            continue
         if code != 0 or not finished(work, family):
             print(f"{family}: stopped (exit {code}); see {work / family / 'train.log'}", flush=True)
             return code or 1

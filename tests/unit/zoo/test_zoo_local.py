@@ -165,3 +165,18 @@ def test_the_gpu_schedule_refuses_a_prefix_search(tmp_path):
     with pytest.raises(SystemExit, match="--search separate only"):
         Z.main(["run", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--search", "prefix"])
     assert not (tmp_path / "work").exists()
+
+
+def test_trials_only_runs_the_search_and_stops(tmp_path, corpus, capsys):
+    """--trials-only: each trial (a prefix of its own full run) and its score, then no full run;
+    the same command again finds the family done."""
+    work = tmp_path / "work"
+    args = ["run", "--work", str(work), "--corpus", str(corpus), "--families", "mini-roberta", "--trials-only",
+            *[a if a != "lr=1e-3,2e-3" else "lr=4e-3" for a in TINY]]
+    assert L.main(args) == 0
+    trials = json.loads((work / "mini-roberta" / "trials.json").read_text(encoding="utf-8"))["trials"]
+    assert [t["lr"] for t in trials] == [4e-3] and 1500 <= trials[0]["tokens"] < 3000
+    assert not (work / "export").exists() and not (work / "mini-roberta" / "full.ckpt").exists()
+    assert f"mini-roberta: trials only: lr 0.004: {trials[0]['piece_loss']:.3f}" in capsys.readouterr().out
+    assert L.main(args) == 0
+    assert "mini-roberta: finished earlier" in capsys.readouterr().out
