@@ -245,9 +245,10 @@ def main(argv=None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="train what is not finished (resumes)")
     r.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
-    r.add_argument("--tokens", type=int, default=4_000_000, help="full-run tokens, every family")
+    r.add_argument("--tokens", type=int, default=5_000_000, help="full-run tokens, every family")
     r.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
-    training_args(r, device="cpu", grid="lr=1e-3,2e-3 dropout=0,0.1", trial_tokens=400_000, batch_size=16,
+    # the defaults are the shipped zoo's recipe (weights/zoo/*/record.json: budget.settings)
+    training_args(r, device="cpu", grid="lr=5e-4,1e-3,2e-3 dropout=0", trial_tokens=1_250_000, batch_size=16,
                   autocast="", work=WORK, checkpoint_every=200, search="prefix")
     status_parser = sub.add_parser("status", help="where each family stands")
     status_parser.add_argument("--work", type=Path, default=WORK)

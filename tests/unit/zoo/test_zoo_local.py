@@ -180,3 +180,15 @@ def test_trials_only_runs_the_search_and_stops(tmp_path, corpus, capsys):
     assert f"mini-roberta: trials only: lr 0.004: {trials[0]['piece_loss']:.3f}" in capsys.readouterr().out
     assert L.main(args) == 0
     assert "mini-roberta: finished earlier" in capsys.readouterr().out
+
+
+def test_the_defaults_are_the_shipped_zoo_s_recipe(monkeypatch):
+    """`zoo_local run` with no settings asks for the budget every shipped record was trained
+    with (its budget.settings), so the same command reproduces the zoo."""
+    shipped = json.loads((REPO / "weights" / "zoo" / "mini-bert" / "record.json").read_text(encoding="utf-8"))
+    if shipped.get("script") != "scripts.zoo_local":
+        pytest.skip("the shipped zoo was not trained by scripts.zoo_local")
+    seen = {}
+    monkeypatch.setattr(L, "run", lambda args: seen.update(vars(args)) or 0)
+    assert L.main(["run"]) == 0
+    assert {k: seen[k] for k in L.SETTINGS} == shipped["budget"]["settings"]
