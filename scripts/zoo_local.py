@@ -233,8 +233,8 @@ def install(args) -> int:
         raise SystemExit(f"not finished: {', '.join(missing)} (run the same 'run' command again)")
     from scripts.zoo_gpu import install_folders
 
-    for family in FAMILIES:  # every sitting has ended now: what ran beside each, read once more
-        if sittings(args.work):
+    if sittings(args.work):  # every sitting has ended now: what ran beside each, read once more
+        for family in FAMILIES:
             _record_concurrency(args.work, family)
     install_folders(args.work / "export", args.out, FAMILIES)
     return 0
