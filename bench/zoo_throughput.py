@@ -2,6 +2,7 @@
 
     nice -n 19 .venv/bin/python -m bench.zoo_throughput            # 7 families, 3 repeats
     nice -n 19 .venv/bin/python -m bench.zoo_throughput --recipe   # and the fast path without dropout
+    nice -n 19 .venv/bin/python -m bench.zoo_throughput --recipe --autocast bf16   # the CPU zoo's recipe
     .venv/bin/python -m bench.zoo_throughput --families mini-bert --steps 10 --repeats 1
 
 Trains each family with the real trainer (``models.zoo.train.train_family``, the shipped
@@ -12,6 +13,8 @@ family and repeat to the next, and prints training tokens per second (non-paddin
 as the trainer counts them) over the steps after the warm-up, each path's figure over the
 repeats with its spread, and the ratio fast / stock per family (median of the repeats'
 ratios; the target of issue 24 is 2.0). Both paths see the same batches and masks.
+``--autocast bf16`` runs the fast path's products in bfloat16 (float32 weights and
+optimiser); the stock path stays in float32, as the zoo was first trained.
 
 Figures from a shared machine are indicative only: take them on a quiet one.
 """
@@ -54,6 +57,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="the recipes, not only the kernels: the fast path also without dropout (what the CPU "
                         "zoo's tuning search offers since 2026-11-27, after the cramming results), against the "
                         "stock path with each config's dropout (0.1; ModernBERT 0), the recipe at filing")
+    p.add_argument("--autocast", default="", choices=["", "bf16"],
+                   help="the fast path's precision: bf16 autocast (float32 weights and optimiser; "
+                        "the products in bfloat16) or float32; the stock path stays float32")
     args = p.parse_args(argv)
     if args.steps < 1 or args.repeats < 1 or args.warmup < 1:
         p.error("--steps, --repeats and --warmup must be at least 1")
@@ -87,7 +93,7 @@ def one_run(family: str, fast: bool, setup: dict, args) -> tuple[float, float]:
     from models.zoo import train as Z
 
     cfg = Z.ZooConfig(tokens=10 ** 12, evals=0, fast_kernels=fast, shape=setup["shape"],
-                      dropout=0.0 if fast and args.recipe else None,
+                      dropout=0.0 if fast and args.recipe else None, autocast=args.autocast if fast else "",
                       **({"batch_size": args.batch_size} if args.batch_size else {}))
     marks = {}
 
@@ -135,7 +141,8 @@ def run(args, print_=print) -> dict:
 
     default = Z.ZooConfig()
     print_(f"fast path: ZooConfig defaults (fast_kernels {default.fast_kernels}, workers {default.workers})"
-           + (", dropout 0 (--recipe)" if args.recipe else "") + "; stock: fast_kernels=False"
+           + (", dropout 0 (--recipe)" if args.recipe else "")
+           + (", bf16 autocast" if args.autocast == "bf16" else ", float32") + "; stock: fast_kernels=False, float32"
            + (", each config's dropout" if args.recipe else "") + f"; {args.steps} timed steps after "
            f"{args.warmup} warm-up, {args.repeats} repeats, {args.threads} threads; indicative only on a shared machine")
     sources, sentences = _corpus(args.corpus, args.sentences)
@@ -156,7 +163,7 @@ def run(args, print_=print) -> dict:
             f = figures[family]
             print_(f"  repeat {repeat + 1} {family}: stock {f['stock'][-1]:,.0f}, fast {f['fast'][-1]:,.0f} tokens/s; "
                    f"per CPU-second stock {f['stock_cpu'][-1]:,.0f}, fast {f['fast_cpu'][-1]:,.0f}")
-    result = {"machine": machine_line(), "recipe": args.recipe, "steps": args.steps, "warmup": args.warmup, "repeats": args.repeats,
+    result = {"machine": machine_line(), "recipe": args.recipe, "autocast": args.autocast, "steps": args.steps, "warmup": args.warmup, "repeats": args.repeats,
               "threads": args.threads, "families": {}}
     for unit, suffix in (("tokens/s (wall)", ""), ("tokens per CPU-second", "_cpu")):
         print_(f"\n{unit}, median of {args.repeats} (range, spread); ratio fast / stock (target >= {TARGET})")

@@ -45,6 +45,7 @@ def main(argv=None) -> int:
     p.add_argument("--stock", action="store_true", help="torch's stock kernels (ZooConfig.fast_kernels=False)")
     p.add_argument("--workers", type=int, default=1,
                    help="threads a batch's rows are split over (their operators are not profiled)")
+    p.add_argument("--autocast", default="", choices=["", "bf16"], help="bf16 autocast (the products in bfloat16)")
     args = p.parse_args(argv)
     from transformers import AutoTokenizer
 
@@ -59,7 +60,7 @@ def main(argv=None) -> int:
 
         teacher = BertForPreTraining.from_pretrained(str(REPO / "weights" / "zoo" / "mini-bert"), dtype=torch.float32)
     cfg = Z.ZooConfig(tokens=10**12, batch_size=args.batch_size, evals=0, dropout=args.dropout,
-                      fast_kernels=not args.stock, workers=args.workers)
+                      fast_kernels=not args.stock, workers=args.workers, autocast=args.autocast)
     with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=args.steps - 1, repeat=1),
                  record_shapes=False) as prof:
         Z.train_family(args.family, tokenizer, chunks, [], cfg, Path("/tmp"), teacher=teacher, log=lambda _: None,

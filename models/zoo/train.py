@@ -61,7 +61,11 @@ class ZooConfig:
     warmup: float = 0.06  # share of the budget with a linear warm-up, then linear decay to 0
     weight_decay: float = 0.01
     seed: int = 0
-    autocast: str = ""  # "" (float32) or "bf16"; float32 ran 6.7 k tokens/s here, bf16 4.4 k (2 Zen 4 cores)
+    # "" (float32) or "bf16": the products in bfloat16, weights, optimiser and losses in float32.
+    # With the fast CPU path bf16 trains mini-bert at about 1.5x float32's tokens/s here (2 AMD
+    # EPYC cores with avx512_bf16; bench/zoo_throughput.py --autocast bf16); on the stock
+    # path it was slower (4.4 k against 6.7 k tokens/s, SDPA's bf16 backward)
+    autocast: str = ""
     evals: int = 8  # learning-curve points
     eval_sentences: int = 300  # held-out sentences per learning-curve point
     threads: int = 0
@@ -155,7 +159,8 @@ def split_batch(batch, workers: int):
     return parts
 
 
-def split_step(objective, opt, trained, batch, sample_gen, pool, workers: int, count_flops: bool = False):
+def split_step(objective, opt, trained, batch, sample_gen, pool, workers: int, count_flops: bool = False,
+               autocast: str = ""):
     """``train_step`` with the batch's rows split over ``pool``'s threads (see ``split_batch``):
     the same loss and, summation order aside, the same gradient. Each part draws its dropout
     and ELECTRA's samples from generators seeded here, from torch's default generator and
@@ -164,7 +169,7 @@ def split_step(objective, opt, trained, batch, sample_gen, pool, workers: int, c
 
     parts = split_batch(batch, workers)
     if parts is None:
-        return train_step(objective, opt, trained, batch, sample_gen, count_flops=count_flops)
+        return train_step(objective, opt, trained, batch, sample_gen, autocast, count_flops=count_flops)
     seeds = torch.randint(0, 2 ** 62, (len(parts),)).tolist()
     sample_seeds = torch.randint(0, 2 ** 62, (len(parts),), generator=sample_gen,
                                  device=sample_gen.device).tolist()
@@ -172,7 +177,8 @@ def split_step(objective, opt, trained, batch, sample_gen, pool, workers: int, c
     def work(k):
         part, shares = parts[k]
         with dropout_generator(torch.Generator().manual_seed(seeds[k])):
-            with record_function("zoo.forward"):
+            with record_function("zoo.forward"), torch.autocast(  # autocast's state is per thread
+                    "cpu", dtype=torch.bfloat16, enabled=autocast == "bf16"):
                 loss, losses = objective(*part, torch.Generator().manual_seed(sample_seeds[k]), shares=shares)
             with record_function("zoo.backward"):
                 if count_flops:  # in turn, into .grad (FlopCounterMode's module hooks refuse autograd.grad)
@@ -243,7 +249,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
     decay = [p for n, p in objective.named_parameters() if p.requires_grad and p.ndim >= 2]
     no_decay = [p for n, p in objective.named_parameters() if p.requires_grad and p.ndim < 2]
     fast = cfg.fast_kernels and device.type == "cpu"
-    workers = max(1, cfg.workers) if fast and not dist and not cfg.autocast else 1
+    workers = max(1, cfg.workers) if fast and not dist else 1
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=cfg.lr, betas=(0.9, 0.98), eps=1e-6,
@@ -368,7 +374,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
             batch = (ids, attention, tt, inputs, labels, pair)
             if pool is not None:
                 loss, parts, flops = split_step(objective, opt, trained, batch, sample_gen, pool, workers,
-                                                count_flops=flops_per_token is None)
+                                                count_flops=flops_per_token is None, autocast=cfg.autocast)
             else:
                 loss, parts, flops = train_step(wrapped, opt, trained, batch, sample_gen, cfg.autocast,
                                                 count_flops=flops_per_token is None)

@@ -145,3 +145,51 @@ def test_split_batch_shares_sum_to_one_and_parts_are_cut_to_their_longest_row():
         assert [p[1][key] for p in parts] == pytest.approx(expected)
     labels[:3] = -100  # a part without a masked position: no split
     assert split_batch((ids, attention, torch.zeros_like(ids), ids, labels, pair), 2) is None
+
+
+@pytest.mark.parametrize("kind", ["bert", "modernbert"])
+def test_fast_attention_under_bf16_autocast_is_sdpa_to_bfloat16_precision(kind, monkeypatch):
+    """Under bf16 autocast the fast path's attention runs as explicit products in bfloat16
+    (the scores, mask and softmax in float32): its output and gradients are the stock
+    float32 model's (SDPA) to bfloat16's precision, and it did take that path."""
+    ids = torch.randint(5, 100, (3, 11))
+    attention = torch.ones_like(ids)
+    attention[1, 7:] = 0
+    model = _tiny_model(kind, 0.0)
+    model.train()
+    ref = model(input_ids=ids, attention_mask=attention).last_hidden_state
+    ref_grads = torch.autograd.grad(ref[attention.bool()].square().sum(), list(model.parameters()), allow_unused=True)
+    calls = []
+    explicit = fast._explicit_attention
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("probs_dtype"))
+        return explicit(*args, **kwargs)
+
+    monkeypatch.setattr(fast, "_explicit_attention", spy)
+    with fast.fast_kernels(model), torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(input_ids=ids, attention_mask=attention).last_hidden_state
+        grads = torch.autograd.grad(out[attention.bool()].float().square().sum(), list(model.parameters()),
+                                    allow_unused=True)
+    assert calls == [torch.bfloat16] * 2  # each layer's attention, in bfloat16
+    real = attention.bool()
+    err = float((out[real].float() - ref[real]).abs().max())
+    assert 0 < err < 0.05 * float(ref[real].abs().max())  # bfloat16 keeps 8 bits: not float32, close to it
+    pairs = [(g, r) for g, r in zip(grads, ref_grads) if r is not None]
+    largest = max(float(r.norm()) for _, r in pairs)
+    for g, r in pairs:  # each weight's gradient, to 5 % of itself or 1 % of the largest
+        assert float((g - r).norm()) < 0.05 * float(r.norm()) + 0.01 * largest
+
+
+def test_split_workers_train_under_bf16_autocast(tmp_path):
+    """bf16 autocast reaches the worker threads (autocast's state is per thread): 6 split
+    steps in bf16 end near the float32 split run's weights, but not on them."""
+    torch.set_num_threads(2)
+    fp32 = _tiny_run("mini-bert", tmp_path, 6, 0.0, workers=2)["objective"].state_dict()
+    bf16 = _tiny_run("mini-bert", tmp_path, 6, 0.0, workers=2, autocast="bf16")["objective"].state_dict()
+    start = _tiny_run("mini-bert", tmp_path, 1, 0.0, fast_kernels=False)["objective"].state_dict()
+    keys = [k for k in fp32 if fp32[k].is_floating_point()]
+    assert all(bf16[k].dtype == torch.float32 for k in keys)  # float32 weights and optimiser
+    apart = sum(float((bf16[k] - fp32[k]).square().sum()) for k in keys) ** 0.5
+    moved = sum(float((fp32[k] - start[k]).square().sum()) for k in keys) ** 0.5
+    assert 0 < apart < 0.2 * moved

@@ -22,14 +22,17 @@ def test_arguments_default_to_every_family_three_repeats_and_refuse_zero_steps()
         B.parse_args(["--families", "mini-gpt"])
 
 
-def test_a_tiny_run_times_both_paths_of_each_family_and_reports_their_ratio(tmp_path):
+@pytest.mark.parametrize("autocast", ["", "bf16"])
+def test_a_tiny_run_times_both_paths_of_each_family_and_reports_their_ratio(tmp_path, autocast):
     out = tmp_path / "zoo.json"
     lines = []
-    args = B.parse_args(["--tiny", "--families", "mini-bert", "mini-electra", "--steps", "2", "--warmup", "1",
+    args = B.parse_args(["--autocast", autocast, "--tiny", "--families", "mini-bert", "mini-electra",
+                         "--steps", "2", "--warmup", "1",
                          "--repeats", "2", "--batch-size", "4", "--sentences", "200", "--threads", "1",
                          "--corpus", str(REPO / "data" / "train_sample.txt"), "--json", str(out)])
     result = B.run(args, print_=lines.append)
     text = "\n".join(lines)
+    assert result["autocast"] == autocast and ("bf16 autocast" in text) == (autocast == "bf16")
     assert "CPU:" in text and "machine:" in text  # the machine line of bench_common
     assert set(result["families"]) == {"mini-bert", "mini-electra"}
     for family, figures in result["families"].items():
