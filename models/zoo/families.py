@@ -255,8 +255,10 @@ class Objective(nn.Module):
                 t_hidden, _ = encode("mini-bert", self.teacher, inputs, attention, torch.zeros_like(inputs))
                 t_logits = mlm_logits("mini-bert", self.teacher, t_hidden[sel]).float()
             temperature = 2.0
+            # the teacher's distribution as log-probabilities (log_target): the same KL, without
+            # the log of a softmax (xlogy) over the vocabulary at every masked position
             parts["kd"] = F.kl_div(F.log_softmax(logits.float() / temperature, -1),
-                                   F.softmax(t_logits / temperature, -1),
+                                   F.log_softmax(t_logits / temperature, -1), log_target=True,
                                    reduction="batchmean") * temperature ** 2 * masked
             real = attention.bool()
             parts["cos"] = (1.0 - F.cosine_similarity(hidden[real].float(), t_hidden[real].float(), dim=-1).mean()

@@ -26,6 +26,8 @@ products already run near the core's peak at these shapes); that path was remove
 AdamW runs its fused CPU kernel (``fused=True``: the same update, one pass over each
 tensor) when this path is on: see ``models.zoo.train``.
 
+- **ALBERT's ``gelu_new``** (GELU's tanh approximation) as torch's fused
+  ``gelu(approximate="tanh")``: the same function in one kernel, not five (float rounding apart).
 - **Under bf16 autocast** (``ZooConfig.autocast="bf16"``, the CPU zoo's recipe since
   2026-11-27): the linear layers' products run in bfloat16 (this CPU's avx512_bf16 does them
   about twice as fast as float32 at the zoo's shapes) and the attention runs as explicit
@@ -85,6 +87,12 @@ def _dropout_forward(module: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
     if x.device.type != "cpu" or module.inplace:
         return nn.Dropout.forward(module, x)
     return fast_dropout(x, module.p, module.training)
+
+
+def _gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """``gelu_new`` (ALBERT's activation: GELU's tanh approximation, written in transformers as
+    five elementwise operations, each with its backward) as torch's one fused kernel."""
+    return F.gelu(x, approximate="tanh")
 
 
 def zoo_attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None,
@@ -153,10 +161,15 @@ def fast_kernels(module: nn.Module, enabled: bool = True):
         yield False
         return
     _register()
+    from transformers.activations import NewGELUActivation
+
     patched = []
     for m in module.modules():
         if type(m) is nn.Dropout:
             m.forward = _dropout_forward.__get__(m)
+            patched.append(m)
+        elif type(m) is NewGELUActivation:
+            m.forward = _gelu_tanh
             patched.append(m)
     configs = _configs(module)
     for cfg in configs:

@@ -193,3 +193,31 @@ def test_split_workers_train_under_bf16_autocast(tmp_path):
     apart = sum(float((bf16[k] - fp32[k]).square().sum()) for k in keys) ** 0.5
     moved = sum(float((fp32[k] - start[k]).square().sum()) for k in keys) ** 0.5
     assert 0 < apart < 0.2 * moved
+
+
+def test_albert_gelu_new_runs_as_the_fused_tanh_gelu_with_the_same_outputs_and_gradients():
+    """ALBERT's ``gelu_new`` (transformers' five elementwise operations) runs as torch's fused
+    ``gelu(approximate="tanh")`` within ``fast_kernels``: the stock model's output and
+    gradients to float32 rounding, and the stock activation back after the block."""
+    import transformers as T
+    from transformers.activations import NewGELUActivation
+
+    torch.manual_seed(0)
+    model = T.AlbertModel(T.AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                                         num_attention_heads=4, intermediate_size=64, hidden_act="gelu_new"))
+    model.train()
+    ids = torch.randint(5, 100, (3, 11))
+    ref = model(input_ids=ids).last_hidden_state
+    ref_grads = torch.autograd.grad(ref.square().sum(), list(model.parameters()), allow_unused=True)
+    acts = [m for m in model.modules() if type(m) is NewGELUActivation]
+    assert acts
+    with fast.fast_kernels(model):
+        assert all(m.forward is fast._gelu_tanh for m in acts)
+        out = model(input_ids=ids).last_hidden_state
+        grads = torch.autograd.grad(out.square().sum(), list(model.parameters()), allow_unused=True)
+    assert all("forward" not in vars(m) for m in acts)  # the class's forward again
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    for g, r in zip(grads, ref_grads):
+        assert (g is None) == (r is None)
+        if g is not None:
+            torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-5)

@@ -357,6 +357,39 @@ def test_a_steps_flops_are_its_forward_plus_its_backward(family):
         assert fwd == student.get_total_flops() + teacher.get_total_flops()
 
 
+def test_distilberts_loss_is_the_papers_triple_loss():
+    """DistilBERT's objective against its paper's loss written out here (Sanh et al. 2019, and
+    transformers' distillation example): 5 x KL(teacher || student) at temperature 2, times
+    T^2, averaged over masked positions (KLDivLoss(batchmean) over softmax targets), + 2 x the
+    MLM cross-entropy + 1 x (1 - cosine) of the last hidden states at real tokens."""
+    import torch.nn.functional as F
+
+    from models.zoo.families import encode, mlm_logits
+
+    objective, _, _, batch = _tiny_step_setup("mini-distilbert")
+    ids, attention, _, inputs, labels, _ = batch
+    objective.eval()
+    torch.manual_seed(2)
+    with torch.no_grad():
+        for p in objective.model.parameters():  # the student starts as its teacher's layers: move it away
+            p.add_(0.05 * torch.randn_like(p))
+        loss, parts = objective(*batch, torch.Generator().manual_seed(1))
+        sel, real = labels != -100, attention.bool()
+        hidden, _ = encode("mini-distilbert", objective.model, inputs, attention)
+        logits = mlm_logits("mini-distilbert", objective.model, hidden[sel]).double()
+        t_hidden, _ = encode("mini-bert", objective.teacher, inputs, attention, torch.zeros_like(inputs))
+        t_logits = mlm_logits("mini-bert", objective.teacher, t_hidden[sel]).double()
+        p_t = torch.softmax(t_logits / 2, -1)
+        kd = (p_t * (p_t.log() - torch.log_softmax(logits / 2, -1))).sum(-1).mean() * 4
+        mlm = F.cross_entropy(logits, labels[sel])
+        cos = 1 - F.cosine_similarity(hidden[real].double(), t_hidden[real].double(), dim=-1).mean()
+    assert float(parts["kd"]) == pytest.approx(float(kd), rel=1e-4)  # float32 against float64
+    assert float(parts["mlm"]) == pytest.approx(float(mlm), rel=1e-5)
+    assert float(parts["cos"]) == pytest.approx(float(cos), rel=1e-4, abs=1e-6)
+    assert float(loss) == pytest.approx(float(5 * kd + 2 * mlm + cos), rel=1e-5)
+    assert float(kd) > 1e-3  # the KL term is not trivially 0
+
+
 def test_flop_counter_counts_the_cpus_fused_attention():
     """ModernBERT's SDPA on a CPU runs a kernel torch has no formula for: counted as eager's matmuls."""
     from torch.utils.flop_counter import FlopCounterMode
