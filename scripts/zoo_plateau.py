@@ -347,11 +347,7 @@ def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, d
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / (tokenizer_of or family)))
-    sources, sentences = zd.read_ordered(corpus)
-    if max_sentences:
-        sources, sentences = sources[:max_sentences], sentences[:max_sentences]
-    ids = tokenizer(sentences, add_special_tokens=False)["input_ids"]
-    chunks = zd.make_chunks(sources, ids, max_len - 3)
+    chunks = zd.corpus_chunks(corpus, tokenizer, max_len, max_sentences)
     heldout = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines() if s]
     widths = {"albert_embedding": embedding, "electra_embedding": embedding} if embedding else {}
     model_shape = shape or zm.Shape(layers=layers, **({"electra_generator_hidden": generator_hidden}

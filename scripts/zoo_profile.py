@@ -51,9 +51,7 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(args.threads)
     tokenizer = AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / args.family))
-    sources, sentences = zd.read_ordered(args.corpus / "train_ordered.tsv")
-    sources, sentences = sources[: args.sentences], sentences[: args.sentences]
-    chunks = zd.make_chunks(sources, tokenizer(sentences, add_special_tokens=False)["input_ids"], 125)
+    chunks = zd.corpus_chunks(args.corpus / "train_ordered.tsv", tokenizer, Z.ZooConfig().shape.max_len, args.sentences)
     teacher = None
     if args.family == "mini-distilbert":
         from transformers import BertForPreTraining

@@ -45,9 +45,8 @@ def main(argv=None) -> int:
     models = {"model": ElectraForPreTraining.from_pretrained(str(args.folder), dtype=torch.float32),
               "generator": ElectraForMaskedLM.from_pretrained(str(args.folder / "generator"), dtype=torch.float32)}
     objective = zm.Objective("mini-electra", models)
-    sources, sentences = zd.read_ordered(corpus)
     shape = record["config"]["shape"]
-    chunks = zd.make_chunks(sources, tokenizer(sentences, add_special_tokens=False)["input_ids"], shape["max_len"] - 3)
+    chunks = zd.corpus_chunks(corpus, tokenizer, shape["max_len"])
     examples = zd.Examples(tokenizer, chunks, shape["max_len"], record["config"]["seed"])
     out = zs.rtd_scores(objective, examples)
     print(f"mini-electra, shipped weights, {out['replaced']:,} replaced and {out['original']:,} original tokens "

@@ -38,6 +38,15 @@ def make_chunks(sources: list[str], ids: list[list[int]], max_tokens: int) -> li
     return chunks
 
 
+def corpus_chunks(path: Path, tokenizer, max_len: int, limit: int = 0) -> list[list[np.ndarray]]:
+    """``train_ordered.tsv`` (its first ``limit`` lines when given) tokenized without specials
+    and cut into chunks with room for a pair's three specials in ``max_len`` tokens."""
+    sources, sentences = read_ordered(path)
+    if limit:
+        sources, sentences = sources[:limit], sentences[:limit]
+    return make_chunks(sources, tokenizer(sentences, add_special_tokens=False)["input_ids"], max_len - 3)
+
+
 def is_pair_eval_chunk(index: int) -> bool:
     """2 % of chunks are never trained on: the NSP / SOP held-out pairs."""
     return int(hashlib.sha1(f"pair-eval:{index}".encode()).hexdigest(), 16) % 100 < 2

@@ -149,3 +149,27 @@ def test_a_run_resumed_from_its_checkpoint_ends_with_the_same_weights(family, tm
     assert resumed["record"]["tokens"] == straight["record"]["tokens"]
     assert Z.state_digest(resumed["objective"]) == Z.state_digest(straight["objective"])
     assert Z.state_digest(first["objective"]) != Z.state_digest(straight["objective"])
+
+
+def test_corpus_chunks_keep_reading_order_within_one_source_and_leave_room_for_a_pairs_specials(tmp_path):
+    from transformers import AutoTokenizer
+
+    from models.registry.zoo_entries import zoo_folder
+    from models.zoo.data import corpus_chunks
+
+    tok = AutoTokenizer.from_pretrained(zoo_folder("mini-bert"))
+    lines = [("wordnet", "A cup of coffee."), ("wordnet", "The kitchen table is old."),
+             ("sotu", "The state of the union is strong."), ("sotu", "We meet again."),
+             ("sotu", " ".join(["word"] * 30)), ("fortunes", "Never trust a cat.")]
+    path = tmp_path / "train_ordered.tsv"
+    path.write_text("".join(f"{s}\t{t}\n" for s, t in lines) + "empty\t\n", encoding="utf-8")
+    chunks = corpus_chunks(path, tok, max_len=16)
+    pieces = [tok(t, add_special_tokens=False)["input_ids"][:13] for _, t in lines]  # 16 - 3 specials
+    assert [list(seq) for chunk in chunks for seq in chunk] == pieces  # every line once, in order, cut at 13
+    owners = iter(s for s, _ in lines)
+    for chunk in chunks:
+        sources = {next(owners) for _ in chunk}
+        assert len(sources) == 1  # a chunk never crosses from one source to the next
+        assert sum(len(seq) for seq in chunk) <= 13
+    assert len(chunks) >= 4  # the 30-word line fills a chunk of its own
+    assert [list(s) for c in corpus_chunks(path, tok, max_len=16, limit=2) for s in c] == pieces[:2]
