@@ -51,7 +51,8 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(args.threads)
     tokenizer = AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / args.family))
-    chunks = zd.corpus_chunks(args.corpus / "train_ordered.tsv", tokenizer, Z.ZooConfig().shape.max_len, args.sentences)
+    max_len = Z.ZooConfig().shape.max_len
+    chunks = zd.corpus_chunks(args.corpus / "train_ordered.tsv", tokenizer, max_len, args.sentences)
     teacher = None
     if args.family == "mini-distilbert":
         from transformers import BertForPreTraining

@@ -33,6 +33,8 @@ PROJECTION_STARTS = {
                    "(orthonormal columns, scaled) instead of transformers' N(0, 0.02)",
 }
 
+PRECISION = {"bf16": "bfloat16 autocast (the products in bfloat16; weights, optimiser and losses in float32)"}
+
 
 def position_line(key: str, record: dict) -> str | None:
     """How the run started the family's positions, where the recipe changed it."""
@@ -79,7 +81,7 @@ def card(key: str, record: dict, idea: str) -> str:
         f"{record['tokens']:,} training tokens (padding excluded), {record['steps']:,} steps of "
         f"{cfg['batch_size']} sequences; AdamW (lr {cfg['lr']}, betas 0.9/0.98, weight decay "
         f"{cfg['weight_decay']}), linear warm-up over {cfg['warmup']:.0%} of the budget then linear decay to "
-        f"zero; {'bfloat16 autocast' if cfg['autocast'] == 'bf16' else 'float32'}; seed {cfg['seed']}; "
+        f"zero; {PRECISION.get(cfg['autocast'], 'float32')}; seed {cfg['seed']}; "
         f"{where(record)} (torch {record['torch']}), {record['world_size']} process(es)"
         f"{'; ' + record['concurrency'] if record.get('concurrency') else ''}; "
         f"{record['wall_minutes']:.1f} wall minutes ({record['tokens'] / (60 * record['wall_minutes']):,.0f} "
