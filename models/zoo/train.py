@@ -62,9 +62,9 @@ class ZooConfig:
     weight_decay: float = 0.01
     seed: int = 0
     # "" (float32) or "bf16": the products in bfloat16, weights, optimiser and losses in float32.
-    # With the fast CPU path bf16 trains mini-bert at about 1.5x float32's tokens/s here (2 AMD
-    # EPYC cores with avx512_bf16; bench/zoo_throughput.py --autocast bf16); on the stock
-    # path it was slower (4.4 k against 6.7 k tokens/s, SDPA's bf16 backward)
+    # With the fast CPU path bf16 trained mini-bert at 24.5 k tokens/s here, float32 at 16.7 k
+    # (2 AMD EPYC cores with avx512_bf16; bench/zoo_throughput.py, two runs of 2026-11-27); on
+    # the stock path it was slower (4.4 k against 6.7 k tokens/s, SDPA's bf16 backward)
     autocast: str = ""
     evals: int = 8  # learning-curve points
     eval_sentences: int = 300  # held-out sentences per learning-curve point
