@@ -122,7 +122,7 @@ def _explicit_attention(query, key, value, attention_mask, dropout: float, scali
     if attention_mask is not None:
         if attention_mask.dtype == torch.bool:  # True: attend (SDPA's convention), as an additive mask
             attention_mask = torch.where(attention_mask, 0.0, torch.finfo(scores.dtype).min)
-        scores = scores + attention_mask.float()
+        scores += attention_mask.float()  # in place: neither the product's nor the cast's backward needs it
     probs = torch.softmax(scores, dim=-1)
     if dropout:
         probs = probs * dropout_mask(probs, dropout)
