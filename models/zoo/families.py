@@ -241,8 +241,8 @@ class Objective(nn.Module):
             parts["rtd"] = F.binary_cross_entropy_with_logits(d_logits[real].float(), replaced[real]) * real_share
             return parts["mlm"] + 50.0 * parts["rtd"], parts
         hidden, pooled = encode(fam, self.model, inputs, attention, types)
-        logits = mlm_logits(fam, self.model, hidden[sel])  # (N, V)
-        parts["mlm"] = F.cross_entropy(logits.float(), labels[sel]) * masked
+        logits = mlm_logits(fam, self.model, hidden[sel]).float()  # (N, V), cast once for every loss
+        parts["mlm"] = F.cross_entropy(logits, labels[sel]) * masked
         loss = parts["mlm"]
         if fam == "mini-bert":
             parts["nsp"] = F.cross_entropy(self.model.cls.seq_relationship(pooled).float(), pair_labels) * rows
@@ -257,7 +257,7 @@ class Objective(nn.Module):
             temperature = 2.0
             # the teacher's distribution as log-probabilities (log_target): the same KL, without
             # the log of a softmax (xlogy) over the vocabulary at every masked position
-            parts["kd"] = F.kl_div(F.log_softmax(logits.float() / temperature, -1),
+            parts["kd"] = F.kl_div(F.log_softmax(logits / temperature, -1),
                                    F.log_softmax(t_logits / temperature, -1), log_target=True,
                                    reduction="batchmean") * temperature ** 2 * masked
             real = attention.bool()

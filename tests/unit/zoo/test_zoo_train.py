@@ -390,6 +390,35 @@ def test_distilberts_loss_is_the_papers_triple_loss():
     assert float(kd) > 1e-3  # the KL term is not trivially 0
 
 
+def test_distilberts_losses_share_one_float32_cast_of_the_logits_under_bf16():
+    """Under bf16 autocast the vocabulary projection's output is cast to float32 once, and the
+    MLM cross-entropy and the KL both read that cast (two casts cost DistilBERT two copies of
+    an N x V tensor and their backwards a step). Walked in the autograd graph from the loss."""
+    objective, _, _, batch = _tiny_step_setup("mini-distilbert")
+    vocab = objective.model.config.vocab_size
+    projections = []  # the student's vocabulary projection's output(s), from a forward hook
+    hooks = [m.register_forward_hook(lambda mod, args, out: projections.append(out.grad_fn))
+             for m in objective.model.modules() if isinstance(m, torch.nn.Linear) and m.out_features == vocab]
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss, parts = objective(*batch, torch.Generator().manual_seed(1))
+    finally:
+        for h in hooks:
+            h.remove()
+    assert len(hooks) == 1 and len(projections) == 1 and projections[0] is not None
+    seen, stack, casts = set(), [loss.grad_fn], []
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if type(node).__name__ == "ToCopyBackward0" and node.next_functions[0][0] is projections[0]:
+            casts.append(node)
+        stack.extend(n for n, _ in node.next_functions)
+    assert len(casts) == 1, f"{len(casts)} float32 casts of the logits"
+    assert parts["kd"].dtype == parts["mlm"].dtype == torch.float32
+
+
 def test_flop_counter_counts_the_cpus_fused_attention():
     """ModernBERT's SDPA on a CPU runs a kernel torch has no formula for: counted as eager's matmuls."""
     from torch.utils.flop_counter import FlopCounterMode
