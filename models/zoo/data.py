@@ -22,29 +22,39 @@ def read_ordered(path: Path) -> tuple[list[str], list[str]]:
     return sources, sentences
 
 
-def make_chunks(sources: list[str], ids: list[list[int]], max_tokens: int) -> list[list[np.ndarray]]:
-    """Runs of consecutive sentences of one source, up to ``max_tokens`` tokens each."""
+def make_chunks(sources: list[str], ids: list[list[int]], max_tokens: int,
+                names: list[str] | None = None) -> list[list[np.ndarray]]:
+    """Runs of consecutive sentences of one source, up to ``max_tokens`` tokens each.
+    ``names``: a list that gets each chunk's source name appended, in the chunks' order."""
     chunks, current, length, source = [], [], 0, None
+
+    def close():
+        chunks.append(current)
+        if names is not None:
+            names.append(source)
+
     for src, seq in zip(sources, ids):
         seq = np.asarray(seq[:max_tokens], dtype=np.int64)
         if current and (src != source or length + len(seq) > max_tokens):
-            chunks.append(current)
+            close()
             current, length = [], 0
         current.append(seq)
         length += len(seq)
         source = src
     if current:
-        chunks.append(current)
+        close()
     return chunks
 
 
-def corpus_chunks(path: Path, tokenizer, max_len: int, limit: int = 0) -> list[list[np.ndarray]]:
+def corpus_chunks(path: Path, tokenizer, max_len: int, limit: int = 0,
+                  names: list[str] | None = None) -> list[list[np.ndarray]]:
     """``train_ordered.tsv`` (its first ``limit`` lines when given) tokenized without specials
-    and cut into chunks with room for a pair's three specials in ``max_len`` tokens."""
+    and cut into chunks with room for a pair's three specials in ``max_len`` tokens
+    (``names``: as ``make_chunks``'s)."""
     sources, sentences = read_ordered(path)
     if limit:
         sources, sentences = sources[:limit], sentences[:limit]
-    return make_chunks(sources, tokenizer(sentences, add_special_tokens=False)["input_ids"], max_len - 3)
+    return make_chunks(sources, tokenizer(sentences, add_special_tokens=False)["input_ids"], max_len - 3, names)
 
 
 def is_pair_eval_chunk(index: int) -> bool:

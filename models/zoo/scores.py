@@ -131,13 +131,14 @@ def cloze_hits(family: str, model, tokenizer, items: list[dict], k: int = 5) -> 
 
 
 @torch.no_grad()
-def pair_accuracy(objective: Objective, examples: Examples, kind: str, seed: int = 1234) -> dict:
-    """NSP or SOP accuracy on the held-out chunks (never trained on)."""
+def pair_accuracy(objective: Objective, examples: Examples, kind: str, seed: int = 1234,
+                  chunks: list[int] | None = None) -> dict:
+    """NSP or SOP accuracy on the held-out chunks (never trained on; ``chunks``: these of them)."""
     model, fam = objective.model, objective.family
     model.eval()
     rng = np.random.default_rng(seed)
     rows, types, labels = [], [], []
-    for i in examples.eval_idx:
+    for i in examples.eval_idx if chunks is None else chunks:
         ids, tt, label = examples.pair(i, rng, kind)
         rows.append(ids), types.append(tt), labels.append(label)
     right = 0

@@ -166,10 +166,14 @@ def test_corpus_chunks_keep_reading_order_within_one_source_and_leave_room_for_a
     chunks = corpus_chunks(path, tok, max_len=16)
     pieces = [tok(t, add_special_tokens=False)["input_ids"][:13] for _, t in lines]  # 16 - 3 specials
     assert [list(seq) for chunk in chunks for seq in chunk] == pieces  # every line once, in order, cut at 13
+    names = []
+    assert [[list(q) for q in c] for c in corpus_chunks(path, tok, max_len=16, names=names)] == \
+        [[list(q) for q in c] for c in chunks]  # asking for the names changes nothing
+    assert len(names) == len(chunks)
     owners = iter(s for s, _ in lines)
-    for chunk in chunks:
+    for chunk, name in zip(chunks, names):
         sources = {next(owners) for _ in chunk}
-        assert len(sources) == 1  # a chunk never crosses from one source to the next
+        assert sources == {name}  # a chunk never crosses from one source to the next; its name is its source
         assert sum(len(seq) for seq in chunk) <= 13
     assert len(chunks) >= 4  # the 30-word line fills a chunk of its own
     assert [list(s) for c in corpus_chunks(path, tok, max_len=16, limit=2) for s in c] == pieces[:2]
