@@ -55,7 +55,8 @@ def config_of(record: dict) -> Z.ZooConfig:
     """The run's config; a record from before ``fast_kernels`` ran one batch per step on
     torch's stock kernels (recounted so: the split path cuts each part's padding)."""
     cfg = {"fast_kernels": False, **record["config"]}
-    known = {f.name for f in dataclasses.fields(Z.ZooConfig)}  # a setting since removed (onednn_linear) is dropped
+    # a setting since removed (onednn_linear) is dropped; the shape is passed once, as a Shape
+    known = {f.name for f in dataclasses.fields(Z.ZooConfig)} - {"shape"}
     return Z.ZooConfig(**{k: v for k, v in cfg.items() if k in known}, shape=zm.Shape(**cfg["shape"]))
 
 
