@@ -143,9 +143,6 @@ def main(argv=None) -> int:
                       threads=args.threads, shape=shape, dropout=args.dropout,
                       fast_kernels=not args.stock_kernels, workers=args.workers)
     work = args.work / ("tiny" if args.tiny else "")
-    sources, sentences = zd.read_ordered(args.corpus / "train_ordered.tsv")
-    if args.max_sentences:
-        sources, sentences = sources[: args.max_sentences], sentences[: args.max_sentences]
     heldout = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines() if s]
     if args.heldout_limit:
         heldout = heldout[: args.heldout_limit]
@@ -164,15 +161,14 @@ def main(argv=None) -> int:
         log_file.write(line + "\n")
         log_file.flush()
 
-    chunks_of, teacher = {}, None
+    chunks_of, corpus, teacher = {}, {}, None  # corpus: its sentences and tokens (every sentence whole)
     for family in families:
         kind = zm.TOKENIZER_OF[family]
         tokenizer = load_or_train_tokenizer(kind, args.corpus, work, shape.vocab)
         if kind not in chunks_of:
-            ids = tokenizer(sentences, add_special_tokens=False)["input_ids"]
-            chunks_of[kind] = zd.make_chunks(sources, ids, shape.max_len - 3)
-            log(json.dumps({"tokenizer": kind, "chunks": len(chunks_of[kind]),
-                            "tokens": int(sum(len(x) for x in ids))}))
+            chunks_of[kind] = zd.corpus_chunks(args.corpus / "train_ordered.tsv", tokenizer, shape.max_len,
+                                               args.max_sentences, counts=corpus)
+            log(json.dumps({"tokenizer": kind, "chunks": len(chunks_of[kind]), "tokens": corpus["tokens"]}))
         if family == "mini-distilbert" and teacher is None:
             from transformers import BertForPreTraining
 
@@ -193,7 +189,7 @@ def main(argv=None) -> int:
         record["unigram"] = zs.unigram_baseline(tokenizer, zs.piece_counts(chunks_of[kind], len(tokenizer)), heldout)
         record["tokens_per_s"] = record["tokens"] / max(record["wall_minutes"] * 60, 1e-9)
         record["tokenizer_kind"] = kind
-        record["corpus"] = {"sentences": len(sentences), "file": "train_ordered.tsv"}
+        record["corpus"] = {"sentences": corpus["sentences"], "file": "train_ordered.tsv"}
         record["eval_minutes"] = (time.time() - t0) / 60
         record["torch"] = torch.__version__
         record["device"] = str(device)

@@ -55,7 +55,8 @@ def config_of(record: dict) -> Z.ZooConfig:
     """The run's config; a record from before ``fast_kernels`` ran one batch per step on
     torch's stock kernels (recounted so: the split path cuts each part's padding)."""
     cfg = {"fast_kernels": False, **record["config"]}
-    known = {f.name for f in dataclasses.fields(Z.ZooConfig)}  # a setting since removed (onednn_linear) is dropped
+    # a setting since removed (onednn_linear) is dropped; the shape is passed once, as a Shape
+    known = {f.name for f in dataclasses.fields(Z.ZooConfig)} - {"shape"}
     return Z.ZooConfig(**{k: v for k, v in cfg.items() if k in known}, shape=zm.Shape(**cfg["shape"]))
 
 
@@ -68,7 +69,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     from transformers import AutoTokenizer, BertForPreTraining
 
-    sources, sentences = zd.read_ordered(args.corpus / "train_ordered.tsv")
+    corpus = args.corpus / "train_ordered.tsv"
+    sentences = len(zd.read_ordered(corpus)[1])  # each record's count is checked before its family tokenizes
     heldout: list[str] = []  # no evaluation happens in one step
     chunks_of, rows = {}, []
     teacher = BertForPreTraining.from_pretrained(str(args.zoo / "mini-bert"), dtype=torch.float32)
@@ -76,16 +78,15 @@ def main(argv=None) -> int:
         folder = args.zoo / family
         path = folder / "record.json"
         record = json.loads(path.read_text(encoding="utf-8"))
-        if record["corpus"]["sentences"] != len(sentences):
+        if record["corpus"]["sentences"] != sentences:
             raise SystemExit(f"{family}: trained on {record['corpus']['sentences']:,} sentences, "
-                             f"the corpus here has {len(sentences):,}: rebuild it (scripts/build_corpus.py).")
+                             f"the corpus here has {sentences:,}: rebuild it (scripts/build_corpus.py).")
         cfg = config_of(record)
         torch.set_num_threads(max(1, cfg.threads or torch.get_num_threads()))
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
         kind = zm.TOKENIZER_OF[family]
         if kind not in chunks_of:
-            ids = tokenizer(sentences, add_special_tokens=False)["input_ids"]
-            chunks_of[kind] = zd.make_chunks(sources, ids, cfg.shape.max_len - 3)
+            chunks_of[kind] = zd.corpus_chunks(corpus, tokenizer, cfg.shape.max_len)  # families share a tokenizer
         t = teacher if family == "mini-distilbert" else None
         counts = []
         for models in (shipped_models(family, folder), None):  # shipped weights, then a random init

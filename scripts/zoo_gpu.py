@@ -97,13 +97,6 @@ def pack(args) -> int:
 
 
 # ----------------------------------------------------------------------------- worker (GPU)
-def _corpus(work: Path, max_sentences: int):
-    sources, sentences = zd.read_ordered(work / "train_ordered.tsv")
-    if max_sentences:
-        sources, sentences = sources[:max_sentences], sentences[:max_sentences]
-    return sources, sentences
-
-
 def _wait_for(path: Path, until: float, poll: float = 0.5) -> bool:
     while not path.exists():
         if time.time() > until:
@@ -137,11 +130,11 @@ def worker(args) -> int:
     shape = _shape(args.tiny)
     tokenizer = AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / family))
     t0 = time.time()
-    sources, sentences = _corpus(work, args.max_sentences)
-    ids = tokenizer(sentences, add_special_tokens=False)["input_ids"]
-    chunks = zd.make_chunks(sources, ids, shape.max_len - 3)
+    corpus = {}  # its sentences and tokens; the tokens of every sentence whole, before a chunk cuts one to max_len - 3
+    chunks = zd.corpus_chunks(work / "train_ordered.tsv", tokenizer, shape.max_len, args.max_sentences,
+                              counts=corpus)
     log(json.dumps({"family": family, "tokenized_s": round(time.time() - t0, 1), "chunks": len(chunks),
-                    "corpus_tokens": int(sum(len(x) for x in ids))}))
+                    "corpus_tokens": corpus["tokens"]}))
     tune, score = heldout_splits(args.heldout_limit)
     counts = zs.piece_counts(chunks, len(tokenizer))
     unigram_tune = zs.unigram_baseline(tokenizer, counts, tune)
@@ -263,7 +256,7 @@ def worker(args) -> int:
     record["tokens_per_s"] = record["tokens"] / max(record["wall_minutes"] * 60, 1e-9)
     record.update({
         "tokenizer_kind": zm.TOKENIZER_OF[family],
-        "corpus": {"sentences": len(sentences), "file": "train_ordered.tsv"},
+        "corpus": {"sentences": corpus["sentences"], "file": "train_ordered.tsv"},
         "eval_minutes": (time.time() - t1) / 60, "torch": torch.__version__, "device": str(device),
         "device_name": _device_name(device),
         "tuning": {"grid": args.grid, "trial_tokens": args.trial_tokens, "chosen": best[1], "trials": trials,
@@ -504,7 +497,6 @@ def baseline(args) -> int:
     zoo's): piece counts of the corpus's training chunks, scored on the record's own split."""
     from transformers import AutoTokenizer
 
-    sources, sentences = zd.read_ordered(args.corpus / "train_ordered.tsv")
     all_heldout = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines() if s]
     counts_of = {}
     for family in zm.FAMILIES:
@@ -515,8 +507,8 @@ def baseline(args) -> int:
         kind = record["tokenizer_kind"]
         tokenizer = AutoTokenizer.from_pretrained(str(args.zoo / family))
         if kind not in counts_of:
-            ids = tokenizer(sentences, add_special_tokens=False)["input_ids"]
-            chunks = zd.make_chunks(sources, ids, record["config"]["shape"]["max_len"] - 3)
+            chunks = zd.corpus_chunks(args.corpus / "train_ordered.tsv", tokenizer,
+                                      record["config"]["shape"]["max_len"])
             counts_of[kind] = zs.piece_counts(chunks, len(tokenizer))
         split = heldout_splits()[1] if "tuning split" in record["heldout"].get("split", "") else all_heldout
         record["unigram"] = zs.unigram_baseline(tokenizer, counts_of[kind], split)

@@ -46,15 +46,21 @@ def make_chunks(sources: list[str], ids: list[list[int]], max_tokens: int,
     return chunks
 
 
-def corpus_chunks(path: Path, tokenizer, max_len: int, limit: int = 0,
-                  names: list[str] | None = None) -> list[list[np.ndarray]]:
+def corpus_chunks(path: Path, tokenizer, max_len: int, limit: int = 0, *, names: list[str] | None = None,
+                  counts: dict | None = None) -> list[list[np.ndarray]]:
     """``train_ordered.tsv`` (its first ``limit`` lines when given) tokenized without specials
-    and cut into chunks with room for a pair's three specials in ``max_len`` tokens
-    (``names``: as ``make_chunks``'s)."""
+    and cut into chunks with room for a pair's three specials in ``max_len`` tokens.
+
+    ``names``: as ``make_chunks``'s. ``counts``, when given, receives the corpus's ``sentences``
+    and their ``tokens``, every sentence whole (``make_chunks`` keeps the first ``max_len - 3``
+    of a longer one)."""
     sources, sentences = read_ordered(path)
     if limit:
         sources, sentences = sources[:limit], sentences[:limit]
-    return make_chunks(sources, tokenizer(sentences, add_special_tokens=False)["input_ids"], max_len - 3, names)
+    ids = tokenizer(sentences, add_special_tokens=False)["input_ids"]
+    if counts is not None:
+        counts.update(sentences=len(ids), tokens=sum(len(x) for x in ids))
+    return make_chunks(sources, ids, max_len - 3, names)
 
 
 def is_pair_eval_chunk(index: int) -> bool:

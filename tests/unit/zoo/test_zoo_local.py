@@ -44,6 +44,7 @@ def test_a_family_runs_its_trials_then_resumes_its_full_run_where_it_stopped(tmp
     best = min(trials, key=lambda t: t["piece_loss"])
     assert record["tuning"]["chosen"] == {"lr": best["lr"]}
     assert record["config"]["position_init"] == "local" and record["tokens"] >= 3000
+    assert record["corpus"] == {"sentences": 400, "file": "train_ordered.tsv"}  # --max-sentences 400
     assert "no other family training at the same time" in record["concurrency"]
     assert record["script"] == "scripts.zoo_local" and record["tuning"]["search"] == Z.SEARCHES["prefix"]
     first = _weights(work / "export" / "mini-roberta")

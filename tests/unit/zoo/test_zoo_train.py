@@ -357,6 +357,18 @@ def test_a_steps_flops_are_its_forward_plus_its_backward(family):
         assert fwd == student.get_total_flops() + teacher.get_total_flops()
 
 
+def test_zoo_flops_reads_a_shipped_record_s_config_and_one_naming_a_removed_setting():
+    from models.zoo.families import Shape
+    from scripts.zoo_flops import config_of
+
+    record = json.loads((Path(zoo_folder("mini-bert")) / "record.json").read_text(encoding="utf-8"))
+    cfg = config_of(record)
+    assert cfg.shape == Shape(**record["config"]["shape"]) and cfg.lr == record["config"]["lr"]
+    old = {**record, "config": {k: v for k, v in record["config"].items() if k != "fast_kernels"}}
+    old["config"]["onednn_linear"] = True
+    assert config_of(old).fast_kernels is False and config_of(old).shape == cfg.shape
+
+
 def test_distilberts_loss_is_the_papers_triple_loss():
     """DistilBERT's objective against its paper's loss written out here (Sanh et al. 2019, and
     transformers' distillation example): 5 x KL(teacher || student) at temperature 2, times

@@ -177,3 +177,7 @@ def test_corpus_chunks_keep_reading_order_within_one_source_and_leave_room_for_a
         assert sum(len(seq) for seq in chunk) <= 13
     assert len(chunks) >= 4  # the 30-word line fills a chunk of its own
     assert [list(s) for c in corpus_chunks(path, tok, max_len=16, limit=2) for s in c] == pieces[:2]
+    counts = {}
+    assert [list(s) for c in corpus_chunks(path, tok, max_len=16, limit=5, counts=counts) for s in c] == pieces[:5]
+    whole = [len(tok(t, add_special_tokens=False)["input_ids"]) for _, t in lines[:5]]
+    assert counts == {"sentences": 5, "tokens": sum(whole)} and max(whole) > 13  # the 30-word line counted whole
