@@ -45,11 +45,11 @@ from models.zoo import data as zd
 from models.zoo import families as zm
 from models.zoo import scores as zs
 from models.zoo import train as Z
+from scripts.zoo_gpu import heldout_splits
 
 REPO = Path(__file__).resolve().parents[1]
 ZOO = REPO / "weights" / "zoo"
 RUNNING_TEXT = ("austen", "novels", "moby-dick", "stories", "sotu", "web-bible")
-TUNING_SENTENCES = 400  # data/heldout.txt's last lines: the tuning split (scripts.zoo_gpu)
 
 
 def segments(ids: np.ndarray, types: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -164,8 +164,11 @@ def _sop(args) -> int:
         held = sop_pairs(examples, eval_idx, 1234)
         print(f"  {label}: {len(eval_idx):,} held-out pairs (majority {shipped['majority']:.1%})")
         print(f"    the shipped SOP head:            {shipped['accuracy']:.1%}")
+        seen = accuracy(bow, sop_pairs(examples, train_idx, 0, args.pairs))
         print(f"    bag-of-words order model:        {accuracy(bow, held):.1%} (trained on {args.pairs:,} pairs, "
-              f"L2 penalty {chosen['penalty']:g}; its training pairs {accuracy(bow, sop_pairs(examples, train_idx, 0, args.pairs)):.1%})")
+              f"L2 penalty {chosen['penalty']:g}; its training pairs {seen:.1%})")
+    if not args.steps:
+        return 0
     train_idx, eval_idx = sets["running text"]
     print(f"  mini-albert fine-tuned on SOP alone (running text, 32 pairs a step, lr {args.lr:g}):")
     fine_tune_sop(objective, examples, train_idx, eval_idx, args.steps, args.lr,
@@ -234,12 +237,13 @@ def _rtd(args) -> int:
     tokenizer = AutoTokenizer.from_pretrained(str(ZOO / "mini-electra"))
     shape = zm.Shape(**({"electra_generator_hidden": args.generator_hidden} if args.generator_hidden else {}))
     chunks = zd.corpus_chunks(args.corpus / "train_ordered.tsv", tokenizer, shape.max_len)
-    tune = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines() if s][-TUNING_SENTENCES:]
+    tune = heldout_splits()[0]  # the search's tuning lines
     cfg = Z.ZooConfig(tokens=args.tokens, lr=args.lr, dropout=0.0, autocast="bf16", evals=2,
-                      eval_sentences=TUNING_SENTENCES, shape=shape)
+                      eval_sentences=len(tune), shape=shape)
     args.work.mkdir(parents=True, exist_ok=True)
-    name = args.name or (args.checkpoint.stem if args.checkpoint else None) or (f"g{args.generator_hidden or shape.electra_generator_hidden}"
-                         f"-l{args.generator_layers or shape.layers}" + ("-uniform" if args.uniform else ""))
+    changed = (f"g{args.generator_hidden or shape.electra_generator_hidden}-l{args.generator_layers or shape.layers}"
+               + ("-uniform" if args.uniform else ""))
+    name = args.name or (args.checkpoint.stem if args.checkpoint else changed)
     checkpoint = args.work / f"{name}.ckpt"
     if args.checkpoint and not checkpoint.is_file():  # scored from a copy: a run's end writes its checkpoint
         shutil.copyfile(args.checkpoint, checkpoint)
@@ -269,7 +273,7 @@ def main(argv=None) -> int:
     s = sub.add_parser("sop", help="how much sentence order the SOP pairs carry")
     s.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     s.add_argument("--pairs", type=int, default=80_000, help="training pairs of the bag-of-words model")
-    s.add_argument("--steps", type=int, default=1500, help="SOP-only fine-tuning steps")
+    s.add_argument("--steps", type=int, default=1500, help="SOP-only fine-tuning steps (0: none)")
     s.add_argument("--lr", type=float, default=1e-4)
     r = sub.add_parser("rtd", help="ELECTRA's detection with one change, or a checkpoint scored")
     r.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
