@@ -1,6 +1,6 @@
 """Why ALBERT's sentence order and ELECTRA's detection stay weak in the CPU zoo: probes.
 
-    .venv/bin/python -m scripts.zoo_heads sop                   # how much order the pairs carry
+    .venv/bin/python -m scripts.zoo_heads sop [--write]         # how much order the pairs carry
     nice -n 19 .venv/bin/python -m scripts.zoo_heads rtd --generator-hidden 64    # a changed ELECTRA
     .venv/bin/python -m scripts.zoo_heads rtd --checkpoint .cache/zoo-10m/mini-electra/trial-lr=0.001-dropout=0.0.ckpt
 
@@ -158,15 +158,20 @@ def _sop(args) -> int:
     objective = zm.Objective("mini-albert", {"model": model})
     print(f"mini-albert's SOP pairs, {len(chunks):,} chunks, {len(running):,} of them running text "
           f"with two sentences or more")
+    found = {}
     for label, (train_idx, eval_idx) in sets.items():
         shipped = zs.pair_accuracy(objective, examples, "sop", chunks=eval_idx)
         bow, chosen = fit_bag_of_words(sop_pairs(examples, train_idx, 0, args.pairs), len(tokenizer))
         held = sop_pairs(examples, eval_idx, 1234)
+        found[label] = {"accuracy": accuracy(bow, held), "pairs": len(held), "penalty": chosen["penalty"]}
         print(f"  {label}: {len(eval_idx):,} held-out pairs (majority {shipped['majority']:.1%})")
         print(f"    the shipped SOP head:            {shipped['accuracy']:.1%}")
         seen = accuracy(bow, sop_pairs(examples, train_idx, 0, args.pairs))
-        print(f"    bag-of-words order model:        {accuracy(bow, held):.1%} (trained on {args.pairs:,} pairs, "
+        print(f"    bag-of-words order model:        {found[label]['accuracy']:.1%} (trained on {args.pairs:,} pairs, "
               f"L2 penalty {chosen['penalty']:g}; its training pairs {seen:.1%})")
+    if args.write:
+        write_reference(folder / "record.json", found, args.pairs)
+        print(f"written: {folder / 'record.json'} (pair_reference)")
     if not args.steps:
         return 0
     train_idx, eval_idx = sets["running text"]
@@ -175,6 +180,21 @@ def _sop(args) -> int:
                   lambda step, loss, acc: print(f"    step {step:5d}: training loss {loss:.4f}, held-out {acc:.1%}",
                                                 flush=True))
     return 0
+
+
+def write_reference(record_path: Path, found: dict, pairs: int) -> dict:
+    """Keep the bag-of-words order model's held-out accuracy in the record (``pair_reference``):
+    the cards, Compare and the pair views show it beside the SOP head's."""
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    everything, running = found["all"], found["running text"]
+    record["pair_reference"] = {
+        "model": (f"a bag-of-words order model (logistic regression on segment A's mean one-hot minus B's, "
+                  f"trained on {pairs:,} training pairs, its L2 penalty chosen on a tenth of them held back)"),
+        "accuracy": everything["accuracy"], "pairs": everything["pairs"], "penalty": everything["penalty"],
+        "running_text_accuracy": running["accuracy"], "running_text_pairs": running["pairs"],
+        "running_text": list(RUNNING_TEXT), "script": "scripts.zoo_heads sop"}
+    record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return record["pair_reference"]
 
 
 def fine_tune_sop(objective: zm.Objective, examples: zd.Examples, train_idx, eval_idx, steps: int, lr: float,
@@ -275,6 +295,8 @@ def main(argv=None) -> int:
     s.add_argument("--pairs", type=int, default=80_000, help="training pairs of the bag-of-words model")
     s.add_argument("--steps", type=int, default=1500, help="SOP-only fine-tuning steps (0: none)")
     s.add_argument("--lr", type=float, default=1e-4)
+    s.add_argument("--write", action="store_true",
+                   help="keep the bag-of-words model's accuracy in mini-albert's record (pair_reference)")
     r = sub.add_parser("rtd", help="ELECTRA's detection with one change, or a checkpoint scored")
     r.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     r.add_argument("--work", type=Path, default=REPO / ".cache" / "zoo-heads")

@@ -389,8 +389,10 @@ def zoo_findings_md(entries: tuple[ZooEntry, ...]) -> str:
     pairs = [e for e in entries if e.pair_accuracy is not None]
     if pairs:
         parts.append("Sentence-pair heads on held-out pairs: "
-                     + "; ".join(f"{escape(e.key)} {100 * e.pair_accuracy:.1f} % (majority {100 * e.pair_majority:.1f} %)"
-                                 for e in pairs) + ". ")
+                     + "; ".join(f"{escape(e.key)} {100 * e.pair_accuracy:.1f} % (majority {100 * e.pair_majority:.1f} %"
+                                 + ("" if e.pair_reference is None else
+                                    f"; a bag-of-words order model on the same pairs {100 * e.pair_reference:.1f} %")
+                                 + ")" for e in pairs) + ". ")
     for e in entries:
         if e.rtd_auc is not None:
             parts.append(f"ELECTRA's discriminator separates its generator's replacements from original tokens "

@@ -27,9 +27,11 @@ from . import objectives_plots as views
 RTD_COLUMNS = ["position", "token", "P(replaced)", "verdict", "generator replaced"]
 
 
-def _heldout_pair(model_key: str) -> tuple[float | None, float | None]:
-    """(held-out accuracy, majority-label share) of a model's pair head, from its record."""
-    return next(((e.pair_accuracy, e.pair_majority) for e in zoo_comparison() if e.key == model_key), (None, None))
+def _heldout_pair(model_key: str) -> tuple[float | None, float | None, float | None]:
+    """(held-out accuracy, majority-label share, a bag-of-words order model's accuracy) of a
+    model's pair head, from its record."""
+    return next(((e.pair_accuracy, e.pair_majority, e.pair_reference) for e in zoo_comparison() if e.key == model_key),
+                (None, None, None))
 
 
 def pair_answer(model_key: str, a: str, b: str):

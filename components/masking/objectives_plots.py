@@ -7,11 +7,14 @@ from models import ReplacedTokens
 from ..shell.common import escape
 
 
-def pair_markdown(kind: str, p: float, heldout: float | None, majority: float | None = None) -> str:
+def pair_markdown(kind: str, p: float, heldout: float | None, majority: float | None = None,
+                  reference: float | None = None) -> str:
     """The answer of a sentence-pair head, with the head's held-out accuracy when known.
 
     ``majority``: the share of the held-out pairs' more frequent label (what always guessing
     it scores), from the training record; the baseline the accuracy is shown against.
+    ``reference``: a bag-of-words order model's accuracy on the same pairs (how much order
+    they show to a model comparing the segments' words), when the record has it.
     """
     if kind == "nsp":
         verdict = "follows" if p >= 0.5 else "does not follow"
@@ -22,6 +25,9 @@ def pair_markdown(kind: str, p: float, heldout: float | None, majority: float | 
     if heldout is not None:
         text += f"  \nThis head's accuracy on held-out pairs: {heldout:.1%}"
         text += (f" (always guessing the majority label: {majority:.1%})." if majority is not None else ".")
+        if reference is not None:
+            text += (f" A bag-of-words order model (which words each segment holds) gets {reference:.1%} of the "
+                     "same pairs right: the order these pairs show.")
     return text
 
 

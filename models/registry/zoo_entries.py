@@ -126,6 +126,9 @@ class ZooEntry:
     tuning_search: str = ""  # the search itself: its grid, tokens per trial, and how the trials ran
     trained_on: str = ""  # where: the GPU's name, or "CPU"
     rtd_auc: float | None = None  # ELECTRA: ROC AUC of P(replaced) on held-out generator-corrupted text
+    # SOP: a bag-of-words order model's accuracy on the same held-out pairs (scripts/zoo_heads.py):
+    # how much order the pairs show to a model that compares the two segments' words
+    pair_reference: float | None = None
     locality_start: bool = False  # its learnt absolute table began with the locality start (models/zoo/locality.py)
 
 
@@ -177,6 +180,7 @@ def zoo_comparison() -> tuple[ZooEntry, ...]:
             tuning_search=search_of(r.get("tuning")),
             trained_on=r.get("device_name") or ("CPU" if r.get("device", "cpu") == "cpu" else r["device"]),
             rtd_auc=(r.get("rtd_heldout") or {}).get("roc_auc"),
+            pair_reference=(r.get("pair_reference") or {}).get("accuracy"),
             locality_start=key in TABLE_FAMILIES and r["config"].get("position_init") == "local",
         ))
     return tuple(out)

@@ -112,6 +112,11 @@ def card(key: str, record: dict, idea: str) -> str:
         p = record["pair_heldout"]
         lines.append(f"- {record['pair_objective'].upper()} on {p['pairs']:,} held-out pairs (2 % of the corpus's "
                      f"chunks, never trained on): **{p['accuracy']:.1%}** (majority class {p['majority']:.1%}).")
+        if record.get("pair_reference"):
+            ref = record["pair_reference"]
+            lines.append(f"- For reference, {ref['model']} on the same held-out pairs: {ref['accuracy']:.1%} "
+                         f"({ref['running_text_accuracy']:.1%} of the {ref['running_text_pairs']:,} cut from running "
+                         f"text); `python -m {ref['script']}`.")
     if record.get("rtd_heldout", {}).get("replaced"):
         r = record["rtd_heldout"]
         auc = f"ROC AUC of P(replaced) **{r['roc_auc']:.3f}**; " if "roc_auc" in r else ""

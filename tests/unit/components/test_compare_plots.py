@@ -163,6 +163,8 @@ def test_zoo_findings_say_which_families_left_the_word_frequency_plateau():
     for key, r in records.items():
         if r.get("pair_heldout"):
             assert f"{key} {100 * r['pair_heldout']['accuracy']:.1f} %" in note
+        reference = f"a bag-of-words order model on the same pairs {100 * r.get('pair_reference', {}).get('accuracy', 0):.1f} %"
+        assert (reference in note) == bool(r.get("pair_reference"))  # SOP's reference (scripts/zoo_heads.py), from the record
 
 
 def test_zoo_findings_name_the_families_that_began_with_the_locality_start():

@@ -154,3 +154,18 @@ def test_distillation_step_draws_both_students_over_the_same_steps(live_key):
     assert soft_train["y"][1:] != pytest.approx(mlm_train["y"][1:])  # then the soft targets change the path
     assert "1x64" in note and "4 step(s) of 32 sentences" in note
     assert ("won on held-out MLM loss" in note) or ("tie" in note)
+
+
+def test_the_sentence_order_step_gives_the_order_its_pairs_show():
+    """The Lessons' NSP/SOP step on ALBERT, from plain text as the tab calls it: the note gives
+    the head's held-out accuracy and the bag-of-words order model's on the same pairs, both
+    from the record; on BERT (NSP) there is no such reference."""
+    from models.registry.zoo_entries import zoo_folder
+
+    record = json.loads((zoo_folder("mini-albert") / "record.json").read_text(encoding="utf-8"))
+    frame, note = views.sentence_pair("mini-albert", "The storm broke at night.", "By morning the river rose.")
+    assert list(frame.iloc[:, 0]) == ["A, B as written", "B, A swapped"]
+    assert f"{record['pair_heldout']['accuracy']:.1%}" in note
+    assert f"gets {record['pair_reference']['accuracy']:.1%} of the same pairs right" in note
+    _, bert_note = views.sentence_pair("mini-bert", "The storm broke at night.", "By morning the river rose.")
+    assert "bag-of-words" not in bert_note

@@ -151,3 +151,22 @@ def test_pair_answer_shows_the_heldout_majority_baseline():
         assert f"always guessing the majority label: {pair['majority']:.1%}" in text
         assert "chance" not in text
     assert pair_markdown("nsp", 0.7, None).count("held-out") == 0
+
+
+def test_the_sop_answer_names_the_order_its_pairs_show():
+    """Typed into the pair view (the UI's handler, from plain text), ALBERT's SOP answer gives
+    the bag-of-words order model's accuracy on the same held-out pairs, from its record
+    (``scripts/zoo_heads.py sop --write``); BERT's NSP answer has no such reference."""
+    import json
+
+    from components.masking.objectives import pair_answer
+    from models.registry.zoo_entries import zoo_folder
+
+    reference = json.loads((zoo_folder("mini-albert") / "record.json").read_text())["pair_reference"]
+    assert reference["pairs"] == json.loads((zoo_folder("mini-albert") / "record.json").read_text())[
+        "pair_heldout"]["pairs"]  # the same held-out pairs as the head's own score
+    text = pair_answer("mini-albert", "The storm broke at night.", "By morning the river had flooded the town.")
+    assert f"A bag-of-words order model (which words each segment holds) gets {reference['accuracy']:.1%}" in text
+    assert "P(in order)" in text
+    bert = pair_answer("mini-bert", "The storm broke at night.", "By morning the river had flooded the town.")
+    assert "P(IsNext)" in bert and "bag-of-words" not in bert

@@ -147,3 +147,25 @@ def test_the_rtd_probe_trains_and_scores_a_changed_electra(tmp_path, uniform, ca
     assert code == 0
     assert ("g64-l2-uniform" if uniform else "g64-l2:") in out and "roc_auc" in out
     assert (tmp_path / "work" / ("g64-l2-uniform.ckpt" if uniform else "g64-l2.ckpt")).is_file()
+
+
+def test_write_reference_adds_the_order_models_accuracy_and_keeps_the_record(tmp_path):
+    import json
+
+    from models.registry.zoo_entries import recipe_of
+    from models.zoo.cards import card
+
+    record_path = tmp_path / "record.json"
+    shipped = json.loads((zoo_folder("mini-albert") / "record.json").read_text(encoding="utf-8"))
+    shipped.pop("pair_reference", None)
+    record_path.write_text(json.dumps(shipped), encoding="utf-8")
+    found = {"all": {"accuracy": 0.61, "pairs": 1090, "penalty": 1e-5},
+             "running text": {"accuracy": 0.63, "pairs": 760, "penalty": 1e-5}}
+    H.write_reference(record_path, found, 80_000)
+    written = json.loads(record_path.read_text(encoding="utf-8"))
+    assert {k: v for k, v in written.items() if k != "pair_reference"} == shipped
+    ref = written["pair_reference"]
+    assert (ref["accuracy"], ref["pairs"], ref["running_text_accuracy"], ref["running_text_pairs"]) == (0.61, 1090, 0.63, 760)
+    assert "80,000 training pairs" in ref["model"] and ref["script"] == "scripts.zoo_heads sop"
+    text = card("mini-albert", written, recipe_of("mini-albert"))
+    assert "on the same held-out pairs: 61.0% (63.0% of the 760 cut from running text)" in text
