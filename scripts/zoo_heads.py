@@ -24,7 +24,10 @@ drawn uniformly from the vocabulary instead of from the generator, the check tha
 discriminator can learn to detect at all), or a trial's checkpoint scored as it is; prints
 the generator's loss per masked piece on the tuning lines and ``rtd_summary`` on the
 held-out chunks (the record's ``rtd_heldout``). Nothing is saved but the run's checkpoint
-in ``--work``: these runs explain, they ship nothing.
+in ``--work`` (a run found finished there is scored again, not retrained; ``--name`` names
+another): these runs explain, they ship nothing. ``sop --write`` keeps the bag-of-words
+model's accuracy in mini-albert's record (``pair_reference``: its card, Compare and the pair
+views show it).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import json
 import shutil
 import time
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -269,7 +272,7 @@ def _rtd(args) -> int:
         shutil.copyfile(args.checkpoint, checkpoint)
     models = None if args.checkpoint else electra_models(tokenizer, shape, args.generator_layers)
     start = time.time()
-    with uniform_replacements() if args.uniform else _nothing():
+    with uniform_replacements() if args.uniform else nullcontext():
         done = Z.train_family("mini-electra", tokenizer, chunks, tune, cfg, args.work, models=models,
                               checkpoint=checkpoint, checkpoint_every=200, stop_tokens=args.stop,
                               log=lambda line: None)
@@ -280,11 +283,6 @@ def _rtd(args) -> int:
           f"lines: {gen['piece_loss']:.3f} nats per masked piece, whole-word top-1 {gen['word_top1']:.1%}")
     print("  " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v:,}" for k, v in out.items()))
     return 0
-
-
-@contextmanager
-def _nothing():
-    yield
 
 
 def main(argv=None) -> int:
