@@ -97,7 +97,7 @@ def test_pair_accuracy_reads_the_chunks_it_is_given():
     assert zs.pair_accuracy(objective, examples, "sop", chunks=[0, 5, 7])["pairs"] == 3
 
 
-def test_fine_tuning_on_sop_alone_moves_only_through_its_loss_and_reports():
+def test_fine_tuning_on_sop_alone_trains_the_head_and_reports_held_out_accuracy():
     tok = _tokenizer("mini-albert")
     lines = [f"Line {i} tells what happened next in the tale." for i in range(200)]
     chunks = zd.make_chunks(["austen"] * 200, tok(lines, add_special_tokens=False)["input_ids"], 40)
