@@ -164,12 +164,13 @@ def _sop(args) -> int:
     found = {}
     for label, (train_idx, eval_idx) in sets.items():
         shipped = zs.pair_accuracy(objective, examples, "sop", chunks=eval_idx)
-        bow, chosen = fit_bag_of_words(sop_pairs(examples, train_idx, 0, args.pairs), len(tokenizer))
+        training = sop_pairs(examples, train_idx, 0, args.pairs)
+        bow, chosen = fit_bag_of_words(training, len(tokenizer))
         held = sop_pairs(examples, eval_idx, 1234)
         found[label] = {"accuracy": accuracy(bow, held), "pairs": len(held), "penalty": chosen["penalty"]}
         print(f"  {label}: {len(eval_idx):,} held-out pairs (majority {shipped['majority']:.1%})")
         print(f"    the shipped SOP head:            {shipped['accuracy']:.1%}")
-        seen = accuracy(bow, sop_pairs(examples, train_idx, 0, args.pairs))
+        seen = accuracy(bow, training)
         print(f"    bag-of-words order model:        {found[label]['accuracy']:.1%} (trained on {args.pairs:,} pairs, "
               f"L2 penalty {chosen['penalty']:g}; its training pairs {seen:.1%})")
     if args.write:
