@@ -114,10 +114,12 @@ def test_gpu_run_budget_is_one_figure_every_family_reaches_in_time():
         {"lr": 2e-3, "dropout": 0.0}, {"lr": 2e-3, "dropout": 0.1}]
 
 
-@pytest.mark.parametrize("family", ["mini-bert", "mini-electra", "mini-roberta"])
-def test_a_run_resumed_from_its_checkpoint_ends_with_the_same_weights(family, tmp_path):
+@pytest.mark.parametrize(("family", "autocast"), [("mini-bert", ""), ("mini-electra", ""), ("mini-roberta", ""),
+                                                ("mini-bert", "bf16"), ("mini-electra", "bf16")])
+def test_a_run_resumed_from_its_checkpoint_ends_with_the_same_weights(family, autocast, tmp_path):
     """N steps straight == N/2 steps, stop, resume from the checkpoint in a new call, N/2 more:
-    the data position, masks, pairs, dropout, the generator's samples and AdamW all continue."""
+    the data position, masks, pairs, dropout, the generator's samples and AdamW all continue.
+    Also under bf16 autocast (the CPU zoo's recipe: its attention runs as explicit products)."""
     from transformers import AutoTokenizer
 
     from models.registry.zoo_entries import zoo_folder
@@ -130,7 +132,7 @@ def test_a_run_resumed_from_its_checkpoint_ends_with_the_same_weights(family, tm
     chunks = zd.make_chunks(["s"] * len(lines), tok(lines, add_special_tokens=False)["input_ids"], 61)
     shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
                   electra_embedding=16, electra_generator_hidden=16)
-    cfg = Z.ZooConfig(tokens=10**9, batch_size=4, evals=0, dropout=0.1, shape=shape)
+    cfg = Z.ZooConfig(tokens=10**9, batch_size=4, evals=0, dropout=0.1, shape=shape, autocast=autocast)
     assert TOKENIZER_OF[family]
     torch.set_num_threads(1)
 
