@@ -177,8 +177,12 @@ def split_step(objective, opt, trained, batch, sample_gen, pool, workers: int, c
     def work(k):
         part, shares = parts[k]
         with dropout_generator(torch.Generator().manual_seed(seeds[k])):
-            with record_function("zoo.forward"), torch.autocast(  # autocast's state is per thread
-                    "cpu", dtype=torch.bfloat16, enabled=autocast == "bf16"):
+            # autocast's state is per thread, its cache of weights cast to bfloat16 is not: with it,
+            # one part's graph could take the other's cast of a weight (its backward node, numbered
+            # in that thread), and the tied embeddings' gradient be summed in another order from
+            # run to run (ELECTRA's runs differed in the last bits within 20 steps)
+            with record_function("zoo.forward"), torch.autocast(
+                    "cpu", dtype=torch.bfloat16, enabled=autocast == "bf16", cache_enabled=False):
                 loss, losses = objective(*part, torch.Generator().manual_seed(sample_seeds[k]), shares=shares)
             with record_function("zoo.backward"):
                 if count_flops:  # in turn, into .grad (FlopCounterMode's module hooks refuse autograd.grad)

@@ -114,24 +114,33 @@ def test_gpu_run_budget_is_one_figure_every_family_reaches_in_time():
         {"lr": 2e-3, "dropout": 0.0}, {"lr": 2e-3, "dropout": 0.1}]
 
 
-@pytest.mark.parametrize(("family", "autocast"), [("mini-bert", ""), ("mini-electra", ""), ("mini-roberta", ""),
-                                                ("mini-bert", "bf16"), ("mini-electra", "bf16")])
-def test_a_run_resumed_from_its_checkpoint_ends_with_the_same_weights(family, autocast, tmp_path):
-    """N steps straight == N/2 steps, stop, resume from the checkpoint in a new call, N/2 more:
-    the data position, masks, pairs, dropout, the generator's samples and AdamW all continue.
-    Also under bf16 autocast (the CPU zoo's recipe: its attention runs as explicit products)."""
+def _tiny_run(family: str):
+    """A family's tokenizer, 60 sample lines as chunks, a 2-layer 32-wide shape."""
     from transformers import AutoTokenizer
 
     from models.registry.zoo_entries import zoo_folder
     from models.zoo import data as zd
-    from models.zoo import train as Z
-    from models.zoo.families import TOKENIZER_OF, Shape
+    from models.zoo.families import Shape
 
     tok = AutoTokenizer.from_pretrained(zoo_folder(family))
     lines = [s for s in open(REPO / "data" / "train_sample.txt", encoding="utf-8").read().splitlines() if s][:60]
     chunks = zd.make_chunks(["s"] * len(lines), tok(lines, add_special_tokens=False)["input_ids"], 61)
     shape = Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=64, albert_embedding=16,
                   electra_embedding=16, electra_generator_hidden=16)
+    return tok, chunks, shape
+
+
+@pytest.mark.parametrize(("family", "autocast"), [("mini-bert", ""), ("mini-electra", ""), ("mini-roberta", ""),
+                                                ("mini-bert", "bf16"), ("mini-electra", "bf16")])
+def test_a_run_resumed_from_its_checkpoint_ends_with_the_same_weights(family, autocast, tmp_path):
+    """N steps straight == N/2 steps, stop, resume from the checkpoint in a new call, N/2 more:
+    the data position, masks, pairs, dropout, the generator's samples and AdamW all continue.
+    Also under bf16 autocast (the CPU zoo's recipe: its attention runs as explicit products)."""
+    from models.zoo import data as zd
+    from models.zoo import train as Z
+    from models.zoo.families import TOKENIZER_OF
+
+    tok, chunks, shape = _tiny_run(family)
     cfg = Z.ZooConfig(tokens=10**9, batch_size=4, evals=0, dropout=0.1, shape=shape, autocast=autocast)
     assert TOKENIZER_OF[family]
     torch.set_num_threads(1)
@@ -151,6 +160,98 @@ def test_a_run_resumed_from_its_checkpoint_ends_with_the_same_weights(family, au
     assert resumed["record"]["tokens"] == straight["record"]["tokens"]
     assert Z.state_digest(resumed["objective"]) == Z.state_digest(straight["objective"])
     assert Z.state_digest(first["objective"]) != Z.state_digest(straight["objective"])
+
+
+def test_each_worker_casts_its_own_weights_under_bf16(tmp_path, monkeypatch):
+    """torch keeps one process-wide cache of the weights autocast has cast to bfloat16: a part
+    run on one worker thread could take the other part's cast of a weight, with that thread's
+    backward node, and the tied embeddings' gradient then be summed in another order from run
+    to run. Staged here: part 1's generator head runs after part 0's, while part 0 is still
+    inside its forward. Each part's graph must hold its own cast, and the weights must be those
+    of the parts run one after the other."""
+    import concurrent.futures as cf
+    import threading
+
+    from models.zoo import train as Z
+    from models.zoo.families import build_models
+
+    family = "mini-electra"
+    tok, chunks, shape = _tiny_run(family)
+    cfg = Z.ZooConfig(tokens=10**9, batch_size=4, evals=0, dropout=0.0, shape=shape, autocast="bf16")
+    torch.set_num_threads(2)
+    local = threading.local()
+    head_done, seen_by_1 = threading.Barrier(2, timeout=60), threading.Barrier(2, timeout=60)
+    casts = []  # (step's part, the ids of the cast nodes under the generator head's output)
+
+    class Serial:
+        def __init__(self, *a, **k):
+            pass
+
+        def map(self, f, items):
+            return [f(k) for k in items]
+
+        def shutdown(self, *a, **k):
+            pass
+
+    class Staged(Serial):
+        def map(self, f, items):
+            out = {}
+
+            def run(k):
+                local.part = k
+                out[k] = f(k)
+            threads = [threading.Thread(target=run, args=(k,)) for k in items]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return [out[k] for k in items]
+
+    def cast_nodes(output) -> set:
+        found, todo, seen = set(), [output.grad_fn], set()
+        while todo:
+            fn = todo.pop()
+            if fn is None or id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            if type(fn).__name__.startswith("ToCopyBackward"):
+                found.add(id(fn))
+            elif len(seen) < 20:  # the head's own few nodes, not the whole graph
+                todo += [g for g, _ in fn.next_functions]
+        return found
+
+    def before(*_):
+        if getattr(local, "part", None) == 1:
+            head_done.wait()
+
+    def after(_, __, output):
+        part = getattr(local, "part", None)
+        if part is None:  # the first step counts FLOPs on the calling thread
+            return
+        casts.append((part, cast_nodes(output)))
+        if part == 0:
+            head_done.wait()
+            seen_by_1.wait()  # still inside its forward (and its autocast) while part 1 casts
+        else:
+            seen_by_1.wait()
+
+    def digest(pool, staged: bool) -> str:
+        torch.manual_seed(cfg.seed)
+        built = build_models(family, tok, shape, dropout=0.0, position_init=cfg.position_init)
+        if staged:
+            built["generator"].generator_lm_head.register_forward_pre_hook(before)
+            built["generator"].generator_lm_head.register_forward_hook(after)
+        monkeypatch.setattr(cf, "ThreadPoolExecutor", pool)
+        done = Z.train_family(family, tok, chunks, [], cfg, tmp_path, models=built, log=lambda _: None,
+                              max_steps=5)
+        return Z.state_digest(done["objective"])
+
+    serial = digest(Serial, False)
+    assert digest(Staged, True) == serial
+    assert len(casts) == 8  # 4 split steps, 2 parts each
+    for step in range(0, len(casts), 2):
+        (p0, c0), (p1, c1) = casts[step], casts[step + 1]
+        assert (p0, p1) == (0, 1) and c0 and c1 and not c0 & c1
 
 
 def test_corpus_chunks_keep_reading_order_within_one_source_and_leave_room_for_a_pairs_specials(tmp_path):
