@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+import functools
 import os
 import re
 import shutil
@@ -67,6 +68,28 @@ def parity_atol(float32: float = 1e-5, half: float = 2e-2) -> float:
     from models.runtime.loading import dtype_for
 
     return float32 if dtype_for(get_device()) == torch.float32 else half
+
+
+@functools.lru_cache(maxsize=None)
+def zoo_reference(key: str, head: str = "base"):
+    """(tokenizer, model) of a mini-zoo family loaded again, apart from the app: transformers'
+    Auto classes on its folder, eager attention, float32, on the CPU, eval mode. head "mlm":
+    ``AutoModelForMaskedLM`` (ELECTRA's generator, as fill-mask uses), "base": ``AutoModel``.
+    The reference the user-path tests compare the app's answers with (loaded once a session)."""
+    import torch
+    from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
+
+    from models import get_spec
+    from models.registry.zoo_entries import zoo_folder
+
+    folder = zoo_folder(key)
+    kwargs = {"attn_implementation": "eager", "dtype": torch.float32}
+    if head == "mlm":
+        sub = get_spec(key).mlm_subfolder
+        model = AutoModelForMaskedLM.from_pretrained(folder / sub if sub else folder, **kwargs)
+    else:
+        model = AutoModel.from_pretrained(folder, **kwargs)
+    return AutoTokenizer.from_pretrained(folder), model.eval()
 
 
 def spy_onednn(monkeypatch) -> list[tuple[str, int, tuple[int, ...]]]:
