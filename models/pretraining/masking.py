@@ -10,7 +10,9 @@ draws in the same order from the same generator, so with the same seed both prod
 same masks): Bernoulli selection per token, special tokens and padding never selected,
 the random replacement drawn uniformly from the whole tokenizer (``len(tokenizer)``).
 Whole-word masking follows its ``whole_word_mask=True`` rule: a word is the run of pieces
-with no gap between their character offsets; a word is selected with probability ``rate``
+with no gap between their character offsets (the space that SentencePiece-style and some
+byte-level BPE tokenizers count into a word's first piece, "▁capital" over " capital", is
+left out first: it is a gap); a word is selected with probability ``rate``
 (decided at its first piece) and then all its pieces are selected. Unlike transformers 5,
 which forces 100 % [MASK] with whole words, the 80/10/10 split is kept and applied to each
 piece, as Google's original BERT code does.
@@ -55,13 +57,23 @@ class MaskingPolicy:
             )
 
 
-def word_ids_from_offsets(offsets: np.ndarray, special: np.ndarray) -> np.ndarray:
+def word_ids_from_offsets(offsets: np.ndarray, special: np.ndarray, texts=None) -> np.ndarray:
     """Word index of every token (-1 for special tokens), as transformers' collator does.
 
     offsets: (B, T, 2) character spans; special: (B, T) 1 for special tokens / padding.
     A token starts a new word when it is not special and there is a gap between its start
-    and the previous token's end (or the previous token was special).
+    and the previous token's end (or the previous token was special). texts: the B texts the
+    offsets point into; whitespace at a token's start is then not part of it. Give them for
+    tokenizers whose offsets take in the space before a word (Unigram's "▁capital", ModernBERT's
+    "Ġcapital"): without, the space is no gap and a whole sentence reads as one word.
     """
+    if texts is not None:
+        offsets = np.array(offsets, copy=True)
+        for row, text in enumerate(texts):
+            for t, (start, end) in enumerate(offsets[row].tolist()):
+                while start < end and text[start].isspace():
+                    start += 1
+                offsets[row, t, 0] = start
     special = special.astype(bool)
     starts, ends = offsets[..., 0], offsets[..., 1]
     prev_ends = np.roll(ends, 1, axis=1)

@@ -124,7 +124,7 @@ def simulate_masking(model_key: str, text: str, rate: float = 0.15, mask: float 
     if ids.shape[1] > MAX_LAB_TOKENS:
         raise InputError(f"The text is {ids.shape[1]} tokens; the lab shows at most {MAX_LAB_TOKENS}. Shorten it.")
     special = torch.from_numpy(enc["special_tokens_mask"].astype(bool))
-    word_ids = word_ids_from_offsets(enc["offset_mapping"], enc["special_tokens_mask"])
+    word_ids = word_ids_from_offsets(enc["offset_mapping"], enc["special_tokens_mask"], [text])
     tokens = tokenizer.convert_ids_to_tokens(ids[0].tolist())
     generator = torch.Generator().manual_seed(seed)
     results, draw = [], None
@@ -229,7 +229,7 @@ def masking_statistics(model_key: str, sentences: list[str], rate: float = 0.15,
     ids = torch.from_numpy(enc["input_ids"].astype(np.int64))
     special_np = enc["special_tokens_mask"].astype(bool) | (enc["attention_mask"] == 0)
     special = torch.from_numpy(special_np)
-    word_ids = word_ids_from_offsets(enc["offset_mapping"], special_np.astype(np.int64))
+    word_ids = word_ids_from_offsets(enc["offset_mapping"], special_np.astype(np.int64), sentences)
     generator = torch.Generator().manual_seed(seed)
     shares = {"selected": [], "[MASK]": [], "random": [], "kept": []}
     special_selected = 0
