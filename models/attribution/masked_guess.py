@@ -10,8 +10,8 @@ chosen mask (the softmax probability of the target token over the whole vocabula
   token) to the input; the scores sum to f(input) - f(baseline) up to Captum's reported
   completeness gap (``completeness_delta``).
 * ``attention_rollout``: the chosen mask's row of the last layer's rollout
-  (``models.attention.weights``): where information may have flowed from, the same for every
-  target.
+  (``models.attention.weights``) of the model that guessed (ELECTRA: its generator): where
+  information may have flowed from, the same for every target.
 * ``leave_one_out``: p(target) minus p(target) with that one token replaced by the mask
   token (occlusion): what the model does without it, token by token.
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..attention.weights import extract_attention, attention_rollout
+from ..attention.weights import attention_rollout
 from ..errors import InputError
 from ..mlm.fill_mask import MAX_MASKS, encode_masks, gather_positions, mask_spans
 from ..registry import catalogue
@@ -305,14 +305,14 @@ def _attribute(model_key, text, method, mask_index, target, n_steps) -> Attribut
 
 
 def _rollout_row(case: _MaskCase) -> np.ndarray:
-    """The mask's row of the last layer's attention rollout, on the same tokens."""
-    attention = extract_attention(case.loaded.spec.key, case.model_text)
-    if list(attention.token_ids) != case.target.input_ids.tolist():
-        raise InputError(
-            f"{case.loaded.spec.key} tokenises this text differently for attention and for "
-            "fill-mask, so rollout cannot be lined up with it; try another text."
-        )
-    return attention_rollout(attention)[-1, case.position].astype(np.float64)
+    """The mask's row of the last layer's attention rollout of the model that made the guess
+    (its MLM model, eager: ELECTRA's generator, not the discriminator), on the same tokens."""
+    loaded = load_model(case.loaded.spec, head="mlm", attn_implementation="eager")
+    inputs = {"input_ids": case.target.input_ids[None], **case.target.extra_inputs}
+    with torch.inference_mode():
+        out = loaded.model(**{k: v.to(loaded.device) for k, v in inputs.items()}, output_attentions=True)
+    weights = torch.stack([a[0] for a in out.attentions]).float().cpu().numpy()  # (L, H, T, T)
+    return attention_rollout(weights)[-1, case.position].astype(np.float64)
 
 
 def deletion_curve(
