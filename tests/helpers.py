@@ -92,6 +92,17 @@ def zoo_reference(key: str, head: str = "base"):
     return AutoTokenizer.from_pretrained(folder), model.eval()
 
 
+def zoo_encode(key: str, text: str, pair: str | None = None) -> dict:
+    """A text (or pair) as the mini zoo's family reads it, for its ``zoo_reference`` model: the
+    tokenizer's ids and attention mask, and segment ids 0 / 1 where the model has a segment
+    table of two rows or more (what the zoo trained its pair heads with), whatever inputs the
+    saved tokenizer lists. PyTorch tensors, a batch of one."""
+    tok, model = zoo_reference(key)
+    segments = int(getattr(model.config, "type_vocab_size", 0) or 0) > 1
+    enc = tok(text, pair, return_tensors="pt", return_token_type_ids=segments)
+    return {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask") or (segments and k == "token_type_ids")}
+
+
 def spy_onednn(monkeypatch) -> list[tuple[str, int, tuple[int, ...]]]:
     """Record every call of the oneDNN path's ops (models/runtime/onednn.py): (op, thread, input
     shape), op one of "linear", "linear+gelu", "linear+add". The ops still run."""

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from components.attention import tab
-from helpers import parity_atol, plotly_array, zoo_reference
+from helpers import parity_atol, plotly_array, zoo_encode, zoo_reference
 from models import ZOO_KEYS, get_spec
 
 TEXT = "The old mill by the river turned slowly."
@@ -31,7 +31,7 @@ def _attentions(key: str, text: str, pair: str | None = None, causal: bool = Fal
     mask built here, -inf above the diagonal, passed as transformers' 4-D additive mask."""
     tok, model = zoo_reference(key)
     enc = tok(text, pair, return_tensors="pt")
-    inputs = {k: v for k, v in enc.items() if k in tok.model_input_names}
+    inputs = zoo_encode(key, text, pair)
     if causal:
         t = enc["input_ids"].shape[1]
         blocked = torch.ones(t, t, dtype=torch.bool).triu(1)
@@ -148,7 +148,10 @@ def test_input_embeddings_are_the_sum_of_the_models_own_table_rows(key):
     ids = enc["input_ids"]
     pad = getattr(emb, "padding_idx", None)  # RoBERTa's positions start after its padding row
     positions = [pad + 1 + i for i in range(len(ids))] if get_spec(key).family == "roberta" else list(range(len(ids)))
-    segments = enc.get("token_type_ids", [0] * len(ids))
+    # [CLS] A [SEP] is segment 0, B [SEP] segment 1, where the table has a row for it (not RoBERTa's one row)
+    second = enc.sequence_ids().index(1)
+    two = int(getattr(model.config, "type_vocab_size", 0) or 0) > 1
+    segments = [int(two and i >= second) for i in range(len(ids))]
     with torch.no_grad():
         token = emb.word_embeddings.weight[ids]
         position = emb.position_embeddings.weight[positions]

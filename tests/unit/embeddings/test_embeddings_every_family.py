@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from components.embeddings import tab
-from helpers import parity_atol, plotly_array, zoo_reference
+from helpers import parity_atol, plotly_array, zoo_encode, zoo_reference
 from models import ZOO_KEYS
 
 GROUPS = ("# pets\nThe cat sleeps on the sofa.\nA kitten naps on the old couch.\n\n"
@@ -29,10 +29,9 @@ ATOL = 10 * parity_atol()
 def _states(key: str, sentence: str):
     """(encoding, [(T, d) per layer 0..L]): layer L is the model's final output."""
     tok, model = zoo_reference(key)
-    enc = tok(sentence, return_tensors="pt")
     with torch.no_grad():
-        out = model(**{k: v for k, v in enc.items() if k in tok.model_input_names}, output_hidden_states=True)
-    return enc, [h[0] for h in out.hidden_states[:-1]] + [out.last_hidden_state[0]]
+        out = model(**zoo_encode(key, sentence), output_hidden_states=True)
+    return tok(sentence, return_tensors="pt"), [h[0] for h in out.hidden_states[:-1]] + [out.last_hidden_state[0]]
 
 
 def _cosine(vectors: np.ndarray) -> np.ndarray:

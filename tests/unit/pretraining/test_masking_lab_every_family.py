@@ -16,8 +16,9 @@ import torch
 
 from components.masking import objectives
 from components.masking import tab
-from helpers import zoo_reference
-from models import ZOO_KEYS, get_spec, simulate_masking
+from helpers import zoo_encode, zoo_reference
+from models import ZOO_KEYS, get_spec, next_sentence, sentence_order, simulate_masking
+from models.registry.zoo_entries import zoo_folder
 
 TEXT = "The capital of France is unbelievably quiet today, and the old mill turns slowly."
 RATE, SEED, EPOCHS = 0.3, 4, 2
@@ -94,8 +95,16 @@ def test_pair_and_replaced_token_sections_say_which_families_have_the_head(key):
     (through the API), they say so."""
     spec = get_spec(key)
     a, b = "The storm broke at night.", "By morning the river had risen."
-    if spec.can("pair"):
-        assert "P(" in objectives.pair_answer(key, a, b)
+    if spec.can("pair"):  # its pre-training head, loaded again, on [CLS] A [SEP] B [SEP], segments 0 / 1
+        from transformers import AutoModelForPreTraining
+
+        head = AutoModelForPreTraining.from_pretrained(zoo_folder(key), dtype=torch.float32).eval()
+        with torch.no_grad():
+            out = head(**zoo_encode(key, a, b))
+        p = float((out.sop_logits if spec.pair_head == "sop" else out.seq_relationship_logits)[0].softmax(-1)[0])
+        answer = (sentence_order if spec.pair_head == "sop" else next_sentence)(key, a, b)
+        assert answer == pytest.approx(p, abs=1e-5)
+        assert f" = {p:.3f}**" in objectives.pair_answer(key, a, b)
     else:
         with pytest.raises(gr.Error, match="(next-sentence|sentence-order)"):
             objectives.pair_answer(key, a, b)
