@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from ..errors import CapabilityError, InputError
 from ..registry import catalogue
 from ..runtime.batching import map_forwards
-from ..runtime.loading import LoadedModel, check_token_count, load_model
+from ..runtime.loading import LoadedModel, check_token_count, load_model, max_input_tokens
 from ..runtime.onednn import onednn_linears
 from ..runtime.packed import can_pack, packed_hidden_states
 from ..validation import check_text
@@ -150,11 +150,13 @@ def layer_index(n_layers: int, layer, model_key: str = "the model") -> int:
 # --- encode, forward, pool --------------------------------------------------------------
 
 
-def encode_unpadded(loaded: LoadedModel, sentences: Sequence[str], offsets: bool = False):
-    """Token ids of each sentence, unpadded (and offsets if asked); too long → InputError."""
+def encode_unpadded(loaded: LoadedModel, sentences: Sequence[str], offsets: bool = False, truncate: bool = False):
+    """Token ids of each sentence, unpadded (and offsets if asked); too long → InputError, or
+    with ``truncate`` cut to the first tokens the model reads."""
     enc = loaded.tokenizer(
         list(sentences),
-        truncation=False,
+        truncation=bool(truncate),
+        max_length=max_input_tokens(loaded) if truncate else None,
         return_attention_mask=False,
         return_token_type_ids=False,
         return_offsets_mapping=offsets,
@@ -244,9 +246,9 @@ def pool_hidden(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch
 
 
 def _pooled(loaded: LoadedModel, sentences: Sequence[str], poolings: Sequence[str], layer: int,
-            normalize: bool) -> dict[str, np.ndarray]:
+            normalize: bool, truncate: bool = False) -> dict[str, np.ndarray]:
     """{pooling: (N, d) float32} from one forward pass over the sentences."""
-    ids = encode_unpadded(loaded, sentences)["input_ids"]
+    ids = encode_unpadded(loaded, sentences, truncate=truncate)["input_ids"]
     d = int(loaded.model.config.hidden_size)
     out = {p: torch.empty(len(ids), d, dtype=torch.float32) for p in poolings}  # (N, d) each
     for batch, (hidden,), mask in forward_layers(loaded, ids, [layer]):
@@ -272,7 +274,7 @@ def _layer_of(loaded: LoadedModel, layer) -> int:
 
 
 def embed(model_key: str, sentences, pooling: str = "mean", layer: int = -1,
-          normalize: bool = True) -> np.ndarray:
+          normalize: bool = True, truncate: bool = False) -> np.ndarray:
     """(N, d) float32 sentence vectors.
 
     pooling: "cls" (the first token's state), "mean" (average over the real tokens) or
@@ -282,13 +284,15 @@ def embed(model_key: str, sentences, pooling: str = "mean", layer: int = -1,
     sentence-transformers' all-MiniLM-L6-v2 embeddings for sentences of up to 256 tokens
     (its ``max_seq_length``). Longer sentences (up to the model's 512) are read whole here,
     so their vectors differ from sentence-transformers', which reads the first 256 tokens.
+    A sentence longer than the model reads is an ``InputError``; with ``truncate`` (a corpus
+    nobody can shorten) it is cut to the tokens the model reads, as sentence-transformers does.
     """
     spec = catalogue.get_spec(model_key)
     check_pooling(pooling)
     sentences = check_sentences(sentences, low=1, high=MAX_EMBED_SENTENCES)
     loaded = load_model(spec, head="base")
     layer = _layer_of(loaded, layer)
-    return _pooled(loaded, sentences, [pooling], layer, bool(normalize))[pooling]
+    return _pooled(loaded, sentences, [pooling], layer, bool(normalize), bool(truncate))[pooling]
 
 
 def cosine_matrix(vectors: np.ndarray) -> np.ndarray:

@@ -117,7 +117,8 @@ def _vectors(model_key: str, sentences, pooling: str, normalize: bool, progress:
     for start in range(0, len(sentences), EMBED_CHUNK):
         if progress:
             progress(start, len(sentences), "embedding the corpus")
-        parts.append(embed(model_key, sentences[start:start + EMBED_CHUNK], pooling=pooling, normalize=normalize))
+        parts.append(embed(model_key, sentences[start:start + EMBED_CHUNK], pooling=pooling, normalize=normalize,
+                           truncate=True))  # a corpus sentence longer than the model reads: its first tokens
     return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
 
 
@@ -236,7 +237,7 @@ def retrieval_report(model_key: str, k: int = 10, pooling: str = "mean", queries
     queries = check_int(queries, "queries", 10, 2000)
     vectors, exact, ann = _indexes(model_key, pooling, progress)
     query_texts = QUERIES_FILE.read_text(encoding="utf-8").splitlines()[:queries]
-    q = embed(model_key, query_texts, pooling=pooling, normalize=True)
+    q = embed(model_key, query_texts, pooling=pooling, normalize=True, truncate=True)
     started = time.perf_counter()
     _, exact_ids = exact.search(q, k)
     exact_ms = (time.perf_counter() - started) * 1000 / len(q)
@@ -248,7 +249,7 @@ def retrieval_report(model_key: str, k: int = 10, pooling: str = "mean", queries
     if progress:
         progress(0, 1, "unnormalised vectors for the dot-product comparison")
     raw = _cached_raw(model_key, pooling, sentences)
-    raw_q = embed(model_key, query_texts, pooling=pooling, normalize=False)
+    raw_q = embed(model_key, query_texts, pooling=pooling, normalize=False, truncate=True)
     dot_ids = np.argsort(-(raw_q @ raw.T), axis=1)[:, :k]
     norms = np.linalg.norm(raw, axis=1)
     pooling_recall, n_para = {}, 0

@@ -247,6 +247,8 @@ def _predict(model, enc, rows, pad_id, device) -> list[tuple[int, int, torch.Ten
 
 def _span_text(enc, i: int, a: int, b: int, context: str) -> tuple[str, int, int]:
     first, last = enc["offset_mapping"][i][a][0], enc["offset_mapping"][i][b][1]
+    while first < last and context[first].isspace():  # Unigram's "▁Lima" and ModernBERT's "ĠLima"
+        first += 1  # span the space before the word: the answer starts at the word
     return context[first:last], first, last
 
 
@@ -258,7 +260,9 @@ def reference_qa_head(model_key: str) -> tuple[str, int]:
     config = AutoConfig.for_model(**loaded.model.config.to_dict())
     with BUILD_LOCK, torch.device("meta"):
         model = AutoModelForQuestionAnswering.from_config(config)
-    return f"{type(model).__name__}.qa_outputs", parameter_count(model.qa_outputs)
+    # qa_outputs in most families; ModernBERT's is a prediction head and a classifier
+    parts = [n for n in ("qa_outputs", "head", "classifier") if isinstance(getattr(model, n, None), torch.nn.Module)]
+    return f"{type(model).__name__}.{' + '.join(parts)}", sum(parameter_count(getattr(model, n)) for n in parts)
 
 
 # --- trained heads -----------------------------------------------------------------------

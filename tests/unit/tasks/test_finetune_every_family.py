@@ -1,0 +1,152 @@
+"""Fine-tuning & search for every family of the mini zoo, from plain text through the tab's
+handlers (``components.finetune``): a probe and its answer (a sentence task and a word task),
+a pair head, a span head, and search.
+
+References: the model loaded again by transformers' Auto classes (``helpers.zoo_reference``),
+run on each text alone, pooled by hand; the trained head's own weights applied to those
+features; cosines by hand; the tokenizer's own offsets for a word's first piece and an answer's
+characters.
+"""
+
+from __future__ import annotations
+
+import re
+
+import gradio as gr
+import numpy as np
+import pytest
+import torch
+
+from components.finetune import sentence, tab
+from helpers import parity_atol, zoo_encode, zoo_reference
+from models import ZOO_KEYS, answer_span, classifier_forward, classify, classify_pair, train_pair_classifier
+
+ATOL = 10 * parity_atol()
+SENTENCE = "The President asked Congress to pass the budget before the end of the year."
+
+
+def _hidden(key: str, text: str, layer: int | None = None):
+    """(encoding, (T, d) states of ``layer``, the last when None) of the reference model."""
+    tok, model = zoo_reference(key)
+    with torch.no_grad():
+        out = model(**zoo_encode(key, text), output_hidden_states=True)
+    return tok(text), (out.last_hidden_state if layer is None else out.hidden_states[layer])[0]
+
+
+@pytest.mark.parametrize("key", ZOO_KEYS)
+def test_a_sentence_probe_answers_with_its_head_on_the_models_own_features(key):
+    curves, summary, head_id = tab.run_train(key, "fiction-speech", "mean", 2, True, 3, 60, 0)
+    assert head_id.startswith(f"{key}/fiction-speech/") and "Validation accuracy" in summary
+    head = classifier_forward(head_id).head
+    _, states = _hidden(key, SENTENCE, 2)
+    with torch.no_grad():
+        expected = head(states.mean(0).to(head.weight.dtype)).softmax(-1).numpy()
+    np.testing.assert_allclose(classify(head_id, SENTENCE).probabilities, expected, atol=ATOL)
+    shown = tab.run_classify(head_id, SENTENCE)
+    assert all(f"{p:.1%}" in shown for p in expected)
+
+
+@pytest.mark.parametrize("key", ZOO_KEYS)
+def test_a_word_probe_reads_each_words_first_piece(key):
+    """truecase: one label per word, read at the word's first token (the tokenizer's own
+    char_to_token of its first letter); a tokenizer that keeps capitals is refused."""
+    text = "Yesterday the Mayor of Paris met the Queen near the river."
+    tok = zoo_reference(key)[0]
+    if tok("Paris London")["input_ids"] != tok("paris london")["input_ids"]:
+        with pytest.raises(gr.Error, match="keeps capital letters"):
+            tab.run_train(key, "truecase", "cls", -1, True, 1, 40, 0)
+        return
+    *_, head_id = tab.run_train(key, "truecase", "cls", -1, True, 2, 60, 0)
+    head = classifier_forward(head_id).head
+    enc, states = _hidden(key, text)
+    words = [m.span() for m in re.finditer(r"[A-Za-z]+", text)][1:]  # every word but the first
+    first = [enc.char_to_token(0, start) for start, _ in words]
+    with torch.no_grad():
+        expected = head(states[first].to(head.weight.dtype)).softmax(-1).numpy()
+    result = classify(head_id, text)
+    assert result.spans == tuple(words)
+    np.testing.assert_allclose(result.probabilities, expected, atol=ATOL)
+
+
+@pytest.mark.parametrize("key", ZOO_KEYS)
+def test_a_pair_head_answers_on_the_pairs_cls_state(key):
+    a, b = "volcano", "a mountain that throws out hot rock and ash"
+    head_id = train_pair_classifier(key, "definition-match", freeze=True, epochs=2, train_size=24).head_id
+    from models.tasks.pair_heads import _HEADS
+
+    head = _HEADS.get(head_id)[0].head  # the trained weights; the features are the reference's
+    model = zoo_reference(key)[1]
+    with torch.no_grad():  # [CLS] A [SEP] B [SEP], segments 0 / 1 where the model has them
+        expected = head(model(**zoo_encode(key, a, b)).last_hidden_state[0, 0]).softmax(-1).numpy()
+    np.testing.assert_allclose(classify_pair(head_id, a, b).probabilities, expected, atol=ATOL)
+    assert all(f"{p:.1%}" in sentence.run_classify_pair(head_id, a, b) for p in expected)
+
+
+@pytest.fixture
+def few_questions(monkeypatch):
+    """The span task cut to its first 64 training and 16 validation questions: the same code
+    path, a few seconds of encoding instead of all of them."""
+    from models.tasks import span_heads
+
+    data = span_heads.load_spans()
+    monkeypatch.setattr(span_heads, "load_spans", lambda: span_heads.SpanData(data.train[:64], data.validation[:16]))
+
+
+@pytest.mark.parametrize("key", ZOO_KEYS)
+def test_a_span_answer_is_the_text_of_its_tokens(key, few_questions):
+    """The answer of a span head (two training steps: any span will do) is the context's text
+    from its first token's first character to its last token's last, without the space some
+    tokenizers count into a word's first piece (Unigram's ▁, byte-level BPE's Ġ)."""
+    question, context = "What is the capital of Peru?", "The capital and largest city of Peru is Lima."
+    summary, head_id = sentence.run_span(key, 2, 0)
+    assert "exact match" in summary.lower()
+    answer = answer_span(head_id, question, context)
+    tok = zoo_reference(key)[0]
+    enc = tok(question, context)
+    chars = [enc.token_to_chars(0, t) for t, s in enumerate(enc.sequence_ids()) if s == 1]
+    starts = {c.start + len(context[c.start:c.end]) - len(context[c.start:c.end].lstrip()) for c in chars}
+    assert answer.answer and answer.answer == context[answer.start:answer.end] == answer.answer.strip()
+    assert answer.start in starts and answer.end in {c.end for c in chars}
+
+
+@pytest.fixture
+def small_corpus(monkeypatch, tmp_path):
+    """The search corpus cut to its first 300 sentences (one of them longer than 128 tokens for
+    the byte-level BPE and DeBERTa vocabularies), its indexes built in a folder of the test's."""
+    from models.embeddings import retrieval
+
+    sentences = retrieval.CORPUS_FILE.read_text(encoding="utf-8").splitlines()[:300]
+    (tmp_path / "corpus.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    monkeypatch.setattr(retrieval, "CORPUS_FILE", tmp_path / "corpus.txt")
+    monkeypatch.setattr(retrieval, "CACHE_DIR", tmp_path / "indexes")
+    return sentences
+
+
+@pytest.mark.parametrize("key", ZOO_KEYS)
+def test_search_hits_are_the_nearest_by_cosine_of_mean_pooled_states(key, small_corpus):
+    """Every corpus sentence is searchable, one longer than the model reads too (its first
+    tokens, as sentence-transformers reads it); hits in order of the cosine done here."""
+    tok, model = zoo_reference(key)
+    limit = min(tok.model_max_length, model.config.max_position_embeddings)
+
+    def vectors(texts):  # mean over each text's real tokens, unit length; padded batches of 50
+        out = []
+        for i in range(0, len(texts), 50):
+            enc = tok(texts[i:i + 50], truncation=True, max_length=limit, padding=True, return_tensors="pt")
+            with torch.no_grad():
+                hidden = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
+            keep = enc["attention_mask"][..., None].float()
+            out.append(((hidden * keep).sum(1) / keep.sum(1)).numpy())
+        v = np.concatenate(out)
+        return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+    every = vectors(small_corpus)
+    longest = max(small_corpus, key=lambda s: len(tok(s)["input_ids"]))
+    for query in (small_corpus[100], longest[:200]):
+        frame, note = tab.run_search(query, key, "mean", "exact", 5)
+        cosine = every @ vectors([query])[0]
+        expected = np.sort(cosine)[::-1][:5]
+        np.testing.assert_allclose(frame["score"], expected, atol=1e-3)  # shown to 4 decimals
+        assert [cosine[small_corpus.index(s)] for s in frame["sentence"]] == pytest.approx(list(expected), abs=1e-3)
+        assert f"among {len(small_corpus):,} sentences" in note
+    assert frame["sentence"].iloc[0] == longest  # its own first 200 characters find it first
