@@ -1,6 +1,7 @@
 """Fine-tuning & search for every family of the mini zoo, from plain text through the tab's
-handlers (``components.finetune``): a probe and its answer (a sentence task and a word task),
-a pair head, a span head, and search.
+handlers (``components.finetune``) or the core function its button calls: a probe, its answer
+and why (a sentence task and a word task), a pair head, a span head, search, a sentence
+encoder, distillation with the family as the teacher.
 
 References: the model loaded again by transformers' Auto classes (``helpers.zoo_reference``),
 run on each text alone, pooled by hand; the trained head's own weights applied to those
@@ -19,7 +20,16 @@ import torch
 
 from components.finetune import sentence, tab
 from helpers import parity_atol, zoo_encode, zoo_reference
-from models import ZOO_KEYS, answer_span, classifier_forward, classify, classify_pair, train_pair_classifier
+from models import (
+    ZOO_KEYS,
+    answer_span,
+    attribute_classification,
+    classifier_forward,
+    classify,
+    classify_pair,
+    distill,
+    train_pair_classifier,
+)
 
 ATOL = 10 * parity_atol()
 SENTENCE = "The President asked Congress to pass the budget before the end of the year."
@@ -44,6 +54,28 @@ def test_a_sentence_probe_answers_with_its_head_on_the_models_own_features(key):
     np.testing.assert_allclose(classify(head_id, SENTENCE).probabilities, expected, atol=ATOL)
     shown = tab.run_classify(head_id, SENTENCE)
     assert all(f"{p:.1%}" in shown for p in expected)
+    # why this class (the core the tab's button calls, without its slow integrated gradients): occlusion
+    # by the mask token and gradient x input, on the reference model + the head
+    why = {m: attribute_classification(head_id, SENTENCE, m) for m in ("gradient_x_input", "leave_one_out")}
+    tok, model = zoo_reference(key)
+    ids = tok(SENTENCE, return_tensors="pt")["input_ids"]
+    label = int(expected.argmax())
+
+    def p(embeds):  # p(label) of the head on layer 2's mean state
+        hidden = model(inputs_embeds=embeds, output_hidden_states=True).hidden_states[2]
+        return head(hidden.mean(1).to(head.weight.dtype)).softmax(-1)[:, label]
+
+    embeds = model.get_input_embeddings()(ids).detach().requires_grad_()
+    (grad,) = torch.autograd.grad(p(embeds)[0], embeds)
+    inner = list(range(1, ids.shape[1] - 1))  # [CLS]/<s> and [SEP]/</s> are not scored
+    occluded = ids.repeat(len(inner), 1)
+    occluded[range(len(inner)), inner] = tok.mask_token_id
+    with torch.no_grad():
+        loo = float(p(model.get_input_embeddings()(ids))[0]) - p(model.get_input_embeddings()(occluded)).numpy()
+    assert [i for i, c in enumerate(why["leave_one_out"].candidates) if c] == inner
+    np.testing.assert_allclose(np.array(why["gradient_x_input"].scores)[inner],
+                               (grad * embeds).sum(-1)[0, inner].detach().numpy(), atol=ATOL)
+    np.testing.assert_allclose(np.array(why["leave_one_out"].scores)[inner], loo, atol=ATOL)
 
 
 @pytest.mark.parametrize("key", ZOO_KEYS)
@@ -150,3 +182,55 @@ def test_search_hits_are_the_nearest_by_cosine_of_mean_pooled_states(key, small_
         assert [cosine[small_corpus.index(s)] for s in frame["sentence"]] == pytest.approx(list(expected), abs=1e-3)
         assert f"among {len(small_corpus):,} sentences" in note
     assert frame["sentence"].iloc[0] == longest  # its own first 200 characters find it first
+
+
+@pytest.fixture
+def few_synsets(monkeypatch):
+    """The held-out synsets cut to their first 160 sentences: the same code path, a quarter of
+    the scoring."""
+    from models.embeddings import sentence_encoder as se
+
+    whole = se.synset_groups
+
+    def cut(split):
+        data = whole(split)
+        return data if split != "validation" else se._Groups(data.sentences[:160], data.group[:160])
+
+    monkeypatch.setattr(se, "synset_groups", cut)
+    return cut("validation")
+
+
+@pytest.mark.parametrize("key", ZOO_KEYS)
+def test_a_sentence_encoder_starts_from_the_shared_models_separation(key, few_synsets):
+    """One training step: the "before" ROC AUC is the shared model's, scored here with sklearn
+    on the reference model's mean-pooled vectors of the held-out synsets."""
+    from sklearn.metrics import roc_auc_score
+
+    _, _, summary, picker = sentence.run_sentence_encoder(key, "triplet", 0.5, 1, 7)
+    held = few_synsets
+    tok, model = zoo_reference(key)
+    vectors = []
+    for i in range(0, len(held.sentences), 64):
+        enc = tok(list(held.sentences[i:i + 64]), padding=True, return_tensors="pt")
+        with torch.no_grad():
+            hidden = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
+        keep = enc["attention_mask"][..., None].float()
+        vectors.append(((hidden * keep).sum(1) / keep.sum(1)).numpy())
+    v = np.concatenate(vectors)
+    v /= np.linalg.norm(v, axis=-1, keepdims=True)
+    i, j = np.triu_indices(len(v), k=1)
+    same = np.asarray(held.group)[i] == np.asarray(held.group)[j]
+    before = roc_auc_score(same, (v @ v.T)[i, j])
+    assert f"Held-out separation ROC AUC {before:.3f} → " in summary
+    assert picker["value"].startswith(f"sbert:{key}-")
+
+
+@pytest.mark.parametrize("key", ZOO_KEYS)
+def test_distillation_from_every_family_as_the_teacher(key):
+    """Two 1x64 students of the family's own vocabulary, two steps each (the core the tab's
+    button calls): the teacher is the family's MLM model (its parameters counted on the reference
+    copy), and both students start from the same weights, batch and masks (one first MLM loss)."""
+    result = distill(key, "1x64", steps=2, alpha=0.5, temperature=2.0, seed=0)
+    assert result.teacher_parameters == sum(p.numel() for p in zoo_reference(key, "mlm")[1].parameters())
+    assert result.steps_done == 2 and result.teacher_key == key
+    assert result.distilled.train_mlm_loss[0] == pytest.approx(result.mlm_only.train_mlm_loss[0], rel=1e-5)
