@@ -230,7 +230,9 @@ def _tokenizer_for(spec: ModelSpec, pretrained: tuple[str, dict] | None = None):
 def _ask_for_segments(tokenizer, name: str, kwargs: dict) -> None:
     """Segment ids from a tokenizer saved without them among its inputs (the mini zoo's ALBERT,
     saved with the generic fast class) when its model has a segment table of two rows: a second
-    text then reads as segment B, as the model was trained, not as more of segment A."""
+    text then reads as segment B, as the model was trained, not as more of segment A. Not where
+    the tokenizer's pair template writes no segment B (a RoBERTa tokenizer: all zeros), whose
+    segments the views read from its special tokens."""
     if "token_type_ids" in tokenizer.model_input_names:
         return
     try:
@@ -238,7 +240,14 @@ def _ask_for_segments(tokenizer, name: str, kwargs: dict) -> None:
     except Exception:  # no config to read: keep what the tokenizer says
         return
     if rows > 1:
-        tokenizer.model_input_names = [*tokenizer.model_input_names, "token_type_ids"]
+        names = list(tokenizer.model_input_names)
+        tokenizer.model_input_names = [*names, "token_type_ids"]
+        try:  # only where its pair template writes segment B (RoBERTa's writes zeros: keep its rule)
+            writes_b = 1 in tokenizer("a", "b")["token_type_ids"]
+        except Exception:
+            writes_b = False
+        if not writes_b:
+            tokenizer.model_input_names = names
 
 
 def _serialise_encoding(tokenizer) -> None:
