@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import CapabilityError, InputError
 from ..registry import catalogue
+from ..runtime.loading import check_token_count, load_model
 from ..validation import check_int, check_text
 from .pooling import check_pooling, embed
 from .sentence_sets import sentence_groups
@@ -188,6 +189,8 @@ def search(model_key: str, query: str, k: int = 10, pooling: str = "mean", index
     catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
     query = check_text(query, what="query")
     k, pooling, index = _check_k(k), check_pooling(pooling), _check_index(index)
+    loaded = load_model(catalogue.get_spec(model_key), head="base")  # the query's length, before any index work
+    check_token_count(loaded, len(loaded.tokenizer(query)["input_ids"]), "The query")
     vectors, exact, ann = _indexes(model_key, pooling, progress)
     q = embed(model_key, [query], pooling=pooling, normalize=True)
     started = time.perf_counter()

@@ -85,8 +85,10 @@ def train_tokenizer(kind: str, files: list[str], out: Path, vocab_size: int = VO
         # load, so ALBERT's is read as saved; DeBERTa's class builds "first" itself without a prefix space
         config_path = out / "tokenizer_config.json"
         config = json.loads(config_path.read_text(encoding="utf-8"))
-        config.update({"tokenizer_class": "TokenizersBackend"} if kind == "unigram-albert"
-                      else {"add_prefix_space": False})
+        # (the generic class lists no segment ids unless told: ALBERT's SOP reads them)
+        config.update({"tokenizer_class": "TokenizersBackend",
+                       "model_input_names": ["input_ids", "token_type_ids", "attention_mask"]}
+                      if kind == "unigram-albert" else {"add_prefix_space": False})
         config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         from transformers import AutoTokenizer
 

@@ -72,6 +72,13 @@ def test_indexes_are_cached_on_disk_and_progress_is_reported(small_corpus, monke
     assert again.hits == first.hits
 
 
+def test_a_query_longer_than_the_model_reads_is_named_as_the_query(monkeypatch):
+    # refused before any index is built or read, in words about the query (not "Sentence 1")
+    monkeypatch.setattr(retrieval, "_indexes", lambda *a, **k: pytest.fail("index work before the check"))
+    with pytest.raises(InputError, match=r"^The query is \d+ tokens long; .* reads at most 512 tokens"):
+        search(ENCODER_KEY, "whale " * 600, k=3)
+
+
 @pytest.mark.parametrize("kwargs, match", [({"k": 0}, "k must"), ({"index": "lsh"}, "Unknown index"),
                                            ({"pooling": "sum"}, "pooling"), ({"query": "  "}, "query")])
 def test_bad_search_arguments(kwargs, match):

@@ -87,3 +87,34 @@ def test_loading_a_pretraining_checkpoint_prints_no_load_report(key, head):
     assert not any("LOAD REPORT" in line for line in collect.lines)
     assert unexpected_keys_to_report({"unexpected_keys": {"bert.pooler.dense.weight", "cls.seq_relationship.bias",
                                                           "encoder.layer.9.weird"}}) == ["encoder.layer.9.weird"]
+
+
+@pytest.mark.parametrize("key", [k for k in ZOO_KEYS if k in ("mini-bert", "mini-albert", "mini-electra")])
+def test_a_typed_pair_reads_as_a_pair_did_in_training(key):
+    # the families trained with segment embeddings (NSP / SOP, type_vocab_size 2): the shipped
+    # tokenizer, loaded as anyone loads it, writes the ids and segments of training's pairs
+    # (mini-albert's generic tokenizer class once listed no segment ids: B read as segment 0)
+    from transformers import AutoTokenizer
+
+    folder = load_model(key).spec.source
+    tok = AutoTokenizer.from_pretrained(folder)
+    a, b = SENTENCES[0], SENTENCES[1]
+    enc = tok(a, b)
+    assert "token_type_ids" in enc
+    pieces = [np.asarray(tok(s, add_special_tokens=False)["input_ids"]) for s in (a, b)]
+    chunk = zd.make_chunks(["s", "s"], pieces, 125)  # one source: one chunk of two sentences
+    assert len(chunk) == 1 and len(chunk[0]) == 2
+    ids, types, label = zd.Examples(tok, chunk, 128, seed=0).pair(0, _UnswappedDraws(), "sop")
+    assert label == 0
+    assert enc["input_ids"] == ids.tolist()
+    assert enc["token_type_ids"] == types.tolist() and set(types[-len(pieces[1]) - 1:]) == {1}
+
+
+class _UnswappedDraws:
+    """rng for Examples.pair: the cut after the first sentence, and no swap / no random B."""
+
+    def integers(self, low, high=None):
+        return 1
+
+    def random(self):
+        return 0.9
