@@ -19,7 +19,6 @@ from models import (
     SkippedModel,
     TrainingRecipe,
     ZooEntry,
-    continues_word,
 )
 
 
@@ -150,7 +149,7 @@ def tokens_html(result: CompareTokensResult) -> str:
     rows = []
     for m in result.models:
         chips = "".join(
-            f"<span class='piece' style='{_CONTINUES if i and continues_word(p, m.tokenizer_kind) else _WORD_START}'>"
+            f"<span class='piece' style='{_CONTINUES if m.continues[i] else _WORD_START}'>"
             f"{escape(show_token(p))}</span>"
             for i, p in enumerate(m.pieces)
         )

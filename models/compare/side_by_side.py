@@ -62,7 +62,8 @@ class ModelPieces:
     tokens: tuple[str, ...]  # special tokens included, as the model reads them
     pieces: tuple[str, ...]  # the text's own pieces (special tokens left out)
     piece_count: int
-    continuation_count: int  # pieces that continue a word (## in WordPiece; no Ġ/▁ in BPE/Unigram)
+    continuation_count: int  # pieces that continue a word: sum(continues)
+    continues: tuple[bool, ...] = ()  # per piece: does it continue a word (pieces_that_continue)
 
 
 @dataclass(frozen=True)
@@ -186,16 +187,32 @@ def continues_word(piece: str, kind: str) -> bool:
     return not piece.startswith(("Ġ", "▁")) and piece.strip() != ""
 
 
-def _pieces(key: str, tokenized: TokenizationResult) -> ModelPieces:
+def pieces_that_continue(text: str, spans) -> tuple[bool, ...]:
+    """For each piece's character span in ``text``: does it continue a word, i.e. start with a
+    letter or digit right after one? One rule for every tokenizer, read from the text rather
+    than from the markers, which count punctuation differently: "sat." is ``sat`` ``.`` in
+    WordPiece (no ##: a word start) but ``Ġsat`` ``.`` in byte-level BPE (no Ġ: would continue)."""
+    out = []
+    for start, end in spans:
+        while start < end and text[start].isspace():  # a span that holds the space before it
+            start += 1
+        out.append(0 < start < end and text[start].isalnum() and text[start - 1].isalnum())
+    return tuple(out)
+
+
+def _pieces(key: str, tokenized: TokenizationResult, text: str) -> ModelPieces:
     kind = architecture_facts(key).tokenizer_kind
-    pieces = tuple(t for t, special in zip(tokenized.tokens, tokenized.special_tokens_mask) if not special)
+    own = [k for k, special in enumerate(tokenized.special_tokens_mask) if not special]
+    pieces = tuple(tokenized.tokens[k] for k in own)
+    continues = pieces_that_continue(text, [tokenized.offsets[k] for k in own])
     return ModelPieces(
         model_key=key,
         tokenizer_kind=kind,
         tokens=tokenized.tokens,
         pieces=pieces,
         piece_count=len(pieces),
-        continuation_count=sum(continues_word(p, kind) for p in pieces[1:]),
+        continuation_count=sum(continues),
+        continues=continues,
     )
 
 
@@ -210,5 +227,5 @@ def compare_tokens(model_keys, text: str) -> CompareTokensResult:
     ok, skipped = _runnable(keys, need_mlm=False)
     if not ok:
         raise _none_ran(skipped)
-    models = _run_each(ok, skipped, lambda key: _pieces(key, tokenize(key, text)))
+    models = _run_each(ok, skipped, lambda key: _pieces(key, tokenize(key, text), text))
     return CompareTokensResult(text=text, models=tuple(models), skipped=tuple(skipped))

@@ -50,3 +50,29 @@ def test_benchmark_times_every_family_with_its_own_weights_and_context():
     assert set(frame["weights"]) == {"pretrained weights"}  # the trained miniatures, not random-init
     for key in ZOO_KEYS:
         assert f"beyond {key}'s max context of {_shape(key)['max_len']} tokens" in notes
+
+
+WORDS_TEXT = "The cats sat, unbelievably still. Isn't it 2024's puzzle?"
+
+
+@pytest.mark.parametrize("key", ZOO_KEYS)
+def test_continue_a_word_is_one_rule_for_every_tokenizer(key):
+    # the pieces the tokenizer itself marks as continuing a word (## in WordPiece; no Ġ / ▁ in
+    # byte-level BPE and Unigram) are the ones counted, among pieces that start with a letter or
+    # digit; a punctuation piece never continues a word, whichever way the tokenizer marks it
+    from transformers import AutoTokenizer
+
+    from models import compare_tokens
+
+    (m,) = compare_tokens([key], WORDS_TEXT).models
+    tok = AutoTokenizer.from_pretrained(str(zoo_folder(key)))
+    assert m.pieces == tuple(tok.tokenize(WORDS_TEXT))  # the tokenizer's own pieces, in order
+    wordpiece = m.tokenizer_kind.startswith("WordPiece")
+    for k, (piece, continues) in enumerate(zip(m.pieces, m.continues)):
+        bare = piece.removeprefix("##").lstrip("Ġ▁")
+        if not bare[:1].isalnum():
+            assert not continues, piece
+        elif k:  # a piece that starts with a letter or digit: as its own marker says
+            marked = piece.startswith("##") if wordpiece else not piece.startswith(("Ġ", "▁"))
+            assert continues == marked, (piece, m.pieces)
+    assert m.continuation_count == sum(m.continues) and len(m.continues) == m.piece_count
