@@ -154,23 +154,29 @@ def small_corpus(monkeypatch, tmp_path):
     return sentences
 
 
+def _mean_vectors(tok, model, texts, normalize=True):
+    """Mean over each text's real tokens (its first tokens when longer than the model reads),
+    unit length when ``normalize``; padded batches of 50."""
+    limit = min(tok.model_max_length, model.config.max_position_embeddings)
+    out = []
+    for i in range(0, len(texts), 50):
+        enc = tok(texts[i:i + 50], truncation=True, max_length=limit, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            hidden = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
+        keep = enc["attention_mask"][..., None].float()
+        out.append(((hidden * keep).sum(1) / keep.sum(1)).numpy())
+    v = np.concatenate(out)
+    return v / np.linalg.norm(v, axis=-1, keepdims=True) if normalize else v
+
+
 @pytest.mark.parametrize("key", ZOO_KEYS)
 def test_search_hits_are_the_nearest_by_cosine_of_mean_pooled_states(key, small_corpus):
     """Every corpus sentence is searchable, one longer than the model reads too (its first
     tokens, as sentence-transformers reads it); hits in order of the cosine done here."""
     tok, model = zoo_reference(key)
-    limit = min(tok.model_max_length, model.config.max_position_embeddings)
 
-    def vectors(texts):  # mean over each text's real tokens, unit length; padded batches of 50
-        out = []
-        for i in range(0, len(texts), 50):
-            enc = tok(texts[i:i + 50], truncation=True, max_length=limit, padding=True, return_tensors="pt")
-            with torch.no_grad():
-                hidden = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
-            keep = enc["attention_mask"][..., None].float()
-            out.append(((hidden * keep).sum(1) / keep.sum(1)).numpy())
-        v = np.concatenate(out)
-        return v / np.linalg.norm(v, axis=-1, keepdims=True)
+    def vectors(texts):
+        return _mean_vectors(tok, model, texts)
 
     every = vectors(small_corpus)
     longest = max(small_corpus, key=lambda s: len(tok(s)["input_ids"]))
@@ -182,6 +188,28 @@ def test_search_hits_are_the_nearest_by_cosine_of_mean_pooled_states(key, small_
         assert [cosine[small_corpus.index(s)] for s in frame["sentence"]] == pytest.approx(list(expected), abs=1e-3)
         assert f"among {len(small_corpus):,} sentences" in note
     assert frame["sentence"].iloc[0] == longest  # its own first 200 characters find it first
+
+
+@pytest.mark.parametrize("key", ["mini-roberta", "mini-deberta", "mini-modernbert"])
+def test_retrieval_report_reads_a_query_longer_than_the_model_reads(key, small_corpus, monkeypatch, tmp_path):
+    """The report's queries are sentences nobody can shorten: one beyond the model's context is
+    read by its first tokens; the dot-product overlap is the one done here on those vectors."""
+    from models.embeddings import retrieval
+
+    tok, model = zoo_reference(key)
+    longest = max(small_corpus, key=lambda s: len(tok(s)["input_ids"]))
+    queries = [small_corpus[10], f"{longest} {longest}", "A letter from my sister."]
+    assert len(tok(queries[1])["input_ids"]) > min(tok.model_max_length, model.config.max_position_embeddings)
+    (tmp_path / "queries.txt").write_text("\n".join(queries) + "\n", encoding="utf-8")
+    monkeypatch.setattr(retrieval, "QUERIES_FILE", tmp_path / "queries.txt")
+    report = tab.run_report(key, "mean", 5)
+    assert f"(3 queries, {len(small_corpus):,} sentences)" in report
+    raw, raw_q = _mean_vectors(tok, model, small_corpus, False), _mean_vectors(tok, model, queries, False)
+    unit = raw / np.linalg.norm(raw, axis=-1, keepdims=True)
+    dot = np.argsort(-(raw_q @ raw.T), axis=1)[:, :5]
+    cosine = np.argsort(-(raw_q @ unit.T), axis=1)[:, :5]
+    overlap = np.mean([len(set(a) & set(b)) / 5 for a, b in zip(cosine, dot)])
+    assert f"keeps {overlap:.1%} of the cosine top-5" in report
 
 
 @pytest.fixture
