@@ -280,7 +280,10 @@ def settle(page, timeout_s: float = 300.0) -> None:
             # stream it no longer needs without Playwright ever reporting that request ended
             return
         if time.monotonic() > deadline:
-            raise TimeoutError(f"the app's answers did not all arrive within {timeout_s:.0f}s")
+            waiting = page.locator('[data-testid="status-tracker"]:not(.hide)').evaluate_all(
+                "els => els.map(e => (e.closest('[id]') || e).id + ': ' + e.innerText.trim().slice(0, 80))")
+            raise TimeoutError(f"the app's answers did not all arrive within {timeout_s:.0f}s; still open: "
+                               f"{sorted(call.url for call in page.open_calls)}; still waiting: {waiting}")
         page.wait_for_timeout(100)  # lets Playwright deliver the request events meanwhile
 
 
