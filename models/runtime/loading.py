@@ -229,8 +229,9 @@ def _tokenizer_for(spec: ModelSpec, pretrained: tuple[str, dict] | None = None):
 
 def _ask_for_segments(tokenizer, name: str, kwargs: dict) -> None:
     """Segment ids from a tokenizer saved without them among its inputs (a folder saved with
-    the generic fast class, as the mini zoo's ALBERT was before its config listed them) when its model has a segment table of two rows: a second
-    text then reads as segment B, as the model was trained, not as more of segment A. Not where
+    the generic fast class, as the mini zoo's ALBERT was before its config listed them) when
+    its model has a segment table of two rows: a second text then reads as segment B, as the
+    model was trained, not as more of segment A. Not where
     the tokenizer's pair template writes no segment B (a RoBERTa tokenizer: all zeros), whose
     segments the views read from its special tokens."""
     if "token_type_ids" in tokenizer.model_input_names:
