@@ -63,7 +63,7 @@ class ModelPieces:
     pieces: tuple[str, ...]  # the text's own pieces (special tokens left out)
     piece_count: int
     continuation_count: int  # pieces that continue a word: sum(continues)
-    continues: tuple[bool, ...] = ()  # per piece: does it continue a word (pieces_that_continue)
+    continues: tuple[bool, ...]  # per piece: does it continue a word (pieces_that_continue)
 
 
 @dataclass(frozen=True)

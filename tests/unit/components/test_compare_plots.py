@@ -38,7 +38,8 @@ def test_benchmark_notes_say_why_weights_are_random():
 
 
 def test_tokens_html_escapes_pieces_and_marks_continuations():
-    pieces = ModelPieces("splade-tiny", "WordPiece", ("[CLS]", EVIL, "##ing", "[SEP]"), (EVIL, "##ing"), 2, 1)
+    pieces = ModelPieces("splade-tiny", "WordPiece", ("[CLS]", EVIL, "##ing", "[SEP]"), (EVIL, "##ing"), 2, 1,
+                         (False, True))
     html = views.tokens_html(CompareTokensResult("t", (pieces,), ()))
     assert EVIL not in html and "&lt;img src=x" in html
     assert html.count("class='piece'") == 2
