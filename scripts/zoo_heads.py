@@ -300,7 +300,7 @@ def main(argv=None) -> int:
     r.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     r.add_argument("--work", type=Path, default=REPO / ".cache" / "zoo-heads")
     r.add_argument("--name", default="")
-    r.add_argument("--tokens", type=int, default=10_000_000, help="the schedule's budget (the shipped one)")
+    r.add_argument("--tokens", type=int, default=10_000_000, help="the schedule's budget (the 10 M zoo's: the README's runs)")
     r.add_argument("--stop", type=int, default=2_500_000, help="train this opening of it (a tuning trial's)")
     r.add_argument("--lr", type=float, default=1e-3)
     r.add_argument("--generator-hidden", type=int, default=0, help="the generator's width (0: the zoo's 128)")

@@ -1,6 +1,6 @@
 """The mini zoo on this machine, one family after another, over as many sittings as it takes.
 
-    nice -n 19 .venv/bin/python -m scripts.zoo_local run    # the shipped recipe: 10 M tokens, bf16
+    nice -n 19 .venv/bin/python -m scripts.zoo_local run    # the shipped recipe: 20 M tokens, bf16
     .venv/bin/python -m scripts.zoo_local status
     .venv/bin/python -m scripts.zoo_local install          # the finished zoo -> weights/zoo/ + cards
 
@@ -245,7 +245,7 @@ def main(argv=None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="train what is not finished (resumes)")
     r.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
-    r.add_argument("--tokens", type=int, default=10_000_000, help="full-run tokens, every family")
+    r.add_argument("--tokens", type=int, default=20_000_000, help="full-run tokens, every family")
     r.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
     # the defaults are the shipped zoo's recipe (weights/zoo/*/record.json: budget.settings)
     training_args(r, device="cpu", grid="lr=5e-4,1e-3,2e-3 dropout=0", trial_tokens=2_500_000, batch_size=16,
