@@ -65,7 +65,7 @@ from .compare.side_by_side import (
     SkippedModel,
     compare_fill_mask,
     compare_tokens,
-    continues_word,
+    pieces_that_continue,
 )
 from .embeddings.pooling import (
     MAX_SENTENCES,
@@ -288,7 +288,7 @@ __all__ = [
     "DEFAULT_LENGTHS",
     "benchmark_models",
     "limits_for",
-    "continues_word",
+    "pieces_that_continue",
     "MAX_SENTENCES",
     "check_layer",
     "MASK_PATTERN",

@@ -179,14 +179,6 @@ def compare_fill_mask(model_keys, text: str, top_k: int = 5) -> CompareFillMaskR
     )
 
 
-def continues_word(piece: str, kind: str) -> bool:
-    """Does this piece continue the word before it? WordPiece marks continuations with ##;
-    byte-level BPE and SentencePiece mark word starts instead (Ġ, ▁)."""
-    if kind.startswith("WordPiece"):
-        return piece.startswith("##")
-    return not piece.startswith(("Ġ", "▁")) and piece.strip() != ""
-
-
 def pieces_that_continue(text: str, spans) -> tuple[bool, ...]:
     """For each piece's character span in ``text``: does it continue a word, i.e. start with a
     letter or digit right after one? One rule for every tokenizer, read from the text rather

@@ -370,15 +370,11 @@ def test_agreement_by_hand():
     assert all(m.top1_agree for m in _agreement([b]))
 
 
-def test_continues_word_by_hand():
-    from models.compare.side_by_side import continues_word
+def test_pieces_that_continue_by_hand():
+    from models.compare.side_by_side import pieces_that_continue
 
-    wordpiece, bpe, unigram = "WordPiece", "BPE (byte-level)", "SentencePiece (Unigram)"
-    assert {wordpiece, bpe, unigram} == {f.tokenizer_kind for f in architecture_table()}  # the kinds in use
-    # WordPiece marks continuations
-    assert continues_word("##ing", wordpiece) and continues_word("##s", wordpiece)
-    assert not continues_word("play", wordpiece) and not continues_word(",", wordpiece)
-    # byte-level BPE and SentencePiece mark word starts: an unmarked piece continues the word
-    assert not continues_word("Ġplay", bpe) and continues_word("ing", bpe) and continues_word("s", bpe)
-    assert not continues_word("▁play", unigram) and continues_word("ing", unigram)
-    assert not continues_word("▁", unigram) and not continues_word("Ġ", bpe)  # a marker alone starts a word
+    text = "Unbelievably, cats sat."
+    # Unbel | ievably | , | cats (its span holding the space before it, as byte-level offsets may) | sat | .
+    spans = [(0, 5), (5, 12), (12, 13), (13, 18), (19, 22), (22, 23)]
+    assert pieces_that_continue(text, spans) == (False, True, False, False, False, False)
+    assert pieces_that_continue(text, [(3, 3)]) == (False,)  # an empty span (a marker alone) starts nothing
