@@ -186,10 +186,10 @@ def build_index(model_key: str, pooling: str = "mean", progress: Progress | None
 def search(model_key: str, query: str, k: int = 10, pooling: str = "mean", index: str = "exact",
            progress: Progress | None = None) -> SearchResult:
     """The k corpus sentences closest to the query (cosine), with score and source."""
-    catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
+    spec = catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
     query = check_text(query, what="query")
     k, pooling, index = _check_k(k), check_pooling(pooling), _check_index(index)
-    loaded = load_model(catalogue.get_spec(model_key), head="base")  # the query's length, before any index work
+    loaded = load_model(spec, head="base")  # the query's length, before any index work
     check_token_count(loaded, len(loaded.tokenizer(query)["input_ids"]), "The query")
     vectors, exact, ann = _indexes(model_key, pooling, progress)
     q = embed(model_key, [query], pooling=pooling, normalize=True)

@@ -23,7 +23,6 @@ import torch
 
 # Imported eagerly: transformers' lazy imports are not safe from concurrent worker threads.
 from transformers import (
-    AutoConfig,
     AutoModel,
     AutoModelForMaskedLM,
     AutoModelForNextSentencePrediction,
@@ -220,35 +219,10 @@ def _tokenizer_for(spec: ModelSpec, pretrained: tuple[str, dict] | None = None):
             tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=False, **kwargs)
         except Exception as exc:  # a corrupt or incomplete folder: say which model and why
             raise _load_failed(spec, exc) from exc
-        _ask_for_segments(tokenizer, name, kwargs)
         _serialise_encoding(tokenizer)
         with _tokenizer_lock:
             _tokenizers[model_key] = tokenizer
         return tokenizer
-
-
-def _ask_for_segments(tokenizer, name: str, kwargs: dict) -> None:
-    """Segment ids from a tokenizer saved without them among its inputs (a folder saved with
-    the generic fast class, as the mini zoo's ALBERT was before its config listed them) when
-    its model has a segment table of two rows: a second text then reads as segment B, as the
-    model was trained, not as more of segment A. Not where
-    the tokenizer's pair template writes no segment B (a RoBERTa tokenizer: all zeros), whose
-    segments the views read from its special tokens."""
-    if "token_type_ids" in tokenizer.model_input_names:
-        return
-    try:
-        rows = int(getattr(AutoConfig.from_pretrained(name, **kwargs), "type_vocab_size", 0) or 0)
-    except Exception:  # no config to read: keep what the tokenizer says
-        return
-    if rows > 1:
-        names = list(tokenizer.model_input_names)
-        tokenizer.model_input_names = [*names, "token_type_ids"]
-        try:  # only where its pair template writes segment B (RoBERTa's writes zeros: keep its rule)
-            writes_b = 1 in tokenizer("a", "b")["token_type_ids"]
-        except Exception:
-            writes_b = False
-        if not writes_b:
-            tokenizer.model_input_names = names
 
 
 def _serialise_encoding(tokenizer) -> None:

@@ -118,25 +118,3 @@ class _UnswappedDraws:
 
     def random(self):
         return 0.9
-
-
-def test_the_loader_asks_for_segments_a_saved_tokenizer_does_not_list(tmp_path):
-    # a folder saved as the zoo's ALBERT was before its tokenizer listed token_type_ids (the
-    # generic fast class lists none): the loader asks for them, since its model has two rows
-    import json
-    import shutil
-
-    from transformers import AutoTokenizer
-
-    from models.runtime.loading import _ask_for_segments
-
-    folder = tmp_path / "albert"
-    shutil.copytree(load_model("mini-albert").spec.source, folder)
-    config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
-    del config["model_input_names"]
-    (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
-    tok = AutoTokenizer.from_pretrained(str(folder))
-    assert "token_type_ids" not in tok(SENTENCES[0], SENTENCES[1])
-    _ask_for_segments(tok, str(folder), {})
-    enc = tok(SENTENCES[0], SENTENCES[1])
-    assert enc["token_type_ids"][-1] == 1 and enc["token_type_ids"][0] == 0
