@@ -15,7 +15,12 @@ lowest loss. The full budget is the same for every family: ``--tokens``, or less
 trial throughputs say that it would not end before the budget (the parent computes one
 figure once all trials have ended; DistilBERT's full run waits for mini-bert's, its
 teacher). Every run stops at the wall-clock deadline wherever it is; what finished is kept
-(the record says so). ``$OUT`` receives ``zoo.tar.gz.part-NN`` (15 MB pieces) and
+(the record says so).
+
+``--search prefix`` (as on the CPU, ``scripts/zoo_local.py``): each worker first times
+``--probe-steps`` steps of its family (all families at once, as they will train), the parent
+sets the common budget from those rates, and then every grid point is the opening
+``--trial-fraction`` of its own full run on that budget's schedule; the chosen one goes on. ``$OUT`` receives ``zoo.tar.gz.part-NN`` (15 MB pieces) and
 ``run.log``.
 """
 
@@ -150,10 +155,18 @@ def worker(args) -> int:
     prefix = args.search == "prefix"
     budget = None
     if prefix:
+        if args.probe_steps and family != "mini-distilbert" and not (me / "probe.json").is_file():
+            rate = probe_rate(family, tokenizer, chunks, base, me, device, args.probe_steps)
+            (me / "probe.tmp").write_text(json.dumps({"tokens_per_s": rate, "steps": args.probe_steps}),
+                                          encoding="utf-8")
+            (me / "probe.tmp").rename(me / "probe.json")
+            log(json.dumps({"family": family, "probe_tokens_per_s": round(rate)}))
         if not _wait_for(work / "budget.json", deadline):
             log(json.dumps({"family": family, "error": "a prefix search needs the budget before its trials"}))
             return 1
         budget = json.loads((work / "budget.json").read_text(encoding="utf-8"))
+    # a prefix trial's length: the parent's share of the budget (GPU), else the command's
+    trial_tokens = (budget or {}).get("trial_tokens") or args.trial_tokens
     teacher = None
     if family == "mini-distilbert":
         # a prefix trial is the start of the full run, so it learns from the full run's teacher
@@ -177,7 +190,7 @@ def worker(args) -> int:
             cfg = Z.ZooConfig(tokens=budget["tokens"], evals=args.evals, **{**base, **point})
             done = Z.train_family(family, tokenizer, chunks, tune, cfg, work, teacher=teacher, device=device,
                                   log=log, deadline=deadline, checkpoint=me / trial_checkpoint(point),
-                                  checkpoint_every=args.checkpoint_every, stop_tokens=args.trial_tokens)
+                                  checkpoint_every=args.checkpoint_every, stop_tokens=trial_tokens)
         else:
             cfg = Z.ZooConfig(tokens=args.trial_tokens, evals=1, **{**base, **point})
             done = Z.train_family(family, tokenizer, chunks, tune, cfg, work, teacher=teacher, device=device,
@@ -259,7 +272,7 @@ def worker(args) -> int:
         "corpus": {"sentences": corpus["sentences"], "file": "train_ordered.tsv"},
         "eval_minutes": (time.time() - t1) / 60, "torch": torch.__version__, "device": str(device),
         "device_name": _device_name(device),
-        "tuning": {"grid": args.grid, "trial_tokens": args.trial_tokens, "chosen": best[1], "trials": trials,
+        "tuning": {"grid": args.grid, "trial_tokens": trial_tokens, "chosen": best[1], "trials": trials,
                    "chosen_by": f"lowest loss per masked piece on the tuning split ({len(tune)} held-out sentences)",
                    "search": SEARCHES[args.search], "search_kind": args.search},
         "budget": budget, "script": budget.get("script", "scripts.zoo_gpu"),
@@ -272,6 +285,28 @@ def worker(args) -> int:
     log(json.dumps({"family": family, "final": {k: record[k] for k in ("heldout", "tokens", "steps",
                                                                     "wall_minutes", "stopped_at_deadline")}}))
     return 0
+
+
+def probe_rate(family: str, tokenizer, chunks, base: dict, me: Path, device: torch.device, steps: int) -> float:
+    """Tokens/s of ``steps`` training steps of the family at the run's shape, batch and
+    precision (the first ``steps // 4`` not timed: allocation, kernel choice); the model is
+    thrown away. Timed while the other families probe, as they will train: side by side."""
+    marks = {}
+    skip = max(1, steps // 4)
+
+    def clock(step: int, tokens: int) -> None:
+        if step in (skip, steps):
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            marks[step] = (time.perf_counter(), tokens)
+
+    cfg = Z.ZooConfig(tokens=10**12, evals=0, **base)
+    Z.train_family(family, tokenizer, chunks, [], cfg, me / "probe", device=device, log=lambda line: None,
+                   max_steps=steps, on_step=clock)
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    (t0, n0), (t1, n1) = marks[skip], marks[steps]
+    return (n1 - n0) / max(t1 - t0, 1e-9)
 
 
 def trial_checkpoint(point: dict) -> str:
@@ -295,22 +330,26 @@ def _shape(tiny: bool) -> zm.Shape:
 
 
 # ----------------------------------------------------------------------------- run (GPU)
-def common_budget(rates: dict[str, float], left_s: float, cap: int, eval_s: float) -> dict:
+def common_budget(rates: dict[str, float], left_s: float, cap: int, eval_s: float, passes: float = 1.0) -> dict:
     """One token budget for every family that every family can reach in ``left_s`` seconds.
 
-    ``rates``: each family's tokens/s in its trials (all families running at once).
+    ``rates``: each family's tokens/s in its trials or probe (all families running at once).
+    ``passes``: tokens trained per budget token (a prefix search of n points, each the
+    opening fraction f of its run: 1 + (n - 1) f; the trials already ran: 1).
     DistilBERT runs after mini-bert (its teacher), so the two run times add up; by then the
     other families are done, so DistilBERT is assumed ``SOLO_SPEEDUP`` times faster than in
     its trials (if it is not, the deadline stops it and its record says so).
     """
-    usable = max(left_s - eval_s, 1.0) * 0.85
+    usable = max(left_s - eval_s, 1.0) * 0.85 / passes
     limits = {f: r * usable for f, r in rates.items() if f != "mini-distilbert"}
     if "mini-distilbert" in rates and "mini-bert" in rates:
         limits["mini-distilbert"] = usable / (1 / rates["mini-bert"] + 1 / (SOLO_SPEEDUP * rates["mini-distilbert"]))
     tokens = int(min([cap, *limits.values()]))
-    distil_needs = tokens / (SOLO_SPEEDUP * rates["mini-distilbert"]) if "mini-distilbert" in rates else 0.0
-    return {"tokens": tokens, "cap": cap, "limited_by": min(limits, key=limits.get) if limits else None,
-            "rates": rates, "left_s": left_s, "families": len(rates), "distil_needs_s": distil_needs}
+    distil_needs = passes * tokens / (SOLO_SPEEDUP * rates["mini-distilbert"]) if "mini-distilbert" in rates else 0.0
+    slowest = min(limits, key=limits.get) if limits else None
+    return {"tokens": tokens, "cap": cap, "limited_by": slowest if slowest and limits[slowest] < cap else "the cap",
+            "rates": rates, "left_s": left_s, "families": len(rates), "distil_needs_s": distil_needs,
+            "passes": passes}
 
 
 def training_args(q, **defaults) -> None:
@@ -338,6 +377,8 @@ def training_args(q, **defaults) -> None:
                         "(0: none; a prefix search still writes one at the end of each trial and run)")
     q.add_argument("--trials-only", action="store_true",
                    help="the tuning trials alone, then stop (trials.json; no full run, no export)")
+    q.add_argument("--probe-steps", type=int, default=0,
+                   help="prefix search on the GPU schedule: steps timed per family before the budget is set")
     q.add_argument("--search", default=d.get("search", "separate"), choices=sorted(SEARCHES),
                    help="separate: trials from scratch on their own schedule; prefix: each trial is the "
                         "opening of its full run and the chosen one goes on (needs the budget before the trials)")
@@ -352,16 +393,17 @@ def worker_command(args, family: str, work: Path, deadline: float) -> list[str]:
             "--warmup", str(args.warmup), "--final-eval-s", str(args.final_eval_s),
             "--max-sentences", str(args.max_sentences), "--heldout-limit", str(args.heldout_limit),
             "--position-init", args.position_init, "--checkpoint-every", str(args.checkpoint_every),
-            "--search", args.search, *(["--trials-only"] if args.trials_only else []),
+            "--search", args.search, "--probe-steps", str(getattr(args, "probe_steps", 0)),
+            *(["--trials-only"] if args.trials_only else []),
             *(["--tiny"] if args.tiny else [])]
 
 
 def run(args) -> int:
     if args.trials_only:
         raise SystemExit("scripts.zoo_gpu run: --trials-only is scripts.zoo_local's")
-    if args.search != "separate":  # this schedule sets the budget from the trials' throughput
-        raise SystemExit("scripts.zoo_gpu run: --search separate only (a prefix search needs the budget before "
-                         "its trials; scripts.zoo_local has one)")
+    if args.search == "prefix" and args.probe_steps < 4:  # the budget must come before the trials
+        raise SystemExit("scripts.zoo_gpu run: a prefix search sets its budget from a throughput probe: "
+                         "--probe-steps 4 or more")
     t_start = time.time()
     deadline = t_start + args.budget_s
     work, out = args.work, args.out
@@ -395,11 +437,13 @@ def run(args) -> int:
 def _coordinate(args, work: Path, families: list[str], procs: dict, t_start: float, deadline: float) -> None:
     """Wait for the workers; once every family's trials ended, write the common budget."""
     budget_written = False
+    prefix = args.search == "prefix"
+    passes = 1 + (len(parse_grid(args.grid)) - 1) * args.trial_fraction if prefix else 1.0
     while time.time() < deadline - args.pack_s + 5 and any(p.poll() is None for p in procs.values()):
         if not budget_written:
             rates = {}
             for f in families:
-                tf = work / f / "trials.json"
+                tf = work / f / ("probe.json" if prefix else "trials.json")
                 if tf.exists():
                     rates[f] = json.loads(tf.read_text(encoding="utf-8"))["tokens_per_s"]
             others = [f for f in families if f != "mini-distilbert"]
@@ -408,11 +452,13 @@ def _coordinate(args, work: Path, families: list[str], procs: dict, t_start: flo
                 if "mini-distilbert" in families and "mini-distilbert" not in rates and "mini-bert" in rates:
                     rates["mini-distilbert"] = rates["mini-bert"] * 1.2  # estimate (its trials end later): 2 layers + a teacher forward
                 left = deadline - args.pack_s - time.time()
-                b = common_budget(rates, left, args.tokens, args.final_eval_s)
+                b = common_budget(rates, left, args.tokens, args.final_eval_s, passes)
+                if prefix:
+                    b["trial_tokens"] = int(b["tokens"] * args.trial_fraction)
                 (work / "budget.tmp").write_text(json.dumps(b, indent=1), encoding="utf-8")
                 (work / "budget.tmp").rename(work / "budget.json")
                 budget_written = True
-                print(f"[{time.time() - t_start:5.0f} s] trials done: full budget {b['tokens']:,} tokens "
+                print(f"[{time.time() - t_start:5.0f} s] {'probes' if prefix else 'trials'} done: full budget {b['tokens']:,} tokens "
                       f"(cap {args.tokens:,}; limited by {b['limited_by']}); rates "
                       + ", ".join(f"{f} {r:,.0f}/s" for f, r in rates.items()), flush=True)
         time.sleep(1.0)
@@ -533,6 +579,8 @@ def main(argv=None) -> int:
     r.add_argument("--tokens", type=int, default=60_000_000, help="the most full-run tokens per family")
     r.add_argument("--budget-s", type=float, default=390.0, help="hard wall-clock budget, packing included")
     r.add_argument("--pack-s", type=float, default=15.0, help="seconds kept at the end for packing $OUT")
+    r.add_argument("--trial-fraction", type=float, default=0.125,
+                   help="prefix search: each trial is this share of the budget (its own run's opening)")
     r.add_argument("--families", nargs="+", default=list(zm.FAMILIES), choices=zm.FAMILIES)
     w = sub.add_parser("worker", help="internal: one family (started by run)")
     training_args(w)

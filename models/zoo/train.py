@@ -275,11 +275,13 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
     running = []
     state_extra = {"wall_s": 0.0, "cpu_s": 0.0}
     if checkpoint is not None and Path(checkpoint).is_file():
-        saved = torch.load(checkpoint, map_location=device, weights_only=False)
+        # read onto the CPU: a generator's state (a CUDA one's too) must be a CPU byte tensor;
+        # the weights and the optimiser's moments are copied onto their parameters' device
+        saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
         objective.load_state_dict(saved["objective"])
         opt.load_state_dict(saved["optimizer"])
         mask_gen.set_state(saved["mask_gen"])
-        sample_gen.set_state(saved["sample_gen"].to(sample_gen.device) if device.type != "cpu" else saved["sample_gen"])
+        sample_gen.set_state(saved["sample_gen"])
         rng.bit_generator.state = saved["numpy_rng"]
         torch.set_rng_state(saved["torch_rng"])
         if device.type == "cuda" and saved.get("cuda_rng") is not None:

@@ -160,12 +160,48 @@ def test_distilbert_s_prefix_trials_learn_from_the_finished_mini_bert(tmp_path, 
     assert (work / "mini-bert" / "final" / "config.json").is_file()
 
 
-def test_the_gpu_schedule_refuses_a_prefix_search(tmp_path):
-    """zoo_gpu sets the budget from the trials' throughput, after them: a prefix trial cannot
-    know its schedule there, so the command says so before it starts anything."""
-    with pytest.raises(SystemExit, match="--search separate only"):
+def test_the_gpu_schedule_refuses_a_prefix_search_without_a_probe(tmp_path):
+    """zoo_gpu sets its budget from throughput: a prefix trial must know that budget's
+    schedule before its first step, so without a probe the command says so before it starts."""
+    with pytest.raises(SystemExit, match="--probe-steps 4 or more"):
         Z.main(["run", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--search", "prefix"])
     assert not (tmp_path / "work").exists()
+
+
+def test_the_gpu_schedule_s_prefix_search_sets_its_budget_from_the_probes_before_any_trial(tmp_path, corpus):
+    """The GPU command with --search prefix: every family's probe rate, then one budget and
+    its trial share (written before any trial), each trial the opening of its run on that
+    schedule, the chosen one going on; DistilBERT learns from mini-bert's full run."""
+    work, out = tmp_path / "work", tmp_path / "out"
+    (tmp_path / "pack").mkdir()
+    import lzma
+
+    (tmp_path / "pack" / "train_ordered.tsv.xz").write_bytes(
+        lzma.compress((corpus / "train_ordered.tsv").read_bytes()))
+    tiny = [a for a in TINY if a not in ("--trial-tokens", "1500")]
+    assert Z.main(["run", "--device", "cpu", "--out", str(out), "--work", str(work), "--pack", str(tmp_path / "pack"),
+                   "--budget-s", "400", "--search", "prefix", "--probe-steps", "4", "--trial-fraction", "0.25",
+                   "--families", "mini-bert", "mini-distilbert", *tiny]) == 0
+    budget = json.loads((work / "budget.json").read_text(encoding="utf-8"))
+    probe = json.loads((work / "mini-bert" / "probe.json").read_text(encoding="utf-8"))
+    assert budget["rates"]["mini-bert"] == probe["tokens_per_s"] > 0
+    assert not (work / "mini-distilbert" / "probe.json").exists()  # its rate is estimated from its teacher's
+    assert budget["passes"] == 1 + 0.25 and budget["trial_tokens"] == int(budget["tokens"] * 0.25)
+    assert budget["tokens"] <= 3000  # the --tokens cap
+    started = (work / "budget.json").stat().st_mtime
+    for family in ("mini-bert", "mini-distilbert"):
+        record = json.loads((work / "export" / family / "record.json").read_text(encoding="utf-8"))
+        assert record["tuning"]["search_kind"] == "prefix" and record["tuning"]["trial_tokens"] == budget["trial_tokens"]
+        assert [t["lr"] for t in record["tuning"]["trials"]] == [1e-3, 2e-3]
+        assert all(budget["trial_tokens"] <= t["tokens"] < budget["tokens"] for t in record["tuning"]["trials"])
+        assert record["tokens"] >= budget["tokens"] and record["config"]["tokens"] == budget["tokens"]
+        assert not record["stopped_at_deadline"]
+        log = (work / family / "train.log").read_text(encoding="utf-8")
+        assert '"resumed"' in log  # the full run went on from the chosen trial's checkpoint
+        assert (work / family / "trials.json").stat().st_mtime >= started
+    assert "in the trials too" in json.loads(
+        (work / "export" / "mini-distilbert" / "record.json").read_text(encoding="utf-8"))["teacher"]
+    assert sorted(p.name for p in out.iterdir()) == ["run.log", "zoo.tar.gz.part-00"]
 
 
 def test_trials_only_runs_the_search_and_stops(tmp_path, corpus, capsys):

@@ -108,7 +108,12 @@ def test_gpu_run_budget_is_one_figure_every_family_reaches_in_time():
     chain = 1 / (1 / 100_000 + 1 / (1.5 * 150_000))
     assert b["tokens"] == int(usable * chain) and b["limited_by"] == "mini-distilbert"
     assert b["tokens"] / rates["mini-bert"] + b["tokens"] / (1.5 * rates["mini-distilbert"]) <= usable + 1e-6
-    assert common_budget(rates, 300.0, cap=1_000_000, eval_s=20.0)["tokens"] == 1_000_000
+    capped = common_budget(rates, 300.0, cap=1_000_000, eval_s=20.0)
+    assert capped["tokens"] == 1_000_000 and capped["limited_by"] == "the cap"
+    # a prefix search of 3 points, each an eighth of its run, trains 1.25 budgets per family
+    prefix = common_budget(rates, left_s=300.0, cap=10**9, eval_s=20.0, passes=1.25)
+    assert prefix["tokens"] == int(usable / 1.25 * chain) and prefix["passes"] == 1.25
+    assert prefix["distil_needs_s"] == pytest.approx(1.25 * prefix["tokens"] / (1.5 * rates["mini-distilbert"]))
     assert parse_grid("lr=1e-3,2e-3 dropout=0,0.1") == [
         {"lr": 1e-3, "dropout": 0.0}, {"lr": 1e-3, "dropout": 0.1},
         {"lr": 2e-3, "dropout": 0.0}, {"lr": 2e-3, "dropout": 0.1}]
