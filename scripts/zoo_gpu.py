@@ -3,25 +3,28 @@ then the full run with each family's choice, all seven at once under one wall-cl
 import the result here.
 
     .venv/bin/python -m scripts.zoo_gpu pack --corpus .cache/corpus      # here: .gpu/zoo/ (~7 MB)
-    python3 -m scripts.zoo_gpu run --device cuda --out "$OUT" --budget-s 390   # the GPU machine
+    python3 -m scripts.zoo_gpu run --device cuda --out "$OUT"                  # the GPU machine (525 s)
     .venv/bin/python -m scripts.zoo_gpu import DIR                         # here: DIR -> weights/zoo/
 
 ``run`` starts one process per family (separate CUDA contexts on the one GPU; the CPU cores
 shared out), each: (1) tokenizes the packed corpus with the family's tokenizer (the shipped
-one in ``weights/zoo/<key>/``); (2) the tuning search: every point of ``--grid`` (learning
-rate x dropout by default) trained on ``--trial-tokens`` and scored by the loss per masked
-piece on the tuning split of the held-out sentences; (3) the full run with the point of
-lowest loss. The full budget is the same for every family: ``--tokens``, or less when the
-trial throughputs say that it would not end before the budget (the parent computes one
-figure once all trials have ended; DistilBERT's full run waits for mini-bert's, its
-teacher). Every run stops at the wall-clock deadline wherever it is; what finished is kept
-(the record says so).
+one in ``weights/zoo/<key>/``); (2) times ``--probe-steps`` training steps (all families at
+once, as they will train; DistilBERT's rate is estimated from its teacher's), from which the
+parent sets one token budget for every family: ``--tokens``, or less where the rates say a
+family would not end before the deadline (DistilBERT's run waits for mini-bert's, its
+teacher, and runs after it); (3) the tuning search, the CPU zoo's prefix search
+(``scripts/zoo_local.py``): every point of ``--grid`` is the opening ``--trial-fraction`` of
+its own full run on that budget's schedule, scored by the loss per masked piece on the
+tuning split of the held-out sentences; (4) the chosen trial goes on to the full budget.
+Every run stops at the wall-clock deadline wherever it is; what finished is kept (the record
+says so). ``$OUT`` receives ``zoo.tar.gz.part-NN`` (15 MB pieces) and ``run.log``.
 
-``--search prefix`` (as on the CPU, ``scripts/zoo_local.py``): each worker first times
-``--probe-steps`` steps of its family (all families at once, as they will train), the parent
-sets the common budget from those rates, and then every grid point is the opening
-``--trial-fraction`` of its own full run on that budget's schedule; the chosen one goes on. ``$OUT`` receives ``zoo.tar.gz.part-NN`` (15 MB pieces) and
-``run.log``.
+The defaults (``GPU_RECIPE``) are the CPU zoo's recipe at a GPU's scale: dropout 0, the
+locality start, bf16 autocast, batches of 256 sequences (16x the CPU's 16), learning rates
+1e-3 / 2e-3 / 4e-3 (the CPU's 5e-4 / 1e-3 / 2e-3 one step up for the larger batch), at most
+200 M tokens per family (10x the CPU zoo), 525 s in all. ``--search separate`` is the
+earlier schedule: each grid point from scratch on ``--trial-tokens`` with a schedule of its
+own, the budget set from the trials' throughput once they ended.
 """
 
 from __future__ import annotations
@@ -59,6 +62,9 @@ SEARCHES = {  # what a record's tuning says of its search
               "schedule, the same seed); the chosen point's run went on from where its trial stopped",
 }
 SOLO_SPEEDUP = 1.5  # DistilBERT's full run, after the others ended: assumed this much faster than in its trials
+
+
+GPU_RECIPE = {"search": "prefix", "probe_steps": 40, "batch_size": 256, "grid": "lr=1e-3,2e-3,4e-3 dropout=0"}
 
 
 def heldout_splits(limit: int = 0) -> tuple[list[str], list[str]]:
@@ -377,7 +383,7 @@ def training_args(q, **defaults) -> None:
                         "(0: none; a prefix search still writes one at the end of each trial and run)")
     q.add_argument("--trials-only", action="store_true",
                    help="the tuning trials alone, then stop (trials.json; no full run, no export)")
-    q.add_argument("--probe-steps", type=int, default=0,
+    q.add_argument("--probe-steps", type=int, default=d.get("probe_steps", 0),
                    help="prefix search on the GPU schedule: steps timed per family before the budget is set")
     q.add_argument("--search", default=d.get("search", "separate"), choices=sorted(SEARCHES),
                    help="separate: trials from scratch on their own schedule; prefix: each trial is the "
@@ -573,11 +579,14 @@ def main(argv=None) -> int:
     a.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
 
     r = sub.add_parser("run", help="the GPU machine: search + full run of every family, then pack $OUT")
-    training_args(r)
+    # the CPU zoo's recipe at a GPU's scale: its prefix search (each trial an eighth of its run),
+    # dropout 0, the locality start, bf16; batches 16x the CPU's (the learning rates one step up)
+    training_args(r, **GPU_RECIPE)
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--pack", type=Path, default=PACK)
-    r.add_argument("--tokens", type=int, default=60_000_000, help="the most full-run tokens per family")
-    r.add_argument("--budget-s", type=float, default=390.0, help="hard wall-clock budget, packing included")
+    r.add_argument("--tokens", type=int, default=200_000_000,
+                   help="the most full-run tokens per family (10x the CPU zoo's 20 M)")
+    r.add_argument("--budget-s", type=float, default=525.0, help="hard wall-clock budget, packing included")
     r.add_argument("--pack-s", type=float, default=15.0, help="seconds kept at the end for packing $OUT")
     r.add_argument("--trial-fraction", type=float, default=0.125,
                    help="prefix search: each trial is this share of the budget (its own run's opening)")

@@ -164,7 +164,7 @@ def test_the_gpu_schedule_refuses_a_prefix_search_without_a_probe(tmp_path):
     """zoo_gpu sets its budget from throughput: a prefix trial must know that budget's
     schedule before its first step, so without a probe the command says so before it starts."""
     with pytest.raises(SystemExit, match="--probe-steps 4 or more"):
-        Z.main(["run", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--search", "prefix"])
+        Z.main(["run", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--probe-steps", "0"])
     assert not (tmp_path / "work").exists()
 
 
