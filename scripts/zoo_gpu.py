@@ -365,7 +365,8 @@ def training_args(q, **defaults) -> None:
          "autocast": "bf16", "evals": 8, "work": Path("/tmp/zoo-gpu-work"), "checkpoint_every": 0, **defaults}
     q.add_argument("--device", default=d["device"])
     q.add_argument("--grid", default=d["grid"])
-    q.add_argument("--trial-tokens", type=int, default=d["trial_tokens"], help="tokens per tuning trial")
+    q.add_argument("--trial-tokens", type=int, default=d["trial_tokens"],
+                   help="tokens per tuning trial (zoo_gpu run's prefix search: --trial-fraction of the budget instead)")
     q.add_argument("--batch-size", type=int, default=d["batch_size"])
     q.add_argument("--warmup", type=float, default=Z.ZooConfig.warmup)
     q.add_argument("--autocast", default=d["autocast"], choices=["bf16", ""])
@@ -441,7 +442,8 @@ def run(args) -> int:
 
 
 def _coordinate(args, work: Path, families: list[str], procs: dict, t_start: float, deadline: float) -> None:
-    """Wait for the workers; once every family's trials ended, write the common budget."""
+    """Wait for the workers; once every family's trials (a prefix search: probes) ended, write
+    the common budget (and, for a prefix search, each trial's share of it)."""
     budget_written = False
     prefix = args.search == "prefix"
     passes = 1 + (len(parse_grid(args.grid)) - 1) * args.trial_fraction if prefix else 1.0
@@ -456,7 +458,7 @@ def _coordinate(args, work: Path, families: list[str], procs: dict, t_start: flo
             dead = [f for f in others if procs[f].poll() not in (None, 0) and f not in rates]
             if all(f in rates or f in dead for f in others):
                 if "mini-distilbert" in families and "mini-distilbert" not in rates and "mini-bert" in rates:
-                    rates["mini-distilbert"] = rates["mini-bert"] * 1.2  # estimate (its trials end later): 2 layers + a teacher forward
+                    rates["mini-distilbert"] = rates["mini-bert"] * 1.2  # estimate (it trains after its teacher): 2 layers + a teacher forward
                 left = deadline - args.pack_s - time.time()
                 b = common_budget(rates, left, args.tokens, args.final_eval_s, passes)
                 if prefix:
