@@ -362,16 +362,24 @@ UNUSED_HEAD_KEYS = ("pooler.", "cls.seq_relationship.", "sop_classifier.", "disc
 @contextlib.contextmanager
 def _quiet_load_report():
     """transformers' load report silenced (it logs at WARNING on transformers.modeling_utils);
-    the unexpected keys it would list are returned by ``output_loading_info`` instead."""
+    the unexpected keys it would list are returned by ``output_loading_info`` instead.
+
+    A filter, not a level: transformers 5.23 checks a tensor-parallel plan on every load whose
+    modeling_utils logger has a level of WARNING or above (``verify_tp_plan``), and logs each
+    layer "not sharded" on another logger, so raising the level printed a long warning per
+    load that has nothing to do with this app (no tensor parallelism here)."""
     import logging
 
     report_logger = logging.getLogger("transformers.modeling_utils")
-    before = report_logger.level
-    report_logger.setLevel(logging.ERROR)
+
+    def below_error(record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
+
+    report_logger.addFilter(below_error)
     try:
         yield
     finally:
-        report_logger.setLevel(before)
+        report_logger.removeFilter(below_error)
 
 
 def unexpected_keys_to_report(info: dict) -> list[str]:
