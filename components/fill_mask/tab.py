@@ -21,7 +21,7 @@ from models import (
     text_segments,
 )
 
-from ..shell.common import escape, model_choices, quoted, readable_errors
+from ..shell.common import escape, model_choices, quoted, readable_errors, user_error
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu, queue_live_events
 from ..shell.view_cache import cached_view
@@ -140,7 +140,7 @@ class WordClick(gr.SelectData):
 
     def __init__(self, target, data):
         if not isinstance(data, dict) or data.get("index") is None:
-            raise gr.Error(
+            raise user_error(
                 "mask_word answers a click on a word below the text box, and this request "
                 "carries no click. Through the API, write [MASK] in the text yourself."
             )

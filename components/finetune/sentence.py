@@ -23,7 +23,8 @@ from models import (
     train_span_head,
 )
 
-from ..shell.common import HEAVY, changed_choices, encoder_choices, error_figure, model_choices, readable_errors
+from ..shell.common import (HEAVY, changed_choices, encoder_choices, error_figure, model_choices,
+                            readable_errors, user_error)
 from ..shell.server import on_gpu
 from . import sentence_copy as copy
 from . import plots as finetune_plots
@@ -71,7 +72,7 @@ def run_classify_pair(head_id: str, text_a: str, text_b: str):
     """A trained pair head's answer for (A, B) (the ``classify_pair`` API)."""
     with readable_errors("Classify the pair"):
         if not head_id:
-            raise gr.Error("Train a pair head first (the button above).")
+            raise user_error("Train a pair head first (the button above).")
         return plots.pair_html(classify_pair(head_id, text_a, text_b))
 
 
@@ -87,7 +88,7 @@ def run_answer(head_id: str, question: str, context: str):
     """The span head's answer, with P(start) and P(end) per token (the ``answer_span`` API)."""
     with readable_errors("Answer"):
         if not head_id:
-            raise gr.Error("Train a span head first (the button above).")
+            raise user_error("Train a span head first (the button above).")
         answer = answer_span(head_id, question, context)
         return plots.span_html(answer), plots.span_chart(answer)
 

@@ -18,7 +18,7 @@ from models import (
     train_classifier,
 )
 
-from ..shell.common import HEAVY, api_only, error_figure, model_choices, readable_errors
+from ..shell.common import HEAVY, api_only, error_figure, model_choices, readable_errors, user_error
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
@@ -69,7 +69,7 @@ def run_classify(head_id: str, text: str):
     """The trained head's answer for one sentence, as HTML (the ``classify`` API)."""
     with readable_errors("Classify"):
         if not head_id:
-            raise gr.Error("Train a head first (the button above), then classify a sentence.")
+            raise user_error("Train a head first (the button above), then classify a sentence.")
         return plots.classification_html(classify(head_id, text), copy.TOKEN_COLOURS)
 
 

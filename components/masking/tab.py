@@ -22,7 +22,7 @@ from models import (
     simulate_masking,
 )
 
-from ..shell.common import HEAVY, error_figure, quoted, readable_errors
+from ..shell.common import HEAVY, error_figure, quoted, readable_errors, user_error
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
@@ -60,7 +60,7 @@ def run_loss(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, 
     """The MLM loss at the selected positions of one epoch (the ``masked_lm_loss`` API)."""
     with readable_errors("The MLM loss"):
         if not 1 <= int(epoch or 0) <= int(epochs):
-            raise gr.Error(f"Choose an epoch between 1 and {int(epochs)}.")
+            raise user_error(f"Choose an epoch between 1 and {int(epochs)}.")
         sim = _simulate(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed)
         loss = masked_lm_loss(model_key, sim, int(epoch) - 1)
         first = loss.positions[0]
@@ -87,7 +87,7 @@ def run_arithmetic(text, model_key, rate, mask, rand, keep, whole_word, epochs, 
             result = explain_loss(TEXTBOOK_LOGITS, TEXTBOOK_TARGET)
         else:
             if not 1 <= int(epoch or 0) <= int(epochs):
-                raise gr.Error(f"Choose an epoch between 1 and {int(epochs)}.")
+                raise user_error(f"Choose an epoch between 1 and {int(epochs)}.")
             sim = _simulate(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed)
             chosen = int(position) if position else None  # 0 is [CLS], never selected: "the first"
             result = explain_masked_position(model_key, sim, int(epoch) - 1, chosen)

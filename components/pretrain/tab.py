@@ -10,7 +10,7 @@ import pandas as pd
 
 from models import SHIPPED_RUN, TINY_MAX_STEPS, load_history, train_tiny
 
-from ..shell.common import error_figure, readable_errors
+from ..shell.common import error_figure, readable_errors, user_error
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu
 from . import copy
@@ -75,7 +75,7 @@ def run_summary(history) -> str:
 def train_now(steps: float, seed: float, progress=gr.Progress()):
     """Train a tiny BERT from scratch, streaming the loss curve (the ``train_tiny`` API)."""
     if not _training_lock.acquire(blocking=False):
-        raise gr.Error(
+        raise user_error(
             "A live training run is already going on this server (one at a time, so the app "
             "stays quick for everyone). Try again when it has finished."
         )

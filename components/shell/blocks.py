@@ -17,7 +17,7 @@ import gradio as gr
 from gradio.blocks import postprocess_update_dict
 from gradio.components import _Keywords
 
-from .common import escape
+from .common import escape, user_error
 from .server import inline_cheap_processing, lazy_session_configs
 from .session_limit import LIMIT, SessionBusy, limit_queue
 from .warm_views import LIVE
@@ -76,7 +76,7 @@ class EncoderLabBlocks(gr.Blocks):
             with self.session_limit.running(kwargs.get("session_hash")), LIVE.live():
                 return await super().process_api(*args, **kwargs)
         except SessionBusy as exc:
-            raise gr.Error(str(exc)) from None
+            raise user_error(str(exc)) from None
 
     async def postprocess_data(self, block_fn, predictions, state):
         """Gradio's, with each empty update (``gr.skip()``) answered at once.
@@ -111,7 +111,7 @@ class EncoderLabBlocks(gr.Blocks):
         wanted = list(block_fn.inputs)
         if len(inputs) < len(wanted):
             names = ", ".join(f"“{escape(_label(b))}”" for b in wanted)
-            raise gr.Error(
+            raise user_error(
                 f"This endpoint takes {len(wanted)} input value(s) ({names}); the request sent "
                 f"{len(inputs)}. Send one value per input, in that order."
             )
@@ -131,6 +131,6 @@ class EncoderLabBlocks(gr.Blocks):
                 try:
                     block.preprocess(inputs[i])
                 except Exception:  # noqa: BLE001 (any refusal of this value)
-                    raise gr.Error(bad_value_message(block, inputs[i])) from exc
+                    raise user_error(bad_value_message(block, inputs[i])) from exc
             log.warning("input preprocessing failed: %s", exc)
-            raise gr.Error(f"The request's input values could not be read ({escape(type(exc).__name__)}).") from exc
+            raise user_error(f"The request's input values could not be read ({escape(type(exc).__name__)}).") from exc

@@ -86,6 +86,16 @@ def quoted(token: str) -> str:
     return "“**" + escape(token).replace("*", "\\*").replace("_", "\\_").replace("`", "\\`") + "**”"
 
 
+def user_error(message: str):
+    """A ``gr.Error`` shown to the user, with no traceback in the server's log: what a person
+    typed or chose (or an endpoint was sent) is not the server's fault, and an unexpected
+    failure is logged once, whole, by ``readable_errors`` before it becomes one of these
+    (Gradio prints a ``gr.Error``'s traceback unless told not to)."""
+    import gradio as gr
+
+    return gr.Error(message, print_exception=False)
+
+
 @contextmanager
 def readable_errors(task: str):
     """Turn any failure inside a handler into a ``gr.Error`` a person can read.
@@ -100,18 +110,18 @@ def readable_errors(task: str):
     except gr.Error:
         raise
     except EncoderLabError as exc:
-        raise gr.Error(escape(str(exc))) from exc
+        raise user_error(escape(str(exc))) from exc
     except torch.OutOfMemoryError as exc:  # the GPU (or MPS) is full: free what we can, say so
         log.warning("%s ran out of device memory", task)
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-        raise gr.Error(
+        raise user_error(
             f"{task} ran out of GPU memory. Try a shorter text, fewer sentences or a smaller "
             "model; other requests are not affected."
         ) from exc
     except Exception as exc:  # unexpected: log it whole, tell the user in one line
         log.exception("%s failed", task)
-        raise gr.Error(
+        raise user_error(
             escape(f"{task} failed unexpectedly ({type(exc).__name__}: {exc}). "
                    "Other requests are not affected.")
         ) from exc

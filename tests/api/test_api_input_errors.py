@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 from gradio_client.exceptions import AppError
 
-from helpers import MLM_KEY
+from helpers import ARTIFACTS, MLM_KEY
 
 HIDDEN = "has not enabled verbose error reporting"  # gradio_client's words for {"error": null}
 
@@ -113,3 +113,23 @@ def test_the_word_click_endpoint_says_it_needs_a_click(client):
 def test_the_app_keeps_serving_after_bad_requests(client):
     table, *_ = client.predict("A [MASK] day.", MLM_KEY, 2, api_name="/fill_mask")
     assert len(table["data"]) == 2
+
+
+def test_bad_input_leaves_no_traceback_in_the_server_log(client):
+    """What a person typed or an endpoint was sent is answered in one readable line and is
+    not the server's fault: no traceback of it in the server's log (Gradio prints one for
+    every ``gr.Error`` unless told not to; a class's typos filled the log)."""
+    log = ARTIFACTS / "app-server.log"  # the shared app's (helpers.running_app)
+    start = log.stat().st_size
+    messages = []
+    for args in (("A sentence without any mask.", MLM_KEY, 5),  # the core's InputError
+                 ("The [MASK] sat.", MLM_KEY, "five")):  # a value Gradio refuses before the handler
+        with pytest.raises(AppError) as info:
+            client.predict(*args, api_name="/fill_mask")
+        messages.append(_readable(info.value))
+    assert "no mask" in messages[0] and "Top-k" in messages[1]
+    client.predict("A [MASK] day.", MLM_KEY, 2, api_name="/fill_mask")  # a request after them, answered
+    with open(log, "rb") as f:
+        f.seek(start)
+        added = f.read().decode("utf-8", "replace")
+    assert "Traceback" not in added, added[-2000:]
