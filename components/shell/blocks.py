@@ -120,7 +120,9 @@ class EncoderLabBlocks(gr.Blocks):
     async def preprocess_data(self, block_fn, inputs, state, explicit_call: bool = False):
         try:
             return await super().preprocess_data(block_fn, inputs, state, explicit_call)
-        except gr.Error:
+        except gr.Error as exc:
+            if exc.print_exception:  # Gradio's own refusal (a choice not offered): the value is the sender's
+                raise user_error(escape(str(exc.message))) from None
             raise
         except Exception as exc:
             for i, block in enumerate(block_fn.inputs):  # find the input that was refused

@@ -123,11 +123,13 @@ def test_bad_input_leaves_no_traceback_in_the_server_log(client):
     start = log.stat().st_size
     messages = []
     for args in (("A sentence without any mask.", MLM_KEY, 5),  # the core's InputError
-                 ("The [MASK] sat.", MLM_KEY, "five")):  # a value Gradio refuses before the handler
+                 ("The [MASK] sat.", MLM_KEY, "five"),  # a value Gradio refuses before the handler
+                 ("The [MASK] sat.", "<b>not-a-model</b>", 5)):  # a choice not offered: Gradio's own gr.Error
         with pytest.raises(AppError) as info:
             client.predict(*args, api_name="/fill_mask")
         messages.append(_readable(info.value))
     assert "no mask" in messages[0] and "Top-k" in messages[1]
+    assert "not in the list of choices" in messages[2] and "&lt;b&gt;not-a-model" in messages[2]  # as text
     client.predict("A [MASK] day.", MLM_KEY, 2, api_name="/fill_mask")  # a request after them, answered
     with open(log, "rb") as f:
         f.seek(start)
