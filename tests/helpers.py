@@ -263,6 +263,13 @@ def track_app_calls(page) -> None:
     page.on("requestfailed", ended)
 
 
+def _waiting_trackers(page) -> int:
+    """Components whose status tracker still shows work under way. A tracker that shows
+    "Error" has had its answer (the error) and stays shown until the next one: not waiting."""
+    return page.locator('[data-testid="status-tracker"]:not(.hide)').evaluate_all(
+        "els => els.filter(e => !/^Error\\b/.test(e.innerText.trim())).length")
+
+
 def settle(page, timeout_s: float = 300.0) -> None:
     """Wait until every action taken so far has been answered and drawn.
 
@@ -274,8 +281,7 @@ def settle(page, timeout_s: float = 300.0) -> None:
         page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
         if not page.open_calls:
             return
-        if all("/queue/data" in call.url for call in page.open_calls) and not page.locator(
-                '[data-testid="status-tracker"]:not(.hide)').count():
+        if all("/queue/data" in call.url for call in page.open_calls) and not _waiting_trackers(page):
             # only answer streams are open and no component waits: Gradio's client may close a
             # stream it no longer needs without Playwright ever reporting that request ended
             return
