@@ -118,6 +118,11 @@ class EncoderLabBlocks(gr.Blocks):
         return super().validate_inputs(block_fn, inputs)
 
     async def preprocess_data(self, block_fn, inputs, state, explicit_call: bool = False):
+        for block, value in zip(block_fn.inputs, inputs):
+            # an empty number box (or a null sent to the API): Gradio passes None on, and every
+            # number here has a value that means something (none means "default")
+            if value is None and isinstance(block, (gr.Slider, gr.Number)):
+                raise user_error(bad_value_message(block, value) + " Type a number.")
         try:
             return await super().preprocess_data(block_fn, inputs, state, explicit_call)
         except gr.Error as exc:

@@ -312,6 +312,8 @@ def text_segments(text: str) -> list[tuple[str, str | None]]:
     Each item is (segment, kind) with kind "word", "mask" or None (spaces): joined, the
     segments give back the text. The UI shows them as clickable words.
     """
+    if not isinstance(text, str):
+        raise InputError(f"The text must be a string, not {type(text).__name__}.")
     segments: list[tuple[str, str | None]] = []
     last = 0
     for m in _WORD.finditer(text):

@@ -70,23 +70,26 @@ def test_every_endpoint_answers_wrong_types_readably(client, endpoints):
         _call(client, name, [_wrong(p) for p in parameters])
 
 
-def test_every_number_input_names_itself_when_sent_a_string(client, endpoints):
-    """Each slider or number alone wrong, the other inputs at their defaults: the message
-    names that input (the handler never runs, so nothing heavy starts)."""
+def test_every_number_input_names_itself_when_sent_a_string_or_nothing(client, endpoints):
+    """Each slider or number alone wrong (a string, or null: an emptied number box), the
+    other inputs at their defaults: the message names that input (the handler never runs, so
+    nothing heavy starts; a null used to reach the training handlers as int(None))."""
     checked = 0
     for name, parameters in endpoints.items():
         defaults = [p.get("parameter_default") for p in parameters]
         for i, parameter in enumerate(parameters):
             if parameter["component"] not in ("Slider", "Number"):
                 continue
-            args = list(defaults)
-            args[i] = "not a number"
-            with pytest.raises(AppError) as info:
-                client.predict(*args, api_name=name)
-            message = _readable(info.value)
-            assert parameter["label"] in message and "number" in message, (name, message)
-            checked += 1
-    assert checked >= 10  # top-k, rates, layers, heads, seeds, steps, ...
+            for wrong in ("not a number", None):
+                args = list(defaults)
+                args[i] = wrong
+                with pytest.raises(AppError) as info:
+                    client.predict(*args, api_name=name)
+                message = _readable(info.value)
+                assert parameter["label"] in message and "number" in message, (name, wrong, message)
+                assert "unexpectedly" not in message, (name, wrong, message)
+                checked += 1
+    assert checked >= 20  # top-k, rates, layers, heads, seeds, steps, ...
 
 
 def test_missing_input_values_are_named(app_server, endpoints):

@@ -152,7 +152,9 @@ def test_freezing_long_lived_objects_frees_cyclic_garbage_first_and_spares_later
     try:
         frozen = freeze_long_lived()
         assert dead() is None  # collected before the freeze, not kept forever
-        assert frozen == gc.get_freeze_count() > 0
+        # frozen objects can only go (another thread freeing some, e.g. a client's left from an
+        # earlier test) until the next freeze: the count read now is at most the one returned
+        assert 0 < gc.get_freeze_count() <= frozen
         assert not any(obj is kept for obj in gc.get_objects())  # out of the collector's walks
     finally:
         gc.unfreeze()  # the rest of the suite as it was

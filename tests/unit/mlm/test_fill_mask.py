@@ -220,6 +220,9 @@ def test_text_segments_rebuild_text_and_mark_masks():
     kinds = {s: k for s, k in segments}
     assert kinds["cat's"] == "word" and kinds["[MASK]"] == "mask" and kinds["<mask>"] == "mask"
     assert kinds[","] == "word" and kinds[" "] is None
+    assert text_segments("") == []  # an empty box: nothing to click
+    with pytest.raises(InputError, match="must be a string, not int"):  # what an API caller may send
+        text_segments(12345)
 
 
 def test_mask_word_replaces_only_that_word():
