@@ -307,7 +307,7 @@ def probe_rate(family: str, tokenizer, chunks, base: dict, me: Path, device: tor
             marks[step] = (time.perf_counter(), tokens)
 
     cfg = Z.ZooConfig(tokens=10**12, evals=0, **base)
-    Z.train_family(family, tokenizer, chunks, [], cfg, me / "probe", device=device, log=lambda line: None,
+    Z.train_family(family, tokenizer, chunks, [], cfg, me, device=device, log=lambda line: None,
                    max_steps=steps, on_step=clock)
     if device.type == "cuda":
         torch.cuda.empty_cache()
@@ -400,7 +400,7 @@ def worker_command(args, family: str, work: Path, deadline: float) -> list[str]:
             "--warmup", str(args.warmup), "--final-eval-s", str(args.final_eval_s),
             "--max-sentences", str(args.max_sentences), "--heldout-limit", str(args.heldout_limit),
             "--position-init", args.position_init, "--checkpoint-every", str(args.checkpoint_every),
-            "--search", args.search, "--probe-steps", str(getattr(args, "probe_steps", 0)),
+            "--search", args.search, "--probe-steps", str(args.probe_steps),
             *(["--trials-only"] if args.trials_only else []),
             *(["--tiny"] if args.tiny else [])]
 

@@ -372,14 +372,14 @@ def _quiet_load_report():
 
     report_logger = logging.getLogger("transformers.modeling_utils")
 
-    def below_error(record: logging.LogRecord) -> bool:
+    def errors_only(record: logging.LogRecord) -> bool:  # a filter's True keeps the record
         return record.levelno >= logging.ERROR
 
-    report_logger.addFilter(below_error)
+    report_logger.addFilter(errors_only)
     try:
         yield
     finally:
-        report_logger.removeFilter(below_error)
+        report_logger.removeFilter(errors_only)
 
 
 def unexpected_keys_to_report(info: dict) -> list[str]:
