@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -194,12 +194,16 @@ def plan_batches(lengths: Sequence[int], hidden_size: int, overhead_tokens: int,
     return batches[::-1]
 
 
-def forward_layers(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int]) -> Iterator[tuple]:
+def forward_layers(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[int],
+                   finish: Callable | None = None) -> Iterator[tuple]:
     """For each batch: (sentence indexes, [hidden states (B, T, d) per asked layer], mask (B, T)).
 
     The only step that touches the device. Runs under ``inference_mode``; the states stay
     on the device, in the model's dtype. On a CPU two batches run at once, on two threads
-    (``map_forwards``); the batches come costliest first.
+    (``map_forwards``); the batches come costliest first. ``finish(states, mask)``, when
+    given, runs on the forward's own thread and its result replaces the states: work on
+    the states (pooling) then runs beside the other forward with that thread's share of
+    the cores, not on the caller's thread with a share of its own.
     """
     model, device = loaded.model, loaded.device
     n_layers = int(model.config.num_hidden_layers)
@@ -220,11 +224,13 @@ def forward_layers(loaded: LoadedModel, ids: list[list[int]], layers: Sequence[i
         ids_t = torch.from_numpy(input_ids).to(device)
         with torch.inference_mode(), onednn_linears(model):
             if packed:  # the same layers on the real tokens only (models.runtime.packed)
-                return batch, packed_hidden_states(model, ids_t, mask_t, layers), mask_t
-            out = model(input_ids=ids_t, attention_mask=mask_t, output_hidden_states=want_all)
-        # The last layer is the model's own final output (hidden_states[L] for BERT).
-        states = [out.last_hidden_state if layer == n_layers else out.hidden_states[layer] for layer in layers]
-        return batch, states, mask_t
+                states = packed_hidden_states(model, ids_t, mask_t, layers)
+            else:
+                out = model(input_ids=ids_t, attention_mask=mask_t, output_hidden_states=want_all)
+                # The last layer is the model's own final output (hidden_states[L] for BERT).
+                states = [out.last_hidden_state if layer == n_layers else out.hidden_states[layer]
+                          for layer in layers]
+            return batch, (states if finish is None else finish(states, mask_t)), mask_t
 
     plan = plan_batches(lengths, int(model.config.hidden_size), overhead)
     # the costliest first, so that the last batch to finish is a small one (two run at once on a CPU)
@@ -251,13 +257,15 @@ def _pooled(loaded: LoadedModel, sentences: Sequence[str], poolings: Sequence[st
     ids = encode_unpadded(loaded, sentences, truncate=truncate)["input_ids"]
     d = int(loaded.model.config.hidden_size)
     out = {p: torch.empty(len(ids), d, dtype=torch.float32) for p in poolings}  # (N, d) each
-    for batch, (hidden,), mask in forward_layers(loaded, ids, [layer]):
+
+    def pool(states, mask):  # on the forward's thread
+        vectors = {p: pool_hidden(states[0], mask, p) for p in poolings}  # (B, d) each
+        return {p: (F.normalize(v, p=2, dim=1) if normalize else v).cpu() for p, v in vectors.items()}
+
+    for batch, vectors, _mask in forward_layers(loaded, ids, [layer], finish=pool):
         index = torch.from_numpy(batch)
         for p in poolings:
-            vectors = pool_hidden(hidden, mask, p)
-            if normalize:
-                vectors = F.normalize(vectors, p=2, dim=1)
-            out[p][index] = vectors.cpu()
+            out[p][index] = vectors[p]
     return {p: v.numpy() for p, v in out.items()}
 
 

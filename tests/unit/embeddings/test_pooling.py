@@ -3,6 +3,8 @@ with direct transformers calls, batch invariance, layers, the bank demo, bad inp
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -14,6 +16,7 @@ from models import (
     UnknownModelError,
     compare_poolings,
     embed,
+    get_device,
     project_2d,
     separation_score,
     similarity,
@@ -153,6 +156,28 @@ def test_batching_never_changes_a_vector(pooling, layer):
     for row in np.flatnonzero([s == SHORT for s in batch]):
         np.testing.assert_allclose(together[row], alone, atol=ATOL)
     assert np.isfinite(together).all()
+
+
+def test_pooling_runs_on_the_forward_threads_and_matches_sentence_transformers(reference, monkeypatch):
+    """On a CPU with two threads the batches' forwards run on the pool's threads; their pooling
+    runs there too (the caller's thread would take a share of the cores of its own), and the
+    vectors are still sentence-transformers'."""
+    from models.embeddings import pooling as core
+
+    if get_device().type != "cpu" or torch.get_num_threads() < 2:
+        pytest.skip("two forwards at once run on a CPU with two threads or more")
+    where, pool_hidden = [], core.pool_hidden
+
+    def spy(hidden, mask, pooling):
+        where.append(threading.current_thread().name)
+        return pool_hidden(hidden, mask, pooling)
+
+    monkeypatch.setattr(core, "pool_hidden", spy)
+    sentences = [f"{text} ({k})" for k in range(12) for text in MIXED]  # several batches
+    ours = embed(KEY, sentences, pooling="mean", normalize=True)
+    theirs = reference.encode(sentences, normalize_embeddings=True, convert_to_numpy=True)
+    assert np.abs(ours - theirs).max() <= ATOL
+    assert len(where) >= 2 and all(name.startswith("encoder-lab-forward") for name in where), where
 
 
 def test_normalize():
