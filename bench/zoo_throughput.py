@@ -101,7 +101,7 @@ def one_run(family: str, fast: bool, setup: dict, args) -> tuple[float, float]:
         if step in (args.warmup, args.warmup + args.steps):
             marks[step] = (time.perf_counter(), time.process_time(), tokens)
 
-    Z.train_family(family, setup["tokenizer"], setup["chunks"], [], cfg, Path("/tmp"), teacher=setup["teacher"],
+    Z.train_family(family, setup["tokenizer"], setup["chunks"], [], cfg, teacher=setup["teacher"],
                    log=lambda _: None, max_steps=args.warmup + args.steps, on_step=on_step)
     (t0, c0, n0), (t1, c1, n1) = marks[args.warmup], marks[args.warmup + args.steps]
     return (n1 - n0) / (t1 - t0), (n1 - n0) / (c1 - c0)

@@ -174,7 +174,7 @@ def main(argv=None) -> int:
 
             teacher = BertForPreTraining.from_pretrained(str(args.out / "mini-bert"), dtype=torch.float32)
         done = Z.train_family(family, tokenizer, chunks_of[kind], heldout, cfg,
-                              args.work, teacher=teacher if family == "mini-distilbert" else None,
+                              teacher=teacher if family == "mini-distilbert" else None,
                               device=device, log=log,
                               checkpoint=(work / f"{family}.rank{rank}.ckpt") if args.checkpoint_every else None,
                               checkpoint_every=args.checkpoint_every)

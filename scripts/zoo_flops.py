@@ -90,7 +90,7 @@ def main(argv=None) -> int:
         t = teacher if family == "mini-distilbert" else None
         counts = []
         for models in (shipped_models(family, folder), None):  # shipped weights, then a random init
-            done = Z.train_family(family, tokenizer, chunks_of[kind], heldout, cfg, REPO / ".cache" / "zoo",
+            done = Z.train_family(family, tokenizer, chunks_of[kind], heldout, cfg,
                                   teacher=t, models=models, max_steps=1, log=lambda line: None)
             counts.append(done["record"]["flops_per_token"])
         if counts[0] != counts[1]:

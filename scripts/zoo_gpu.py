@@ -162,7 +162,7 @@ def worker(args) -> int:
     budget = None
     if prefix:
         if args.probe_steps and family != "mini-distilbert" and not (me / "probe.json").is_file():
-            rate = probe_rate(family, tokenizer, chunks, base, me, device, args.probe_steps)
+            rate = probe_rate(family, tokenizer, chunks, base, device, args.probe_steps)
             (me / "probe.tmp").write_text(json.dumps({"tokens_per_s": rate, "steps": args.probe_steps}),
                                           encoding="utf-8")
             (me / "probe.tmp").rename(me / "probe.json")
@@ -194,12 +194,12 @@ def worker(args) -> int:
             continue
         if prefix:
             cfg = Z.ZooConfig(tokens=budget["tokens"], evals=args.evals, **{**base, **point})
-            done = Z.train_family(family, tokenizer, chunks, tune, cfg, work, teacher=teacher, device=device,
+            done = Z.train_family(family, tokenizer, chunks, tune, cfg, teacher=teacher, device=device,
                                   log=log, deadline=deadline, checkpoint=me / trial_checkpoint(point),
                                   checkpoint_every=args.checkpoint_every, stop_tokens=trial_tokens)
         else:
             cfg = Z.ZooConfig(tokens=args.trial_tokens, evals=1, **{**base, **point})
-            done = Z.train_family(family, tokenizer, chunks, tune, cfg, work, teacher=teacher, device=device,
+            done = Z.train_family(family, tokenizer, chunks, tune, cfg, teacher=teacher, device=device,
                                   log=log, deadline=deadline)
         r = done["record"]
         mlm = done["objective"].generator if family == "mini-electra" else done["objective"].model
@@ -245,7 +245,7 @@ def worker(args) -> int:
         else:
             teacher_note = "mini-bert's best tuning trial (the full run ended too late)"
     cfg = Z.ZooConfig(tokens=budget["tokens"], evals=args.evals, **{**base, **best[1]})
-    done = Z.train_family(family, tokenizer, chunks, tune, cfg, work, teacher=teacher, device=device,
+    done = Z.train_family(family, tokenizer, chunks, tune, cfg, teacher=teacher, device=device,
                           log=log, deadline=deadline - args.final_eval_s,
                           checkpoint=(me / "full.ckpt") if args.checkpoint_every or prefix else None,
                           checkpoint_every=args.checkpoint_every)
@@ -293,7 +293,7 @@ def worker(args) -> int:
     return 0
 
 
-def probe_rate(family: str, tokenizer, chunks, base: dict, me: Path, device: torch.device, steps: int) -> float:
+def probe_rate(family: str, tokenizer, chunks, base: dict, device: torch.device, steps: int) -> float:
     """Tokens/s of ``steps`` training steps of the family at the run's shape, batch and
     precision (the first ``steps // 4`` not timed: allocation, kernel choice); the model is
     thrown away. Timed while the other families probe, as they will train: side by side."""
@@ -307,7 +307,7 @@ def probe_rate(family: str, tokenizer, chunks, base: dict, me: Path, device: tor
             marks[step] = (time.perf_counter(), tokens)
 
     cfg = Z.ZooConfig(tokens=10**12, evals=0, **base)
-    Z.train_family(family, tokenizer, chunks, [], cfg, me, device=device, log=lambda line: None,
+    Z.train_family(family, tokenizer, chunks, [], cfg, device=device, log=lambda line: None,
                    max_steps=steps, on_step=clock)
     if device.type == "cuda":
         torch.cuda.empty_cache()

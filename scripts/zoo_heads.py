@@ -274,7 +274,7 @@ def _rtd(args) -> int:
     models = None if args.checkpoint else electra_models(tokenizer, shape, args.generator_layers)
     start = time.time()
     with uniform_replacements() if args.uniform else nullcontext():
-        done = Z.train_family("mini-electra", tokenizer, chunks, tune, cfg, args.work, models=models,
+        done = Z.train_family("mini-electra", tokenizer, chunks, tune, cfg, models=models,
                               checkpoint=checkpoint, checkpoint_every=200, stop_tokens=args.stop,
                               log=lambda line: None)
         objective = done["objective"].cpu()

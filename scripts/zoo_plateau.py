@@ -378,7 +378,7 @@ def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, d
     if policy is not None:
         Z.masking_policy = lambda fam: policy
     try:
-        Z.train_family(family, tokenizer, chunks, heldout, cfg, Path("/tmp"), models=models, log=keep)
+        Z.train_family(family, tokenizer, chunks, heldout, cfg, models=models, log=keep)
     finally:
         Z.masking_policy = original
         if variant in MLM_ONLY:

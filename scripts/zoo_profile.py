@@ -62,7 +62,7 @@ def main(argv=None) -> int:
                       fast_kernels=not args.stock, workers=args.workers, autocast=args.autocast)
     with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=args.steps - 1, repeat=1),
                  record_shapes=False) as prof:
-        Z.train_family(args.family, tokenizer, chunks, [], cfg, Path("/tmp"), teacher=teacher, log=lambda _: None,
+        Z.train_family(args.family, tokenizer, chunks, [], cfg, teacher=teacher, log=lambda _: None,
                        max_steps=args.steps, step_hook=prof.step)
     events = prof.key_averages()
     total = {e.key: e.cpu_time_total for e in events}

@@ -214,7 +214,7 @@ def split_step(objective, opt, trained, batch, sample_gen, pool, workers: int, c
     return loss, losses, counter.get_total_flops() if count_flops else None
 
 
-def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooConfig, out: Path,
+def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooConfig,
                  teacher=None, device: torch.device | None = None, log=print,
                  models: dict[str, nn.Module] | None = None, max_steps: int = 0,
                  deadline: float = 0.0, step_hook=None, checkpoint: Path | None = None,

@@ -105,7 +105,7 @@ def _tiny_run(family: str, tmp_path, max_steps: int, dropout: float, **kw):
                                                     max_position_embeddings=64))
     # a small budget, so the learning rate is well above 0 by the steps compared
     cfg = Z.ZooConfig(tokens=4000, batch_size=8, evals=0, dropout=dropout, shape=shape, **kw)
-    return Z.train_family(family, tok, chunks, [], cfg, tmp_path, teacher=teacher, log=lambda _: None,
+    return Z.train_family(family, tok, chunks, [], cfg, teacher=teacher, log=lambda _: None,
                           max_steps=max_steps)
 
 

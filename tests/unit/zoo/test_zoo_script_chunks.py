@@ -115,7 +115,7 @@ def test_train_zoo_chunks_the_corpus_once_per_tokenizer_and_records_its_sentence
                     ignore=shutil.ignore_patterns("*.safetensors", "*.md", "record.json", "config.json"))
     seen, records = [], {}
 
-    def train_family(family, tokenizer, chunks, heldout, cfg, work, **kw):
+    def train_family(family, tokenizer, chunks, heldout, cfg, **kw):
         seen.append(chunks)
         return {"objective": SimpleNamespace(model=torch.nn.Linear(1, 1)), "examples": None,
                 "record": {"tokens": 1, "steps": 1, "wall_minutes": 1.0}}
@@ -150,7 +150,7 @@ def test_zoo_flops_steps_on_corpus_chunks_once_per_tokenizer(tmp_path, monkeypat
         (zoo / family / "record.json").write_text(json.dumps(record), encoding="utf-8")
     seen = []
 
-    def train_family(family, tokenizer, chunks, heldout, cfg, work, **kw):
+    def train_family(family, tokenizer, chunks, heldout, cfg, **kw):
         seen.append(chunks)
         return {"record": {"flops_per_token": 1.0}}
 

@@ -151,7 +151,7 @@ def test_a_run_resumed_from_its_checkpoint_ends_with_the_same_weights(family, au
     torch.set_num_threads(1)
 
     def run(max_steps, checkpoint=None):
-        return Z.train_family(family, tok, chunks, [], cfg, tmp_path, log=lambda _: None, max_steps=max_steps,
+        return Z.train_family(family, tok, chunks, [], cfg, log=lambda _: None, max_steps=max_steps,
                               checkpoint=checkpoint)
 
     per_epoch = len(zd.Examples(tok, chunks, 64, 0).train_idx) // 4
@@ -247,7 +247,7 @@ def test_each_worker_casts_its_own_weights_under_bf16(tmp_path, monkeypatch):
             built["generator"].generator_lm_head.register_forward_pre_hook(before)
             built["generator"].generator_lm_head.register_forward_hook(after)
         monkeypatch.setattr(cf, "ThreadPoolExecutor", pool)
-        done = Z.train_family(family, tok, chunks, [], cfg, tmp_path, models=built, log=lambda _: None,
+        done = Z.train_family(family, tok, chunks, [], cfg, models=built, log=lambda _: None,
                               max_steps=5)
         return Z.state_digest(done["objective"])
 
