@@ -54,14 +54,18 @@ def _split_features(loaded, task, split: str, pooling: str):
         unit_labels = np.asarray(labels, dtype=np.int64)
         sentence = np.arange(len(texts), dtype=np.int64)
     states = np.empty((n_layers + 1, len(unit_labels), d), dtype=np.float32)
-    for batch, hidden, mask in forward_layers(loaded, ids, layers):
+
+    def pool(hidden, mask):  # on the forward's thread (forward_layers' finish)
+        return [pool_hidden(h, mask, pooling).cpu().numpy() for h in hidden]
+
+    for batch, hidden, mask in forward_layers(loaded, ids, layers, finish=None if token else pool):
         for layer, h in zip(layers, hidden):
             if token:
                 for row, i in enumerate(batch):
                     cols = [p for p, _ in keep[i]]
                     states[layer, first[i]:first[i + 1]] = h[row, cols].float().cpu().numpy()
             else:
-                states[layer, batch] = pool_hidden(h, mask, pooling).cpu().numpy()
+                states[layer, batch] = h  # (B, d), pooled
     return states, unit_labels, sentence
 
 

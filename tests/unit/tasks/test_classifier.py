@@ -109,6 +109,23 @@ def test_probe_layers_agrees_with_single_layer_probes():
         assert single.final_validation_accuracy == pytest.approx(layers.validation_accuracy[layer])
 
 
+def test_probe_features_are_transformers_hidden_states_pooled():
+    """What a probe trains on, every layer: the mean over the real tokens of transformers' own
+    ``hidden_states`` for each sentence (pooled on the forward's thread, batched and packed)."""
+    from models.tasks.features import task_features
+
+    loaded = load_model(ENCODER_KEY, head="base")
+    task = load_task(TASK)
+    features = task_features(loaded, task, "mean").states["validation"]  # (L + 1, N, d)
+    picked = [0, 7, len(task.validation_texts) - 1]
+    for i in picked:
+        enc = loaded.tokenizer(task.validation_texts[i], return_tensors="pt")
+        with torch.inference_mode():
+            hidden = loaded.model(**enc, output_hidden_states=True).hidden_states
+        want = torch.stack([h[0].mean(0) for h in hidden]).numpy()  # (L + 1, d)
+        np.testing.assert_allclose(features[:, i], want, atol=1e-4, rtol=0)
+
+
 def test_finetuning_trains_a_copy_and_leaves_the_shared_model_alone():
     shared = load_model(MLM_KEY).model
     before = {k: v.clone() for k, v in shared.state_dict().items()}
