@@ -12,7 +12,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertForSequenceClassification, BertForTokenClassification
 
-from helpers import ENCODER_KEY, MLM_KEY, REPO
+from helpers import ENCODER_KEY, MLM_KEY, REPO, parity_atol
 from models import (
     CapabilityError,
     InputError,
@@ -119,11 +119,11 @@ def test_probe_features_are_transformers_hidden_states_pooled():
     features = task_features(loaded, task, "mean").states["validation"]  # (L + 1, N, d)
     picked = [0, 7, len(task.validation_texts) - 1]
     for i in picked:
-        enc = loaded.tokenizer(task.validation_texts[i], return_tensors="pt")
+        enc = loaded.tokenizer(task.validation_texts[i], return_tensors="pt").to(loaded.device)
         with torch.inference_mode():
             hidden = loaded.model(**enc, output_hidden_states=True).hidden_states
-        want = torch.stack([h[0].mean(0) for h in hidden]).numpy()  # (L + 1, d)
-        np.testing.assert_allclose(features[:, i], want, atol=1e-4, rtol=0)
+        want = torch.stack([h[0].float().mean(0) for h in hidden]).cpu().numpy()  # (L + 1, d)
+        np.testing.assert_allclose(features[:, i], want.astype(np.float32), atol=parity_atol(float32=1e-4), rtol=0)
 
 
 def test_finetuning_trains_a_copy_and_leaves_the_shared_model_alone():
