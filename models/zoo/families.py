@@ -10,6 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..pretraining.masking import MaskingPolicy
+from .fast import cross_entropy as fast_cross_entropy
 from .locality import locality_start_, sinusoidal_positions_
 
 FAMILIES = ("mini-bert", "mini-roberta", "mini-distilbert", "mini-albert", "mini-electra",
@@ -213,6 +214,7 @@ class Objective(nn.Module):
         self.model = models["model"]
         self.generator = models.get("generator")
         self.teacher = teacher  # frozen, never trained (DistilBERT's mini-bert)
+        self.fast_loss = False  # the MLM loss as models.zoo.fast.cross_entropy (within fast_kernels)
         if teacher is not None:
             for p in teacher.parameters():
                 p.requires_grad_(False)
@@ -241,8 +243,12 @@ class Objective(nn.Module):
             parts["rtd"] = F.binary_cross_entropy_with_logits(d_logits[real].float(), replaced[real]) * real_share
             return parts["mlm"] + 50.0 * parts["rtd"], parts
         hidden, pooled = encode(fam, self.model, inputs, attention, types)
-        logits = mlm_logits(fam, self.model, hidden[sel]).float()  # (N, V), cast once for every loss
-        parts["mlm"] = F.cross_entropy(logits, labels[sel]) * masked
+        logits = mlm_logits(fam, self.model, hidden[sel])  # (N, V)
+        if self.fast_loss and fam != "mini-distilbert":  # DistilBERT's KL reads the logits too
+            parts["mlm"] = fast_cross_entropy(logits, labels[sel]) * masked
+        else:
+            logits = logits.float()  # cast once for every loss
+            parts["mlm"] = F.cross_entropy(logits, labels[sel]) * masked
         loss = parts["mlm"]
         if fam == "mini-bert":
             parts["nsp"] = F.cross_entropy(self.model.cls.seq_relationship(pooled).float(), pair_labels) * rows

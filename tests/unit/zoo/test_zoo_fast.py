@@ -167,11 +167,21 @@ def test_fast_attention_under_bf16_autocast_is_sdpa_to_bfloat16_precision(kind, 
         return explicit(*args, **kwargs)
 
     monkeypatch.setattr(fast, "_explicit_attention", spy)
+    rotary, fused = [], fast._RotaryQKV
+
+    class Rotary(fused):  # ModernBERT's rotary positions: the fused function, not transformers'
+        @staticmethod
+        def forward(ctx, *args):
+            rotary.append(args[0].dtype)
+            return fused.forward(ctx, *args)
+
+    monkeypatch.setattr(fast, "_RotaryQKV", Rotary)
     with fast.fast_kernels(model), torch.autocast("cpu", dtype=torch.bfloat16):
         out = model(input_ids=ids, attention_mask=attention).last_hidden_state
         grads = torch.autograd.grad(out[attention.bool()].float().square().sum(), list(model.parameters()),
                                     allow_unused=True)
     assert calls == [torch.bfloat16] * 2  # each layer's attention, in bfloat16
+    assert rotary == ([torch.bfloat16] * 2 if kind == "modernbert" else [])
     real = attention.bool()
     err = float((out[real].float() - ref[real]).abs().max())
     assert 0 < err < 0.05 * float(ref[real].abs().max())  # bfloat16 keeps 8 bits: not float32, close to it
@@ -221,3 +231,116 @@ def test_albert_gelu_new_runs_as_the_fused_tanh_gelu_with_the_same_outputs_and_g
         assert (g is None) == (r is None)
         if g is not None:
             torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-5)
+
+
+def _rope(T: int, d: int, seed: int, symmetric: bool):
+    """cos and sin (1, T, d) as ModernBERT's rotary embedding makes them (the two halves the
+    same angles), or with unrelated halves, so that a mix-up of halves shows."""
+    g = torch.Generator().manual_seed(seed)
+    angles = torch.arange(T, dtype=torch.float32)[:, None] * torch.rand(d // 2, generator=g) * 3
+    angles = torch.cat([angles, angles if symmetric else angles * 0.37 + 1.0], -1)[None]
+    return angles.cos(), angles.sin()
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_modernbert_rotary_is_transformers_apply_rotary_pos_emb_with_its_transpose_as_gradient(symmetric):
+    """``_RotaryQKV`` against transformers' ``apply_rotary_pos_emb`` on the same bfloat16
+    projection: the keys bit for bit (both compute in float32 and round once) where the halves
+    share their angles, as ModernBERT's do; the scaled queries, the keys with unrelated halves
+    and the input's gradient to bfloat16's rounding of the float64 formula and of its
+    autograd; the values passed through, their gradient too."""
+    from transformers.models.modernbert.modeling_modernbert import apply_rotary_pos_emb, rotate_half
+
+    B, T, heads, d = 3, 13, 2, 8
+    torch.manual_seed(1)
+    qkv = torch.randn(B, T, 3 * heads * d).bfloat16().requires_grad_()
+    cos, sin = _rope(T, d, 0, symmetric)
+    scale = d ** -0.5
+    q, k, v = fast._RotaryQKV.apply(qkv, cos, sin, heads, scale)
+    assert q.dtype == k.dtype == v.dtype == torch.bfloat16 and q.shape == (B, heads, T, d)
+
+    x = qkv.detach().view(B, T, 3, heads, d)
+    tq, tk, tv = (x[:, :, i].transpose(1, 2) for i in range(3))
+    theirs_q, theirs_k = apply_rotary_pos_emb(tq, tk, cos, sin)
+    if symmetric:
+        assert torch.equal(k, theirs_k)
+    x64 = qkv.detach().double().requires_grad_()
+    y = x64.view(B, T, 3, heads, d)
+    c, s = cos.double()[:, None], sin.double()[:, None]
+    ref_q = (y[:, :, 0].transpose(1, 2) * c + rotate_half(y[:, :, 0].transpose(1, 2)) * s) * scale
+    ref_k = y[:, :, 1].transpose(1, 2) * c + rotate_half(y[:, :, 1].transpose(1, 2)) * s
+    ulp = 2.0 ** -8  # bfloat16 keeps 8 significant bits: one rounding is within half of this, relative
+    for mine, ref in ((q, ref_q), (k, ref_k)):
+        assert float(((mine.double() - ref).abs() / ref.abs().clamp_min(1e-2)).max()) <= ulp
+    assert torch.equal(v, tv)
+    assert not torch.equal(q.float(), (theirs_q.float() * scale).bfloat16().float()) or symmetric  # scaled in float32
+
+    w = [torch.randn(q.shape) for _ in range(3)]
+    torch.autograd.backward([q, k, v], [t.bfloat16() for t in w])
+    ref = sum((r * t.double()).sum() for r, t in zip((ref_q, ref_k, y[:, :, 2].transpose(1, 2)), w))
+    ref.backward()
+    err = (qkv.grad.double() - x64.grad).abs()
+    assert float(err.max()) <= 2 * ulp * float(x64.grad.abs().max())
+    assert float(err.view(B, T, 3, heads, d)[:, :, 2].max()) <= ulp * float(x64.grad.abs().max())  # values
+    assert float(err.view(B, T, 3, heads, d)[:, :, :2].max()) > 0  # the gradient did go through the rotation
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_fast_cross_entropy_is_torch_s_loss_and_gradient(dtype):
+    """``fast.cross_entropy`` against torch's ``F.cross_entropy`` in float64 (loss and autograd
+    gradient), a scaled loss included, and a row whose target's probability underflows float32
+    (a logit 200 below the row's largest) where -log softmax would read infinity."""
+    torch.manual_seed(2)
+    logits = (torch.randn(40, 300) * 4)
+    logits[7, 0] = -200.0
+    logits[7, 1] = 0.0
+    targets = torch.randint(0, 300, (40,))
+    targets[7] = 0
+    z = logits.to(dtype).requires_grad_()
+    z64 = z.detach().double().requires_grad_()
+    ref = F.cross_entropy(z64, targets)
+    (0.7 * ref).backward()
+    mine = fast.cross_entropy(z, targets)
+    (0.7 * mine).backward()
+    assert mine.dtype == torch.float32 and z.grad.dtype == dtype
+    assert abs(float(mine) - float(ref)) < 1e-5 * float(ref)
+    assert float(ref) > 200.0 / 40  # the underflowing row counts its whole loss
+    tol = 1e-6 if dtype == torch.float32 else 2.0 ** -8
+    assert float((z.grad.double() - z64.grad).abs().max()) <= tol * float(z64.grad.abs().max())
+
+
+def test_the_trainer_s_mlm_loss_takes_the_fast_cross_entropy_within_fast_kernels_only(monkeypatch):
+    """Within ``fast_kernels`` the Objective's MLM loss is ``fast.cross_entropy`` (a spy), with
+    the stock loss's value; outside it, and for DistilBERT (whose distillation reads the
+    logits), torch's."""
+    import transformers as T
+    from transformers import AutoTokenizer
+
+    from models.registry.zoo_entries import zoo_folder
+    from models.zoo import families as zm
+
+    calls = []
+    real = zm.fast_cross_entropy
+    monkeypatch.setattr(zm, "fast_cross_entropy", lambda *a: calls.append(1) or real(*a))
+    tok = AutoTokenizer.from_pretrained(zoo_folder("mini-bert"))
+    shape = zm.Shape(layers=2, hidden=32, heads=2, ffn=64, vocab=len(tok), max_len=16)
+    torch.manual_seed(0)
+    teacher = T.BertForPreTraining(T.BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2,
+                                                num_attention_heads=2, intermediate_size=64, max_position_embeddings=16))
+    ids = torch.randint(5, 90, (2, 9))
+    labels = torch.full_like(ids, -100)
+    labels[:, 3] = ids[:, 3]
+    inputs = ids.clone()
+    inputs[:, 3] = tok.mask_token_id
+    args = (ids, torch.ones_like(ids), torch.zeros_like(ids), inputs, labels, torch.tensor([0, 1]))
+    for family, fast_calls in (("mini-bert", 1), ("mini-distilbert", 0)):
+        calls.clear()
+        t = teacher if family == "mini-distilbert" else None
+        objective = zm.Objective(family, zm.build_models(family, tok, shape, t, dropout=0.0), t)
+        teacher.eval()  # as the trainer keeps it (its dropout would draw)
+        stock, _ = objective(*args)
+        assert not calls
+        with fast.fast_kernels(objective):
+            mine, _ = objective(*args)
+        assert len(calls) == fast_calls and objective.fast_loss is False  # restored after the block
+        torch.testing.assert_close(mine, stock, rtol=1e-6, atol=1e-6)
