@@ -37,12 +37,11 @@ tensor) when this path is on: see ``models.zoo.train``.
 
 - **ModernBERT's rotary positions under bf16 autocast** (``_RotaryQKV``): transformers'
   ``apply_rotary_pos_emb`` casts each query and key to float32 twice, concatenates and
-  records a dozen autograd nodes over 16-wide half rows (in one A/B run of three repeats the
-  model trained 16 % faster with the rotation left out); one function with its own backward does the same
+  records a dozen autograd nodes over 16-wide half rows; one function with its own backward does the same
   float32 arithmetic over long rows and writes the layout the attention's products read.
 - **The MLM loss from one softmax** (``cross_entropy``, the trainer's ``Objective`` within this
-  block, DistilBERT apart): torch's cross-entropy makes about nine passes over the (masked
-  positions x 8,192) logits and takes the exponential twice; this makes four.
+  block, DistilBERT apart): torch's cross-entropy runs five operations over the (masked
+  positions x 8,192) logits and takes the exponential twice; this runs four and takes it once.
 
 ``fast_kernels(module)`` turns all this on for a module tree within a block on the CPU
 (CUDA runs the stock layers), and restores it after.
@@ -215,12 +214,12 @@ def _modernbert_attention(self, hidden_states, position_embeddings=None, attenti
 
 class _CrossEntropy(torch.autograd.Function):
     """``F.cross_entropy(logits.float(), targets)`` (the mean; no ignored targets) with one
-    softmax. torch's makes about nine passes over the (N, V) logits (the cast to float32, the
+    softmax. torch's runs five operations over the (N, V) logits (the cast to float32, the
     log-softmax, the NLL's zero-filled gradient, the log-softmax's backward, which takes the
-    exponential again, the gradient's cast back); this makes four: the cast, the softmax, the
-    gradient (softmax - one-hot) / N scaled in place and its cast to the logits' dtype. The
-    loss per row is -log softmax at the target; a row whose target's probability underflows
-    float32 (below 1e-30) takes log-sum-exp - logit instead, as torch's does for every row."""
+    exponential again, the gradient's cast back); this runs four: the cast, the softmax, the
+    gradient (softmax - one-hot) x g / N and its cast to the logits' dtype. The loss per row is
+    -log softmax at the target; a row whose target's probability underflows float32 (below
+    1e-30) takes log-sum-exp - logit instead, as torch's does for every row."""
 
     @staticmethod
     def forward(ctx, logits, targets):
