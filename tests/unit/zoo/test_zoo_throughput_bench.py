@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -16,17 +17,18 @@ def test_arguments_default_to_every_family_three_repeats_and_refuse_zero_steps()
     args = B.parse_args([])
     assert args.families == list(FAMILIES) and args.repeats == 3 and args.steps >= 10 and args.warmup >= 1
     assert args.corpus.name == "train_ordered.tsv"
+    assert args.isolate == "family"  # each family in a fresh process, as real training runs
     with pytest.raises(SystemExit):
         B.parse_args(["--steps", "0"])
     with pytest.raises(SystemExit):
         B.parse_args(["--families", "mini-gpt"])
 
 
-@pytest.mark.parametrize("autocast", ["", "bf16"])
-def test_a_tiny_run_times_both_paths_of_each_family_and_reports_their_ratio(tmp_path, autocast):
+@pytest.mark.parametrize("autocast,isolate", [("", "none"), ("bf16", "family")])
+def test_a_tiny_run_times_both_paths_of_each_family_and_reports_their_ratio(tmp_path, autocast, isolate):
     out = tmp_path / "zoo.json"
     lines = []
-    args = B.parse_args(["--autocast", autocast, "--tiny", "--families", "mini-bert", "mini-electra",
+    args = B.parse_args(["--autocast", autocast, "--isolate", isolate, "--tiny", "--families", "mini-bert", "mini-electra",
                          "--steps", "2", "--warmup", "1",
                          "--repeats", "2", "--batch-size", "4", "--sentences", "200", "--threads", "1",
                          "--corpus", str(REPO / "data" / "train_sample.txt"), "--json", str(out)])
@@ -42,6 +44,12 @@ def test_a_tiny_run_times_both_paths_of_each_family_and_reports_their_ratio(tmp_
             assert ratio["runs"] == pytest.approx([b / a for a, b in zip(stock["runs"], fast["runs"])])
         assert f"repeat 2 {family}" in text
     assert text.count("ratio") >= 4
+    pids = result["processes"]
+    if isolate == "family":  # a fresh process per family, none of them this one
+        assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()
+        assert "each family in a fresh process" in text
+    else:
+        assert set(pids.values()) == {os.getpid()}
 
 
 def test_recipe_mode_trains_the_fast_path_without_dropout_and_the_stock_path_with_the_configs(monkeypatch):
@@ -56,8 +64,18 @@ def test_recipe_mode_trains_the_fast_path_without_dropout_and_the_stock_path_wit
     monkeypatch.setattr(Z, "train_family", recording)
     lines = []
     args = B.parse_args(["--tiny", "--families", "mini-roberta", "--steps", "1", "--warmup", "1", "--repeats", "1",
-                         "--batch-size", "4", "--sentences", "100", "--threads", "1", "--recipe",
+                         "--batch-size", "4", "--sentences", "100", "--threads", "1", "--recipe", "--isolate", "none",
                          "--corpus", str(REPO / "data" / "train_sample.txt")])
     result = B.run(args, print_=lines.append)
     assert sorted(seen) == [(False, None), (True, 0.0)] and result["recipe"] is True
     assert "dropout 0 (--recipe)" in lines[1]
+
+
+def test_a_family_process_that_fails_is_named_with_what_it_printed(monkeypatch):
+    import sys
+
+    monkeypatch.setattr(B, "child_argv", lambda args, family, out: [
+        sys.executable, "-c", "import sys; print('out of memory in the trainer'); sys.exit(3)"])
+    args = B.parse_args(["--tiny", "--families", "mini-albert", "--repeats", "1"])
+    with pytest.raises(RuntimeError, match=r"(?s)mini-albert exited with 3.*out of memory in the trainer"):
+        B.run(args, print_=lambda _: None)
