@@ -9,7 +9,7 @@ Trains each family with the real trainer (``models.zoo.train.train_family``, the
 recipe: shape, batch, dropout, learning rate) for ``--warmup`` + ``--steps`` steps, once
 with ``ZooConfig(fast_kernels=False)`` (the path the shipped zoo was trained on) and once
 with ``fast_kernels=True`` (``models/zoo/fast.py``), alternating which goes first from one
-family and repeat to the next, and prints training tokens per second (non-padding inputs,
+repeat to the next (and, with ``--isolate none``, from one family to the next), and prints training tokens per second (non-padding inputs,
 as the trainer counts them) over the steps after the warm-up, each path's figure over the
 repeats with its spread, and the ratio fast / stock per family (median of the repeats'
 ratios; the target of issue 24 is 2.0). Both paths see the same batches and masks.
