@@ -79,3 +79,23 @@ def test_a_family_process_that_fails_is_named_with_what_it_printed(monkeypatch):
     args = B.parse_args(["--tiny", "--families", "mini-albert", "--repeats", "1"])
     with pytest.raises(RuntimeError, match=r"(?s)mini-albert exited with 3.*out of memory in the trainer"):
         B.run(args, print_=lambda _: None)
+
+
+def test_a_family_process_gets_every_option_of_the_bench_but_the_family_list_isolation_and_output(tmp_path):
+    """child_argv rebuilds the command line option by option: each option set away from its
+    default must reach the child, so a new option that child_argv forgets fails here."""
+    argv = ["--families", "mini-bert", "mini-albert", "--steps", "7", "--warmup", "2", "--repeats", "5",
+            "--threads", "1", "--batch-size", "8", "--corpus", str(tmp_path / "c.txt"), "--sentences", "123",
+            "--tiny", "--json", str(tmp_path / "parent.json"), "--recipe", "--autocast", "bf16"]
+    parent = B.parse_args(argv)
+    defaults = vars(B.parse_args([]))
+    assert all(v != defaults[k] for k, v in vars(parent).items() if k != "isolate"), "set every option in argv"
+    out = tmp_path / "child.json"
+    command = B.child_argv(parent, "mini-albert", out)
+    assert command[1:3] == ["-m", "bench.zoo_throughput"]
+    child = vars(B.parse_args(command[3:]))
+    assert child.pop("families") == ["mini-albert"] and child.pop("isolate") == "none" and child.pop("json") == out
+    expected = vars(parent)
+    for key in ("families", "isolate", "json"):
+        expected.pop(key)
+    assert child == expected
