@@ -9,7 +9,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 EMBEDDED := .cache/models/.installed
 OVERLAY  := $(wildcard weights/minilm-mlm/trained.safetensors)
 
-.PHONY: run test setup setup-test chromium nginx serve-replicas screenshots clean gpu-check gpu-pack
+.PHONY: run test setup setup-test chromium nginx tcmalloc serve-replicas screenshots clean gpu-check gpu-pack
 
 run: setup
 	$(PY) app.py
@@ -19,7 +19,7 @@ test: setup-test
 
 setup: $(VENV)/.runtime-installed $(EMBEDDED)
 
-setup-test: setup $(VENV)/.test-installed chromium
+setup-test: setup $(VENV)/.test-installed chromium tcmalloc
 
 # Refresh the README's pictures: the browser tests take them, a script copies them.
 screenshots: setup-test
@@ -53,6 +53,13 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  $(SUDO) apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; }
+
+# Debian's tcmalloc, the memory allocator the zoo's training processes start with when it is
+# installed (models/zoo/allocator.py: fresh pages for every large buffer cost glibc a fault each).
+tcmalloc:
+	@[ -e /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 ] || [ -e /usr/lib/aarch64-linux-gnu/libtcmalloc_minimal.so.4 ] || { \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q libtcmalloc-minimal4; }
 
 # Debian's nginx, for serving several app processes behind one address.
 nginx:

@@ -18,6 +18,12 @@ Each family runs in a fresh Python process of its own (``--isolate family``, the
 before it, ModernBERT's fast path ran at 19,000-20,500 tokens/s, against 22,300-24,200 alone
 (2026-11-28; glibc's allocator hands an aging process fresh large buffers that page-fault).
 ``--isolate none`` keeps every family in this process (the tests' tiny runs).
+The fast path runs with the allocator training runs with (``--allocator auto``: gperftools'
+tcmalloc when installed, ``models/zoo/allocator.py``); the stock path always with glibc's, as
+the zoo was trained when issue 24 was filed. An allocator is a process's choice, so with tcmalloc
+each repeat of each path runs in a process of its own (the order of the two alternating from one
+repeat to the next); ``--allocator glibc`` keeps one process per family for both paths.
+``--paths`` runs one path only (the children of that split).
 ``--autocast bf16`` runs the fast path's products in bfloat16 (float32 weights and
 optimiser); the stock path stays in float32, as the zoo was first trained.
 
@@ -41,6 +47,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as scripts/train_zoo.py (
 import torch  # noqa: E402
 
 from bench.bench_common import machine_line, spread, spread_text  # noqa: E402
+from models.zoo.allocator import ALLOCATORS, child_env, current_allocator, resolve  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET = 2.0
@@ -71,6 +78,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--autocast", default="", choices=["", "bf16"],
                    help="the fast path's precision: bf16 autocast (float32 weights and optimiser; "
                         "the products in bfloat16) or float32; the stock path stays float32")
+    p.add_argument("--allocator", default="auto", choices=ALLOCATORS,
+                   help="the fast path's processes' allocator (with --isolate family): auto = tcmalloc when "
+                        "installed, as scripts/zoo_local.py trains; the stock path always runs with glibc's")
+    p.add_argument("--paths", default="both", choices=["both", "stock", "fast"],
+                   help="which paths to time (one: the processes of the allocator split)")
     args = p.parse_args(argv)
     if args.steps < 1 or args.repeats < 1 or args.warmup < 1:
         p.error("--steps, --repeats and --warmup must be at least 1")
@@ -155,7 +167,17 @@ def header(args) -> str:
             + (", each config's dropout" if args.recipe else "") + f"; {args.steps} timed steps after "
             f"{args.warmup} warm-up, {args.repeats} repeats, {args.threads} threads, "
             + ("each family in a fresh process" if args.isolate == "family" else "every family in one process")
-            + "; indicative only on a shared machine")
+            + "; " + allocator_text(args) + "; indicative only on a shared machine")
+
+
+def allocator_text(args) -> str:
+    if args.isolate == "none":
+        return f"allocator: this process's ({current_allocator()})"
+    library = resolve(args.allocator)
+    if library is None:
+        return "allocator: glibc's for both paths"
+    return (f"allocator: the fast path's processes tcmalloc ({library}), the stock path's glibc's; "
+            "a process per repeat and path")
 
 
 def measure(args, families: list[str], print_) -> dict:
@@ -167,19 +189,27 @@ def measure(args, families: list[str], print_) -> dict:
         setups[family] = family_setup(family, args, sources, sentences, cache)
     figures = {f: {"stock": [], "fast": [], "stock_cpu": [], "fast_cpu": []} for f in families}
     k = 0
+    wanted = {"both": (False, True), "stock": (False,), "fast": (True,)}[args.paths]
     for repeat in range(args.repeats):
         for family in families:
             order = (False, True) if k % 2 == 0 else (True, False)  # alternate which path goes first
             k += 1
-            for fast in order:
+            for fast in (f for f in order if f in wanted):
                 wall, cpu = one_run(family, fast, setups[family], args)
                 path = "fast" if fast else "stock"
                 figures[family][path].append(wall)
                 figures[family][path + "_cpu"].append(cpu)
-            f = figures[family]
-            print_(f"  repeat {repeat + 1} {family}: stock {f['stock'][-1]:,.0f}, fast {f['fast'][-1]:,.0f} tokens/s; "
-                   f"per CPU-second stock {f['stock_cpu'][-1]:,.0f}, fast {f['fast_cpu'][-1]:,.0f}")
+            print_(repeat_line(repeat, family, figures[family]))
     return figures
+
+
+def repeat_line(repeat: int, family: str, f: dict, allocator: dict | None = None) -> str:
+    """One repeat's figures of the paths timed (the last of each), with each path's allocator
+    when it is not this process's."""
+    paths = [p for p in ("stock", "fast") if f[p]]
+    where = {p: f" ({allocator[p]})" if allocator else "" for p in paths}
+    return (f"  repeat {repeat + 1} {family}: " + ", ".join(f"{p} {f[p][-1]:,.0f}{where[p]}" for p in paths)
+            + " tokens/s; per CPU-second " + ", ".join(f"{p} {f[p + '_cpu'][-1]:,.0f}" for p in paths))
 
 
 def child_argv(args, family: str, out: Path) -> list[str]:
@@ -187,31 +217,57 @@ def child_argv(args, family: str, out: Path) -> list[str]:
     argv = [sys.executable, "-m", "bench.zoo_throughput", "--families", family, "--isolate", "none",
             "--steps", str(args.steps), "--warmup", str(args.warmup), "--repeats", str(args.repeats),
             "--threads", str(args.threads), "--corpus", str(args.corpus), "--sentences", str(args.sentences),
-            "--autocast", args.autocast, "--json", str(out)]
+            "--autocast", args.autocast, "--json", str(out), "--allocator", args.allocator, "--paths", args.paths]
     if args.batch_size:
         argv += ["--batch-size", str(args.batch_size)]
     return argv + ["--tiny"] * args.tiny + ["--recipe"] * args.recipe
 
 
+def _child(args, family: str, out: Path, env: dict, print_, echo: bool) -> dict:
+    """One child process's figures (its JSON), its lines passed on as they come when ``echo``."""
+    proc = subprocess.Popen(child_argv(args, family, out), cwd=str(REPO), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**env, "PYTHONUNBUFFERED": "1"})
+    said = []
+    for line in proc.stdout:
+        said.append(line)
+        if echo and line.startswith("  repeat "):
+            print_(line.rstrip("\n"))
+    if proc.wait() != 0:
+        raise RuntimeError(f"the bench's process for {family} exited with {proc.returncode}; it printed:\n"
+                           + "".join(said[-40:]))
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
 def measure_isolated(args, print_) -> tuple[dict, dict]:
-    """``measure`` for each family in a fresh process, one after the other; the child's lines
-    are passed on as they come. Returns (figures, {family: the process id that measured it})."""
+    """``measure`` for each family in fresh processes, one after the other. With glibc for both
+    paths: one process per family, its lines passed on. With tcmalloc for the fast path: a
+    process per repeat and path (stock with glibc's allocator), the order alternating. Returns
+    (figures, {family: [{"pid", "paths", "allocator"} of each process]})."""
     figures, processes = {}, {}
+    split = resolve(args.allocator) is not None
     with tempfile.TemporaryDirectory() as tmp:
         for family in args.families:
             out = Path(tmp) / f"{family}.json"
-            proc = subprocess.Popen(child_argv(args, family, out), cwd=str(REPO), stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-            said = []
-            for line in proc.stdout:
-                said.append(line)
-                if line.startswith("  repeat "):
-                    print_(line.rstrip("\n"))
-            if proc.wait() != 0:
-                raise RuntimeError(f"the bench's process for {family} exited with {proc.returncode}; it printed:\n"
-                                   + "".join(said[-40:]))
-            child = json.loads(out.read_text(encoding="utf-8"))
-            figures[family], processes[family] = child["raw"][family], child["processes"][family]
+            if not split:
+                child = _child(args, family, out, child_env("glibc"), print_, echo=True)
+                figures[family] = child["raw"][family]
+                processes[family] = [{"pid": child["processes"][family], "paths": "both",
+                                      "allocator": child["allocator"]}]
+                continue
+            f = {"stock": [], "fast": [], "stock_cpu": [], "fast_cpu": []}
+            processes[family], seen = [], {}
+            for repeat in range(args.repeats):
+                for path in ("stock", "fast") if repeat % 2 == 0 else ("fast", "stock"):
+                    one = argparse.Namespace(**{**vars(args), "paths": path, "repeats": 1})
+                    env = child_env(args.allocator if path == "fast" else "glibc")
+                    child = _child(one, family, out, env, print_, echo=False)
+                    for key in (path, path + "_cpu"):
+                        f[key] += child["raw"][family][key]
+                    seen[path] = child["allocator"]
+                    processes[family].append({"pid": child["processes"][family], "paths": path,
+                                              "allocator": child["allocator"]})
+                print_(repeat_line(repeat, family, f, seen))
+            figures[family] = f
     return figures, processes
 
 
@@ -225,12 +281,18 @@ def run(args, print_=print) -> dict:
         figures = measure(args, args.families, print_)
         processes = {family: os.getpid() for family in args.families}
     result = {"machine": machine_line(), "recipe": args.recipe, "autocast": args.autocast, "steps": args.steps,
+              "allocator": current_allocator(), "paths": args.paths,
               "warmup": args.warmup, "repeats": args.repeats, "threads": args.threads, "isolate": args.isolate,
               "processes": processes, "families": {}, "raw": figures}
     for unit, suffix in (("tokens/s (wall)", ""), ("tokens per CPU-second", "_cpu")):
         print_(f"\n{unit}, median of {args.repeats} (range, spread); ratio fast / stock (target >= {TARGET})")
         for family, f in figures.items():
             stock, fast = f["stock" + suffix], f["fast" + suffix]
+            if not (stock and fast):  # one path timed (--paths): its figures, no ratio
+                path, runs = ("stock", stock) if stock else ("fast", fast)
+                result["families"].setdefault(family, {})[path + suffix] = spread(runs)
+                print_(f"  {family:16s} {path} {spread_text(runs, '{:,.0f}')}")
+                continue
             ratios = [b / a for a, b in zip(stock, fast)]
             result["families"].setdefault(family, {}).update(
                 {"stock" + suffix: spread(stock), "fast" + suffix: spread(fast), "ratio" + suffix: spread(ratios)})

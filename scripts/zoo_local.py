@@ -46,6 +46,7 @@ import sys
 import time
 from pathlib import Path
 
+from models.zoo.allocator import ALLOCATORS, child_env
 from scripts.zoo_gpu import parse_grid, training_args, worker_command
 
 REPO = Path(__file__).resolve().parents[1]
@@ -99,8 +100,9 @@ def _train(args, work: Path) -> int:
             print(f"{family}: finished earlier", flush=True)
             continue
         cmd = worker_command(args, family, work, far)
-        print(f"{family}: training ({time.strftime('%H:%M:%S')})", flush=True)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = child_env(args.allocator, {**os.environ, "PYTHONUNBUFFERED": "1"})
+        print(f"{family}: training ({time.strftime('%H:%M:%S')}; memory allocator "
+              f"{'tcmalloc' if 'tcmalloc' in env.get('LD_PRELOAD', '') else 'glibc'})", flush=True)
         sitting = {"family": family, "pid": os.getpid(), "start": time.time(), "end": None, "load": []}
         _write_sitting(work, sitting)
         with open(work / f"{family}.out", "a", encoding="utf-8") as out:
@@ -247,6 +249,9 @@ def main(argv=None) -> int:
     r.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     r.add_argument("--tokens", type=int, default=20_000_000, help="full-run tokens, every family")
     r.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
+    r.add_argument("--allocator", default="auto", choices=ALLOCATORS,
+                   help="each family's process's memory allocator: auto = tcmalloc when installed "
+                        "(models/zoo/allocator.py; BENCHMARKS.md's zoo throughput row), else glibc's")
     # the defaults are the shipped zoo's recipe (weights/zoo/*/record.json: budget.settings)
     training_args(r, device="cpu", grid="lr=5e-4,1e-3,2e-3 dropout=0", trial_tokens=2_500_000, batch_size=16,
                   autocast="bf16", work=WORK, checkpoint_every=200, search="prefix")

@@ -83,6 +83,7 @@ def card(key: str, record: dict, idea: str) -> str:
         f"{cfg['weight_decay']}), linear warm-up over {cfg['warmup']:.0%} of the budget then linear decay to "
         f"zero; {PRECISION.get(cfg['autocast'], 'float32')}; seed {cfg['seed']}; "
         f"{where(record)} (torch {record['torch']}), {record['world_size']} process(es)"
+        f"{', memory allocator ' + record['allocator'] if record.get('allocator') else ''}"
         f"{'; ' + record['concurrency'] if record.get('concurrency') else ''}; "
         f"{record['wall_minutes']:.1f} wall minutes ({record['tokens'] / (60 * record['wall_minutes']):,.0f} "
         f"tokens/s), {record['cpu_minutes_rank0']:.1f} CPU minutes; about "

@@ -43,6 +43,7 @@ import torch
 import torch.nn as nn
 
 from ..pretraining.masking import apply_masking
+from .allocator import current_allocator
 from .data import Examples, pad_batch, static_masking
 from .fast import dropout_generator, fast_kernels
 from .families import Objective, Shape, build_models, masking_policy
@@ -429,7 +430,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
     wall = state_extra["wall_s"] + time.time() - wall0
     cpu = state_extra["cpu_s"] + time.process_time() - cpu0
     record = {
-        "family": family, "tokens": tokens, "steps": step, "world_size": world,
+        "family": family, "tokens": tokens, "steps": step, "world_size": world, "allocator": current_allocator(),
         "wall_minutes": wall / 60, "cpu_minutes_rank0": cpu / 60,
         "flops_per_token": flops_per_token, "flops": flops_per_token * tokens,
         "masking": asdict(policy), "static_masking": static, "pair_objective": pair_kind,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from models.zoo.allocator import find_tcmalloc
 from scripts import zoo_gpu as Z
 from scripts import zoo_local as L
 
@@ -46,6 +47,8 @@ def test_a_family_runs_its_trials_then_resumes_its_full_run_where_it_stopped(tmp
     assert record["config"]["position_init"] == "local" and record["tokens"] >= 3000
     assert record["corpus"] == {"sentences": 400, "file": "train_ordered.tsv"}  # --max-sentences 400
     assert "no other family training at the same time" in record["concurrency"]
+    # the family's process ran with the allocator zoo_local chose for it (auto: tcmalloc when installed)
+    assert record["allocator"] == ("tcmalloc" if find_tcmalloc() else "glibc")
     assert record["script"] == "scripts.zoo_local" and record["tuning"]["search"] == Z.SEARCHES["prefix"]
     first = _weights(work / "export" / "mini-roberta")
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench import zoo_throughput as B
+from models.zoo.allocator import find_tcmalloc
 from models.zoo.families import FAMILIES
 
 REPO = Path(__file__).resolve().parents[3]
@@ -45,8 +46,9 @@ def test_a_tiny_run_times_both_paths_of_each_family_and_reports_their_ratio(tmp_
         assert f"repeat 2 {family}" in text
     assert text.count("ratio") >= 4
     pids = result["processes"]
-    if isolate == "family":  # a fresh process per family, none of them this one
-        assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()
+    if isolate == "family":  # fresh processes for each family, none of them this one nor another family's
+        mine = {family: {p["pid"] for p in runs} for family, runs in pids.items()}
+        assert not mine["mini-bert"] & mine["mini-electra"] and os.getpid() not in mine["mini-bert"] | mine["mini-electra"]
         assert "each family in a fresh process" in text
     else:
         assert set(pids.values()) == {os.getpid()}
@@ -86,7 +88,8 @@ def test_a_family_process_gets_every_option_of_the_bench_but_the_family_list_iso
     default must reach the child, so a new option that child_argv forgets fails here."""
     argv = ["--families", "mini-bert", "mini-albert", "--steps", "7", "--warmup", "2", "--repeats", "5",
             "--threads", "1", "--batch-size", "8", "--corpus", str(tmp_path / "c.txt"), "--sentences", "123",
-            "--tiny", "--json", str(tmp_path / "parent.json"), "--recipe", "--autocast", "bf16"]
+            "--tiny", "--json", str(tmp_path / "parent.json"), "--recipe", "--autocast", "bf16",
+            "--allocator", "glibc", "--paths", "fast"]
     parent = B.parse_args(argv)
     defaults = vars(B.parse_args([]))
     assert all(v != defaults[k] for k, v in vars(parent).items() if k != "isolate"), "set every option in argv"
@@ -99,3 +102,37 @@ def test_a_family_process_gets_every_option_of_the_bench_but_the_family_list_iso
     for key in ("families", "isolate", "json"):
         expected.pop(key)
     assert child == expected
+
+
+def _two_tiny_repeats(family: str, allocator: str):
+    return B.parse_args(["--tiny", "--families", family, "--steps", "1", "--warmup", "1", "--repeats", "2",
+                         "--batch-size", "4", "--sentences", "100", "--threads", "1", "--allocator", allocator,
+                         "--corpus", str(REPO / "data" / "train_sample.txt")])
+
+
+def test_the_default_allocator_is_training_s_and_a_glibc_bench_keeps_one_process_per_family(tmp_path):
+    assert B.parse_args([]).allocator == "auto" and B.parse_args([]).paths == "both"
+    args = _two_tiny_repeats("mini-roberta", "glibc")
+    lines = []
+    result = B.run(args, print_=lines.append)
+    runs = result["processes"]["mini-roberta"]
+    assert [(r["paths"], r["allocator"]) for r in runs] == [("both", "glibc")]
+    assert "glibc's for both paths" in lines[1]
+
+
+@pytest.mark.skipif(find_tcmalloc() is None, reason="tcmalloc not installed (make tcmalloc)")
+def test_with_tcmalloc_each_repeat_of_each_path_runs_in_its_own_process_and_only_the_fast_path_has_it():
+    """The fast path's figure is taken as training runs (tcmalloc preloaded), the stock path's as the
+    zoo was first trained (glibc's): each child reports the allocator read from its own mappings."""
+    args = _two_tiny_repeats("mini-bert", "tcmalloc")
+    lines = []
+    result = B.run(args, print_=lines.append)
+    runs = result["processes"]["mini-bert"]
+    assert [(r["paths"], r["allocator"]) for r in runs] == [
+        ("stock", "glibc"), ("fast", "tcmalloc"), ("fast", "tcmalloc"), ("stock", "glibc")]  # the order alternates
+    assert len({r["pid"] for r in runs}) == 4
+    figures = result["families"]["mini-bert"]
+    assert len(figures["stock"]["runs"]) == len(figures["fast"]["runs"]) == 2 and "ratio" in figures
+    text = "\n".join(lines)
+    assert "the fast path's processes tcmalloc" in text and "repeat 2 mini-bert: stock" in text
+    assert "(glibc)" in text and "(tcmalloc)" in text
