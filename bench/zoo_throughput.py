@@ -257,7 +257,8 @@ def measure_isolated(args, print_) -> tuple[dict, dict]:
             f = {"stock": [], "fast": [], "stock_cpu": [], "fast_cpu": []}
             processes[family], seen = [], {}
             for repeat in range(args.repeats):
-                for path in ("stock", "fast") if repeat % 2 == 0 else ("fast", "stock"):
+                for path in [p for p in (("stock", "fast") if repeat % 2 == 0 else ("fast", "stock"))
+                             if args.paths in ("both", p)]:
                     one = argparse.Namespace(**{**vars(args), "paths": path, "repeats": 1})
                     env = child_env(args.allocator if path == "fast" else "glibc")
                     child = _child(one, family, out, env, print_, echo=False)
