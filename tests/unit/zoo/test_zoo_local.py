@@ -232,3 +232,19 @@ def test_the_defaults_are_the_shipped_zoo_s_recipe(monkeypatch):
     monkeypatch.setattr(L, "run", lambda args: seen.update(vars(args)) or 0)
     assert L.main(["run"]) == 0
     assert {k: seen[k] for k in L.SETTINGS} == shipped["budget"]["settings"]
+
+
+@pytest.mark.skipif(find_tcmalloc() is None, reason="tcmalloc not installed (make tcmalloc)")
+def test_the_allocator_changes_no_weight(tmp_path, corpus):
+    """The same tiny run (its search and full run, bf16, two worker threads) in a process under
+    tcmalloc and in one under glibc's allocator exports the same weights byte for byte, and each
+    record names the allocator its process ran with."""
+    weights = {}
+    for allocator in ("tcmalloc", "glibc"):
+        work = tmp_path / allocator
+        assert L.main(["run", "--work", str(work), "--corpus", str(corpus), "--families", "mini-roberta",
+                       "--allocator", allocator, *TINY]) == 0
+        record = json.loads((work / "export" / "mini-roberta" / "record.json").read_text(encoding="utf-8"))
+        assert record["allocator"] == allocator and record["config"]["autocast"] == "bf16"
+        weights[allocator] = _weights(work / "export" / "mini-roberta")
+    assert weights["tcmalloc"] == weights["glibc"]
