@@ -75,11 +75,11 @@ def child_env(allocator: str, env: dict | None = None, *, dirs=DIRS) -> dict:
 
 def current_allocator(maps: Path = Path("/proc/self/maps")) -> str:
     """The allocator this process runs with, read from its mapped libraries: "tcmalloc",
-    "jemalloc" or "glibc" (also where /proc is not there to read)."""
+    "jemalloc" or "glibc"; "system" where there is no /proc to read (macOS)."""
     try:
         text = maps.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return "glibc"
+        return "system"
     for name in ("tcmalloc", "jemalloc"):
         if f"lib{name}" in text:
             return name

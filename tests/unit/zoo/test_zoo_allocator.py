@@ -49,7 +49,7 @@ def test_current_allocator_reads_the_mapped_libraries(tmp_path):
     assert A.current_allocator(maps) == "glibc"
     maps.write_text(maps.read_text() + "7f20-7f30 r-xp 0 08:01 2 /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4\n")
     assert A.current_allocator(maps) == "tcmalloc"
-    assert A.current_allocator(tmp_path / "no-proc") == "glibc"
+    assert A.current_allocator(tmp_path / "no-proc") == "system"
 
 
 @pytest.mark.skipif(A.find_tcmalloc() is None, reason="tcmalloc not installed (make tcmalloc)")
