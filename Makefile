@@ -19,7 +19,7 @@ test: setup-test
 
 setup: $(VENV)/.runtime-installed $(EMBEDDED)
 
-setup-test: setup $(VENV)/.test-installed chromium tcmalloc
+setup-test: setup $(VENV)/.test-installed chromium tcmalloc nginx
 
 # Refresh the README's pictures: the browser tests take them, a script copies them.
 screenshots: setup-test
