@@ -57,7 +57,7 @@ chromium:
 # Debian's tcmalloc, the memory allocator the zoo's training processes start with when it is
 # installed (models/zoo/allocator.py: fresh pages for every large buffer cost glibc a fault each).
 tcmalloc:
-	@[ -e /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 ] || [ -e /usr/lib/aarch64-linux-gnu/libtcmalloc_minimal.so.4 ] || { \
+	@dpkg -s libtcmalloc-minimal4 >/dev/null 2>&1 || { \
 	  $(SUDO) apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q libtcmalloc-minimal4; }
 

@@ -8,37 +8,13 @@ import os
 import platform
 import statistics
 
-# The CPU features that decide which kernels torch's CPU libraries (MKL, oneDNN) run.
-CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
-
-
-def cpu_info() -> dict:
-    """{"model", "flags", "torch_capability"}: the CPU model, the CPU_FLAGS it has, torch's ISA level."""
-    model, flags = None, set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                name, _, value = line.partition(":")
-                if name.strip() == "model name" and model is None:
-                    model = value.strip()
-                elif name.strip() == "flags":
-                    flags = set(value.split())
-                    break
-    except OSError:  # not Linux
-        pass
-    model = model or platform.processor() or platform.machine()
-    try:
-        import torch
-
-        capability = torch.backends.cpu.get_cpu_capability()
-    except (ImportError, AttributeError):
-        capability = "unknown"
-    return {"model": model, "flags": [f for f in CPU_FLAGS if f in flags], "torch_capability": capability}
+from models.runtime.cpu import CPU_FLAGS, cpu_info  # noqa: F401  (every bench prints them)
 
 
 def cpu_line() -> str:
     info = cpu_info()
-    return (f"CPU: {info['model']}; flags: {', '.join(info['flags']) or 'none of ' + '/'.join(CPU_FLAGS)}; "
+    vendor = f" ({info['vendor']})" if info["vendor"] else ""
+    return (f"CPU: {info['model']}{vendor}; flags: {', '.join(info['flags']) or 'none of ' + '/'.join(CPU_FLAGS)}; "
             f"torch CPU capability {info['torch_capability']}")
 
 

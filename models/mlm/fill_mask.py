@@ -26,7 +26,9 @@ from ..errors import CapabilityError, InputError
 from ..registry import catalogue
 from ..runtime.batching import MicroBatcher
 from ..runtime.loading import LoadedModel, check_token_count, load_model, require_head
+from ..runtime.cpu import cpu_vendor
 from ..runtime.onednn import onednn_linears
+from ..runtime.packed import can_pack, packed_hidden_states
 from ..validation import check_int, check_text
 from .causal import require_causal, with_causal_mask
 from .results import FillMaskResult, MaskPrediction, Prediction
@@ -115,29 +117,76 @@ def _forward(loaded: LoadedModel, encoded: _Encoded, causal: bool = False) -> to
 def _forward_batch(requests: list[tuple[LoadedModel, _Encoded]]) -> list[torch.Tensor]:
     """One forward for several texts of one model: (masks, vocab) float32 CPU logits per text.
 
-    The texts are padded on the right to the longest, with an attention mask, so each real
-    token attends to its own text only and keeps its position ids; the MLM head then runs
-    on every text's mask positions together.
+    A BERT body on the CPU runs packed (``_packed_batch``: each text's real tokens only);
+    any other model reads the texts padded on the right to the longest, with an attention
+    mask, so each real token attends to its own text only and keeps its position ids. The
+    MLM head then runs on every text's mask positions together.
     """
     loaded = requests[0][0]
-    if len(requests) == 1:  # one text, no padding: an all-ones attention mask is no mask
-        encoded = requests[0][1]
-        inputs = {k: v.to(loaded.device) for k, v in encoded.inputs.items() if k != "attention_mask"}
-        return [masked_logits(loaded.model, inputs, encoded.positions).float().cpu()]
+    if packs(loaded):  # a BERT body on the CPU: its real tokens only, the head at the masks
+        return _packed_batch(loaded, [enc for _, enc in requests])
+    return _padded_batch(loaded, [enc for _, enc in requests])
+
+
+def _padded_batch(loaded: LoadedModel, encoded: list[_Encoded]) -> list[torch.Tensor]:
+    """transformers' forward: one text as is, several padded on the right to the longest."""
+    if len(encoded) == 1:  # one text, no padding: an all-ones attention mask is no mask
+        inputs = {k: v.to(loaded.device) for k, v in encoded[0].inputs.items() if k != "attention_mask"}
+        return [masked_logits(loaded.model, inputs, encoded[0].positions).float().cpu()]
     pad_id = loaded.tokenizer.pad_token_id or 0
-    width = max(int(enc.inputs["input_ids"].shape[1]) for _, enc in requests)
-    names = requests[0][1].inputs.keys()
+    width = max(int(enc.inputs["input_ids"].shape[1]) for enc in encoded)
     batch = {}
-    for name in names:  # (B, T) each: input_ids, attention_mask, token_type_ids, ...
+    for name in encoded[0].inputs.keys():  # (B, T) each: input_ids, attention_mask, token_type_ids, ...
         fill = pad_id if name == "input_ids" else 0
         rows = [torch.nn.functional.pad(enc.inputs[name], (0, width - enc.inputs[name].shape[1]), value=fill)
-                for _, enc in requests]
+                for enc in encoded]
         batch[name] = torch.cat(rows).to(loaded.device)
-    rows = [b for b, (_, enc) in enumerate(requests) for _ in enc.positions]
-    cols = [p for _, enc in requests for p in enc.positions]
+    rows = [b for b, enc in enumerate(encoded) for _ in enc.positions]
+    cols = [p for enc in encoded for p in enc.positions]
     logits = batch_masked_logits(loaded.model, batch, rows, cols).float().cpu()  # (P, V)
-    counts = [len(enc.positions) for _, enc in requests]
-    return list(logits.split(counts))
+    return list(logits.split([len(enc.positions) for enc in encoded]))
+
+
+# --- a BERT body on the CPU: the packed forward, the head at the masks ---------------------
+# transformers' forward of a small body on a short text is mostly not its products: the
+# modules' calls, the attention mask's construction, the per-layer reshapes (on the 2-core
+# Xeon of 2026-12-03, minilm-mlm's body on 18 tokens took 6.2 ms through transformers and
+# 5.4 ms through ``packed_hidden_states``, one run). ``models.runtime.packed`` runs the same
+# modules and weights on the real tokens alone (as ``embed`` does), with no mask to build
+# when no token is padding; the MLM head then transforms and projects the masked rows only.
+
+def packs(loaded: LoadedModel) -> bool:
+    """Whether fill-mask runs ``loaded`` through the packed forward: transformers'
+    ``BertForMaskedLM`` on the CPU, with no hook of another view on it (those views see
+    transformers' own forward)."""
+    model = loaded.model
+    head = getattr(model, "cls", None)
+    return (loaded.device.type == "cpu" and type(model).__name__ == "BertForMaskedLM" and head is not None
+            and type(getattr(head, "predictions", None)).__name__ == "BertLMPredictionHead"
+            and can_pack(model.base_model)
+            and not any(m._forward_hooks or m._forward_pre_hooks for m in (model, *head.modules())))
+
+
+def _packed_batch(loaded: LoadedModel, encoded: list[_Encoded]) -> list[torch.Tensor]:
+    """(masks, vocab) float32 CPU logits per text, one packed forward for all of them."""
+    model = loaded.model
+    width = max(int(enc.inputs["input_ids"].shape[1]) for enc in encoded)
+    pad_id = loaded.tokenizer.pad_token_id or 0
+    ids = torch.cat([torch.nn.functional.pad(enc.inputs["input_ids"], (0, width - enc.inputs["input_ids"].shape[1]),
+                                             value=pad_id) for enc in encoded])  # (B, T)
+    mask = torch.cat([torch.nn.functional.pad(torch.ones_like(enc.inputs["input_ids"]),
+                                              (0, width - enc.inputs["input_ids"].shape[1])) for enc in encoded])
+    types = [enc.inputs.get("token_type_ids") for enc in encoded]
+    if any(t is not None and bool(t.any()) for t in types):  # a second segment: transformers' path
+        return _padded_batch(loaded, encoded)
+    rows = torch.tensor([b for b, enc in enumerate(encoded) for _ in enc.positions])
+    cols = torch.tensor([p for enc in encoded for p in enc.positions])
+    body = model.base_model
+    with torch.inference_mode(), onednn_linears(model):
+        last = packed_hidden_states(body, ids, mask, [len(body.encoder.layer)])[0]  # (B, T, d)
+        kept = model.cls.predictions.transform(last[rows, cols])  # (P, d)
+        logits = _project(model.get_output_embeddings(), kept)  # (P, V)
+    return list(logits.float().split([len(enc.positions) for enc in encoded]))
 
 
 # Texts batched per forward are bounded by padded tokens (memory and the wait of the first)
@@ -178,31 +227,50 @@ def _keep_positions(_module, _args, output):
     return output
 
 
-# The vocabulary projection of a few kept positions (1-8 rows of hidden x ~30k words):
-# nn.Linear computes x @ W.T, for which the CPU's matrix library takes a slow path with a
-# handful of rows (two threads: 9.5 ms for 3 rows of 384 against 30,522 words); W @ x.T reads
-# the weight in its stored order (1.4 ms for 3 rows). One row is a matrix-vector product,
-# which the library runs on one thread at 3.4 ms; padded with a zero row to a two-column
-# product it takes 1.0 ms. Same products, float rounding aside. Above 8 rows one thread
-# does better with nn.Linear. Only while positions are gathered, without gradients:
-# training and pipelines sharing the model are untouched. (Splitting the weight's rows
-# across the two cores by hand was tried: bimodal, no gain.)
+_keep_positions.packed_pass_through = True  # a no-op outside gather_positions (models.runtime.packed)
+
+
+# The vocabulary projection of a few kept positions (1-8 rows of hidden x ~30k words).
+# Which layout is fast depends on the CPU's vendor, through MKL (torch's matrix library on
+# x86-64), which takes other code paths on other vendors' CPUs:
+# - AMD EPYC (2026-11): nn.Linear's x @ W.T took a slow path with a handful of rows (two
+#   threads: 9.5 ms for 3 rows of 384 against 30,522 words); W @ x.T, reading the weight in
+#   its stored order, 1.4 ms. One row is a matrix-vector product, which ran on one thread at
+#   3.4 ms; padded with a zero row to a two-column product, 1.0 ms. Above 8 rows one thread
+#   did better with nn.Linear. (Splitting the weight's rows across the two cores by hand:
+#   bimodal, no gain.)
+# - Intel Xeon (2026-12-03, same run, alternating): nn.Linear 2.0 ms for 2 rows, W @ x.T
+#   5.3 ms. So the transposed layout is for AMD's CPUs only; elsewhere nn.Linear.
+# Same products, float rounding aside. Training and pipelines sharing the model are untouched.
 FEW_ROWS = 8
 
 
-def _project_few(decoder: torch.nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
-    rows = hidden.reshape(-1, hidden.shape[-1])
+@functools.cache
+def _transposed_few_rows() -> bool:
+    """Whether a few rows' projection takes W @ x.T here (an AMD CPU) rather than nn.Linear."""
+    return cpu_vendor() == "AuthenticAMD"
+
+
+def _project(decoder: torch.nn.Linear, rows: torch.Tensor) -> torch.Tensor:
+    """(P, d) hidden rows -> (P, V) logits, in the layout this CPU runs fastest (above)."""
     count = rows.shape[0]
-    if (getattr(_gather, "positions", None) is None or not 0 < count <= FEW_ROWS
-            or torch.is_grad_enabled()):
-        return torch.nn.Linear.forward(decoder, hidden)
+    if not (0 < count <= FEW_ROWS and rows.device.type == "cpu" and _transposed_few_rows()):
+        return torch.nn.functional.linear(rows, decoder.weight, decoder.bias)
     if count == 1:
         rows = torch.cat((rows, rows.new_zeros(1, rows.shape[1])))
     if decoder.bias is None:
         out = decoder.weight @ rows.T
     else:
         out = torch.addmm(decoder.bias.unsqueeze(1), decoder.weight, rows.T)
-    return out[:, :count].T.reshape(*hidden.shape[:-1], out.shape[0])
+    return out[:, :count].T
+
+
+def _project_few(decoder: torch.nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
+    """The decoder's forward while positions are gathered without gradients: ``_project``."""
+    if getattr(_gather, "positions", None) is None or torch.is_grad_enabled():
+        return torch.nn.Linear.forward(decoder, hidden)
+    rows = hidden.reshape(-1, hidden.shape[-1])
+    return _project(decoder, rows).reshape(*hidden.shape[:-1], decoder.out_features)
 
 
 def _ensure_hook(model) -> None:

@@ -48,8 +48,11 @@ def can_pack(model) -> bool:
 def _foreign(hook) -> bool:
     """A hook that is not transformers' own output capture (installed on the blocks the first
     time ``output_hidden_states`` or ``output_attentions`` is asked; it records only inside
-    the model's own forward call, so the packed path's direct calls pass through it)."""
-    return getattr(hook, "__module__", None) != "transformers.utils.output_capturing"
+    the model's own forward call, so the packed path's direct calls pass through it), nor one
+    marked ``packed_pass_through`` (fill-mask's position gathering on the body: it acts only
+    inside transformers' forward, within its own block)."""
+    return (getattr(hook, "__module__", None) != "transformers.utils.output_capturing"
+            and not getattr(hook, "packed_pass_through", False))
 
 
 def packed_hidden_states(model, input_ids: torch.Tensor, mask: torch.Tensor,
@@ -62,14 +65,19 @@ def packed_hidden_states(model, input_ids: torch.Tensor, mask: torch.Tensor,
     """
     batch, width = input_ids.shape
     keep = mask.bool()  # (B, T)
-    index = keep.reshape(-1).nonzero().squeeze(1)  # (N,) real tokens' rows in the (B*T) layout
+    # (N,) real tokens' rows in the (B*T) layout; None when every token is real (one text,
+    # or texts of one length: fill-mask's usual call), so no row is copied in or out
+    index = None if bool(keep.all()) else keep.reshape(-1).nonzero().squeeze(1)
     key_mask = keep[:, None, None, :]  # (B, 1, 1, T): every query sees the real keys only
-    h = model.embeddings(input_ids=input_ids).reshape(batch * width, -1).index_select(0, index)  # (N, d)
+    h = model.embeddings(input_ids=input_ids).reshape(batch * width, -1)  # (B*T, d)
+    if index is not None:
+        h = h.index_select(0, index)  # (N, d)
     bias = None  # the three-product attention's additive mask: once per batch, for every layer
     if width <= MATH_ATTENTION_MAX_WIDTH:
         heads = model.encoder.layer[0].attention.self.num_attention_heads
-        bias = (torch.zeros(key_mask.shape, dtype=h.dtype, device=h.device).masked_fill_(~key_mask, float("-inf"))
-                .expand(batch, heads, width, width).reshape(batch * heads, width, width))  # (B*H, T, T)
+        bias = 0.0 if index is None else (  # no padding: nothing to mask
+            torch.zeros(key_mask.shape, dtype=h.dtype, device=h.device).masked_fill_(~key_mask, float("-inf"))
+            .expand(batch, heads, width, width).reshape(batch * heads, width, width))  # (B*H, T, T)
     packed = [h]
     for layer in model.encoder.layer:
         context = _attention(layer.attention.self, h, index, batch, width, key_mask, bias)  # (N, d)
@@ -79,8 +87,8 @@ def packed_hidden_states(model, input_ids: torch.Tensor, mask: torch.Tensor,
     return [_unpack(packed[layer], index, batch, width) for layer in layers]
 
 
-def _attention(attn, h: torch.Tensor, index: torch.Tensor, batch: int, width: int,
-               key_mask: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+def _attention(attn, h: torch.Tensor, index: torch.Tensor | None, batch: int, width: int,
+               key_mask: torch.Tensor, bias: torch.Tensor | float | None) -> torch.Tensor:
     heads, size = attn.num_attention_heads, attn.attention_head_size
 
     def split(x: torch.Tensor) -> torch.Tensor:  # (N, H*h) -> (B, H, T, h), zeros at padding
@@ -90,8 +98,10 @@ def _attention(attn, h: torch.Tensor, index: torch.Tensor, batch: int, width: in
     if bias is not None:
         context = _math_attention(q, k, v, bias, size ** -0.5)
     else:
-        context = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, scale=size ** -0.5)  # (B, H, T, h)
-    return context.transpose(1, 2).reshape(batch * width, heads * size).index_select(0, index)  # (N, H*h)
+        context = F.scaled_dot_product_attention(q, k, v, attn_mask=None if index is None else key_mask,
+                                                 scale=size ** -0.5)  # (B, H, T, h)
+    context = context.transpose(1, 2).reshape(batch * width, heads * size)
+    return context if index is None else context.index_select(0, index)  # (N, H*h)
 
 
 # Short sequences: softmax(Q K^T s + mask) V as three batched products is faster on the CPU
@@ -102,15 +112,21 @@ def _attention(attn, h: torch.Tensor, index: torch.Tensor, batch: int, width: in
 MATH_ATTENTION_MAX_WIDTH = 128
 
 
-def _math_attention(q, k, v, bias: torch.Tensor, scale: float) -> torch.Tensor:
-    """softmax(Q K^T scale + bias) V; bias (B*H, T, T): 0 for real keys, -inf for padding."""
+def _math_attention(q, k, v, bias: torch.Tensor | float, scale: float) -> torch.Tensor:
+    """softmax(Q K^T scale + bias) V; bias (B*H, T, T): 0 for real keys, -inf for padding
+    (a float 0.0 where nothing is padded)."""
     batch, heads, width, size = q.shape
-    scores = torch.baddbmm(bias, q.reshape(batch * heads, width, size),
-                           k.reshape(batch * heads, width, size).transpose(1, 2), alpha=scale)  # (B*H, T, T)
+    q, kt = q.reshape(batch * heads, width, size), k.reshape(batch * heads, width, size).transpose(1, 2)
+    if isinstance(bias, float):
+        scores = torch.bmm(q, kt).mul_(scale)  # (B*H, T, T)
+    else:
+        scores = torch.baddbmm(bias, q, kt, alpha=scale)  # (B*H, T, T)
     return torch.bmm(scores.softmax(-1), v.reshape(batch * heads, width, size)).view(batch, heads, width, size)
 
 
-def _unpack(x: torch.Tensor, index: torch.Tensor, batch: int, width: int) -> torch.Tensor:
+def _unpack(x: torch.Tensor, index: torch.Tensor | None, batch: int, width: int) -> torch.Tensor:
+    if index is None:  # every token real: the rows are the layout already
+        return x.view(batch, width, x.shape[-1])
     full = x.new_zeros(batch * width, x.shape[-1])
     full.index_copy_(0, index, x)
     return full.view(batch, width, x.shape[-1])

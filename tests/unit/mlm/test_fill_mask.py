@@ -116,12 +116,13 @@ def test_parity_with_transformers_pipeline(mlm_key, mlm_loaded, reference_pipe, 
 
 
 def test_fused_onednn_path_on_a_padded_batch_matches_the_pipeline(mlm_loaded, reference_pipe, monkeypatch):
-    """Two texts of different lengths in one padded forward (as concurrent requests share
-    one): on the CPU in float32 the blocks run oneDNN's fused GELU and residual adds
-    (models/runtime/onednn.py); scores and top-k ids held to the pipeline on its own copy."""
+    """Two texts of different lengths in one forward (as concurrent requests share one): on
+    the CPU in float32 the blocks run oneDNN's fused GELU and residual adds
+    (models/runtime/onednn.py), a BERT body packed (the two texts' real tokens as the rows of
+    one matrix, no padding computed); scores and top-k ids held to the pipeline on its own copy."""
     from helpers import spy_onednn
     from models import onednn_enabled
-    from models.mlm.fill_mask import _forward_batch, encode_masks, mask_spans
+    from models.mlm.fill_mask import _forward_batch, encode_masks, mask_spans, packs
 
     calls = spy_onednn(monkeypatch)
     texts = ["A [MASK] day.", "Paris is the [MASK] of [MASK] and the home of many museums."]
@@ -129,8 +130,10 @@ def test_fused_onednn_path_on_a_padded_batch_matches_the_pipeline(mlm_loaded, re
     batched = _forward_batch([(mlm_loaded, e) for e in encoded])
     exact = mlm_loaded.dtype == torch.float32
     if onednn_enabled() and mlm_loaded.device.type == "cpu" and exact:
-        for op in ("linear+gelu", "linear+add"):  # one (2, T, H) input: the padded batch
-            assert any(name == op and shape[0] == len(texts) for name, _, shape in calls), op
+        real = sum(int(e.inputs["input_ids"].shape[1]) for e in encoded)
+        rows = real if packs(mlm_loaded) else len(texts)  # packed (N, H), else padded (2, T, H)
+        for op in ("linear+gelu", "linear+add"):
+            assert any(name == op and shape[0] == rows for name, _, shape in calls), op
     for text, logits in zip(texts, batched):
         expected = reference_pipe(text, top_k=10)
         expected = [expected] if isinstance(expected[0], dict) else expected
@@ -317,12 +320,15 @@ def test_byte_level_bpe_predictions_match_the_pipeline(monkeypatch, tiny_roberta
     assert any(p.raw_token.startswith("Ġ") and p.token != p.raw_token for p in shown)  # the case tested
 
 
-def test_few_rows_projection_equals_the_linear_layer(mlm_key, mlm_loaded):
-    """The vocabulary projection of 1-8 gathered positions (W @ x.T; one row padded to two)
-    gives nn.Linear's logits,
+@pytest.mark.parametrize("transposed", [True, False], ids=["AMD: W @ x.T", "elsewhere: nn.Linear"])
+def test_few_rows_projection_equals_the_linear_layer(mlm_key, mlm_loaded, monkeypatch, transposed):
+    """The vocabulary projection of 1-8 gathered positions, in either layout (W @ x.T with
+    one row padded to two, as on AMD's CPUs; nn.Linear's elsewhere), gives nn.Linear's logits,
     and outside a gather (e.g. a pipeline sharing the model) the layer is nn.Linear itself."""
+    import models.mlm.fill_mask as fm
     from models.mlm.fill_mask import FEW_ROWS, _ensure_hook, gather_positions
 
+    monkeypatch.setattr(fm, "_transposed_few_rows", lambda: transposed)
     model = mlm_loaded.model
     _ensure_hook(model)
     decoder = model.get_output_embeddings()
@@ -337,3 +343,80 @@ def test_few_rows_projection_equals_the_linear_layer(mlm_key, mlm_loaded):
                 got = decoder(hidden)
         assert got.shape == expected.shape
         assert torch.allclose(got, expected, rtol=1e-5, atol=1e-4)
+
+
+def test_the_projection_layout_follows_the_cpu_vendor(monkeypatch):
+    """W @ x.T for a few rows on AMD's CPUs only (MKL's slow path for x @ W.T there); Intel's
+    and unknown CPUs keep nn.Linear's layout."""
+    import models.mlm.fill_mask as fm
+
+    for vendor, transposed in (("AuthenticAMD", True), ("GenuineIntel", False), ("", False)):
+        monkeypatch.setattr(fm, "cpu_vendor", lambda v=vendor: v)
+        fm._transposed_few_rows.cache_clear()
+        assert fm._transposed_few_rows() is transposed, vendor
+    fm._transposed_few_rows.cache_clear()
+
+
+def test_typed_text_takes_the_packed_forward_on_the_cpu(mlm_key, mlm_loaded, reference_pipe, monkeypatch):
+    """What a user's fill-mask runs on the CPU for a BERT body: the packed forward (the
+    text's real tokens, no attention mask to build), the head at the masks only; answers are
+    the pipeline's. With another view's hook on the model, transformers' forward instead."""
+    import models.mlm.fill_mask as fm
+
+    seen = []
+    real = fm.packed_hidden_states
+
+    def spy(model, ids, mask, layers):
+        seen.append((tuple(ids.shape), int(mask.sum()), tuple(layers)))
+        return real(model, ids, mask, layers)
+
+    monkeypatch.setattr(fm, "packed_hidden_states", spy)
+    text = "The capital of France is [MASK]."
+    expected = reference_pipe(text, top_k=5)
+    ours = fill_mask(mlm_key, text, top_k=5)
+    tokens = len(mlm_loaded.tokenizer(text)["input_ids"])
+    layers = mlm_loaded.model.config.num_hidden_layers
+    if mlm_loaded.device.type == "cpu":
+        assert fm.packs(mlm_loaded) and seen == [((1, tokens), tokens, (layers,))]
+    else:
+        assert not fm.packs(mlm_loaded) and not seen  # a GPU runs transformers' forward
+    exact = mlm_loaded.dtype == torch.float32
+    if exact:
+        assert [p.token_id for p in ours.masks[0].predictions] == [r["token"] for r in expected]
+    ref_scores = {r["token"]: r["score"] for r in expected}
+    for p in ours.masks[0].predictions:
+        if p.token_id in ref_scores:
+            assert abs(p.score - ref_scores[p.token_id]) <= (1e-5 if exact else 2e-3)
+
+    seen.clear()
+    layer = mlm_loaded.model.base_model.encoder.layer[0]
+    handle = layer.attention.register_forward_hook(lambda *a: None)  # as the attention views hook
+    try:
+        assert not fm.packs(mlm_loaded)
+        hooked = fill_mask(mlm_key, text, top_k=5)
+    finally:
+        handle.remove()
+    assert not seen
+    assert [p.token_id for p in hooked.masks[0].predictions] == [p.token_id for p in ours.masks[0].predictions]
+
+
+def test_a_second_segment_keeps_transformers_forward(mlm_loaded, monkeypatch):
+    """The packed forward reads segment 0 only: texts with token type ids of another segment
+    go through transformers' forward, with the same logits as the model's own call."""
+    import models.mlm.fill_mask as fm
+
+    if not fm.packs(mlm_loaded):
+        pytest.skip("the packed forward runs on the CPU only")
+    calls = []
+    monkeypatch.setattr(fm, "packed_hidden_states", lambda *a: calls.append(a))
+    tok = mlm_loaded.tokenizer
+    enc = fm.encode_masks(mlm_loaded, "A [MASK] day.", fm.mask_spans("A [MASK] day."))
+    pair = tok("A [MASK] day.", "It rained.", return_tensors="pt")
+    assert pair["token_type_ids"].any()
+    enc = fm._Encoded(dict(pair), enc.positions, enc.spans, enc.model_text)
+    got = fm._forward_batch([(mlm_loaded, enc), (mlm_loaded, enc)])
+    assert not calls
+    with torch.inference_mode():
+        want = mlm_loaded.model(**pair).logits[0, enc.positions]
+    for logits in got:
+        torch.testing.assert_close(logits, want.float(), atol=1e-4, rtol=0)

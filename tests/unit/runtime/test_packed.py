@@ -104,3 +104,27 @@ def test_models_it_does_not_know_keep_transformers_path(minilm):
         model.eval()
     roberta = load_model("mini-roberta", head="base").model  # other embeddings (padding-offset positions)
     assert type(roberta).__name__ != "BertModel" and not packed.can_pack(roberta)
+
+
+@pytest.mark.parametrize("onednn", [True, False])
+def test_batches_without_padding_match_transformers(minilm, onednn, monkeypatch):
+    """One text, or texts of one length (fill-mask's usual call): no row is packed or
+    unpacked (no index copy), no attention mask is built, and every layer is transformers'."""
+    model = minilm.model
+    copies = []
+    monkeypatch.setattr(torch.Tensor, "index_copy_", lambda *a: copies.append(a))  # the unpacking copy
+    previous = use_onednn(onednn)
+    try:
+        for sentences in (SENTENCES[1:2], [SENTENCES[1], SENTENCES[1].upper()]):
+            ids, mask = _padded(minilm, sentences)
+            assert bool(mask.all())
+            layers = list(range(model.config.num_hidden_layers + 1))
+            with torch.inference_mode():
+                theirs = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+                with onednn_linears(model):
+                    ours = packed.packed_hidden_states(model, ids, mask, layers)
+            for layer in layers:
+                torch.testing.assert_close(ours[layer].float(), theirs[layer].float(), atol=ATOL, rtol=0)
+    finally:
+        use_onednn(previous)
+    assert not copies
