@@ -148,10 +148,10 @@ def _padded_batch(loaded: LoadedModel, encoded: list[_Encoded]) -> list[torch.Te
 
 
 # --- a BERT body on the CPU: the packed forward, the head at the masks ---------------------
-# transformers' forward of a small body on a short text is mostly not its products: the
-# modules' calls, the attention mask's construction, the per-layer reshapes (on the 2-core
-# Xeon of 2026-12-03, minilm-mlm's body on 18 tokens took 6.2 ms through transformers and
-# 5.4 ms through ``packed_hidden_states``, one run). ``models.runtime.packed`` runs the same
+# About a third of transformers' forward of a small body on a short text is not its
+# products: the modules' calls, the attention mask's construction, the per-layer reshapes
+# (on the 2-core Xeon of 2026-12-03, one run: minilm-mlm's body on 18 tokens 6.2 ms through
+# transformers, 5.4 ms through ``packed_hidden_states``, its products about 4 ms of either). ``models.runtime.packed`` runs the same
 # modules and weights on the real tokens alone (as ``embed`` does), with no mask to build
 # when no token is padding; the MLM head then transforms and projects the masked rows only.
 
