@@ -26,7 +26,8 @@ The op's name starts with an underscore (torch's own compiler calls it), so it i
 once against ``nn.Linear`` before first use; if it is missing or disagrees, the path stays
 off. Measured on x86-64 only (AMD EPYC, AVX-512; an Intel Xeon with AMX, where MKL is
 faster and the benches' columns without oneDNN read fill-mask 2-4 % faster and embed 1-5 %
-slower than with it: BENCHMARKS.md rows 1-2); elsewhere (e.g. Apple silicon) it is off.
+slower than with it: BENCHMARKS.md rows 1-2; fill-mask timed alone, one process per setting,
+was the same either way); elsewhere (e.g. Apple silicon) it is off.
 ``use_onednn(False)`` turns it off everywhere: the benchmarks use it to measure its share.
 
 Two more steps ride on the same op family, under the same conditions (and ``module.training``
