@@ -8,8 +8,10 @@ pipeline, ours, ...) so that drift in machine load hits all alike; the figures a
 "Ours without oneDNN" is the same call with ``use_onednn(False)`` (the body's linear layers
 on MKL, as the pipeline runs them): its share of the difference. Target: ours <= 0.5 x
 pipeline time. Measures ``--repeat`` times (default 3) and reports the median and range of
-each ratio. Prints the machine (CPU model and flags), versions, which path the core chose
-for its linear layers and why, the ratios per input and a SUMMARY line each.
+each ratio. Prints the machine (CPU model, vendor and flags), versions, which path the core
+chose for its linear layers and why, which forward fill-mask takes and the layout of its
+vocabulary product (both depend on the device and the CPU's vendor), the ratios per input
+and a SUMMARY line each.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ def run(key: str | None = None, runs: int = 200, repeat: int = 3, device: str = 
     from transformers import pipeline
 
     from models import default_model_key, load_model, set_device
+    from models.mlm.fill_mask import forward_path
 
     set_device(device)
     key = key or default_model_key()
@@ -80,7 +83,8 @@ def run(key: str | None = None, runs: int = 200, repeat: int = 3, device: str = 
     onednn_on, why = onednn_choice(loaded.device)
     say = (lambda *a: None) if quiet else print
     say(machine_line(loaded.device))
-    say(f"model: {key} ({loaded.dtype}), runs per side: {runs}, top_k 5, {repeat} measurements\n{why}\n")
+    path = forward_path(loaded)
+    say(f"model: {key} ({loaded.dtype}), runs per side: {runs}, top_k 5, {repeat} measurements\n{why}\n{path}\n")
     say(f"{'input':<12} {'ours ms':>9} {'no oneDNN':>10} {'pipeline ms':>12} {'ratio':>7} {'no oneDNN':>10}"
         f"  target <= {TARGET:.2f}")
     measurements = []
@@ -90,7 +94,7 @@ def run(key: str | None = None, runs: int = 200, repeat: int = 3, device: str = 
             say(f"{row['input']:<12} {row['ours_ms']:>9.2f} {row['no_onednn_ms']:>10.2f} {row['pipeline_ms']:>12.2f} "
                 f"{row['ratio']:>7.2f} {row['ratio_no_onednn']:>10.2f}")
     report = {"model": key, "device": loaded.device.type, "dtype": str(loaded.dtype).removeprefix("torch."),
-              "runs_per_side": runs, "onednn": onednn_on, "onednn_why": why, "inputs": {}}
+              "runs_per_side": runs, "onednn": onednn_on, "onednn_why": why, "path": path, "inputs": {}}
     for i, name in enumerate(INPUTS):
         rows = [m[i] for m in measurements]
         report["inputs"][name] = {field: spread([r[field] for r in rows])

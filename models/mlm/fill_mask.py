@@ -167,6 +167,21 @@ def packs(loaded: LoadedModel) -> bool:
             and not any(m._forward_hooks or m._forward_pre_hooks for m in (model, *head.modules())))
 
 
+def forward_path(loaded: LoadedModel) -> str:
+    """Which forward and which vocabulary-product layout fill-mask takes for ``loaded`` here,
+    and why, in words (the benchmarks print it: both depend on the device and the CPU)."""
+    body = ("the packed BERT forward (real tokens only; models/runtime/packed.py)" if packs(loaded)
+            else f"transformers' forward ({type(loaded.model).__name__} on {loaded.device.type})")
+    vendor = cpu_vendor() or "vendor unknown"
+    if loaded.device.type != "cpu":
+        layout = "nn.Linear's (not a CPU)"
+    elif _transposed_few_rows():
+        layout = f"W @ x.T for 1-{FEW_ROWS} masks ({vendor}: MKL's x @ W.T is slow there with a few rows)"
+    else:
+        layout = f"nn.Linear's ({vendor}: W @ x.T is used on AMD CPUs only)"
+    return f"fill-mask forward: {body}; the MLM head at the masks only; vocabulary product: {layout}"
+
+
 def _packed_batch(loaded: LoadedModel, encoded: list[_Encoded]) -> list[torch.Tensor]:
     """(masks, vocab) float32 CPU logits per text, one packed forward for all of them."""
     model = loaded.model

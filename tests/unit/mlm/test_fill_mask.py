@@ -420,3 +420,32 @@ def test_a_second_segment_keeps_transformers_forward(mlm_loaded, monkeypatch):
         want = mlm_loaded.model(**pair).logits[0, enc.positions]
     for logits in got:
         torch.testing.assert_close(logits, want.float(), atol=1e-4, rtol=0)
+
+
+def test_forward_path_says_which_forward_and_layout(mlm_loaded, monkeypatch):
+    """What the bench prints: the packed forward on the CPU for a BERT body, and the
+    vocabulary product's layout with the vendor that chose it."""
+    import models.mlm.fill_mask as fm
+
+    for vendor, transposed, layout in (("AuthenticAMD", True, "W @ x.T"), ("GenuineIntel", False, "nn.Linear's")):
+        monkeypatch.setattr(fm, "cpu_vendor", lambda v=vendor: v)
+        monkeypatch.setattr(fm, "_transposed_few_rows", lambda t=transposed: t)
+        said = fm.forward_path(mlm_loaded)
+        if mlm_loaded.device.type == "cpu":
+            assert "packed BERT forward" in said and layout in said and vendor in said
+        else:
+            assert "transformers' forward" in said and "not a CPU" in said
+
+
+def test_the_bench_compares_equal_answers_and_names_the_path(mlm_loaded):
+    """bench.fill_mask, tiny: it checks that both sides give the same top-5 before timing,
+    and its report names the forward and layout it measured."""
+    from bench import fill_mask as bench
+    from models.mlm.fill_mask import forward_path
+
+    report = bench.run(runs=2, repeat=1, device=mlm_loaded.device.type, quiet=True)
+    assert report["path"] == forward_path(mlm_loaded)
+    assert set(report["inputs"]) == {"one mask", "three masks"}
+    for row in report["inputs"].values():
+        assert row["ours_ms"]["median"] > 0 and row["pipeline_ms"]["median"] > 0
+        assert row["ratio"]["median"] == pytest.approx(row["ours_ms"]["median"] / row["pipeline_ms"]["median"], rel=1e-9)
