@@ -437,14 +437,18 @@ def test_forward_path_says_which_forward_and_layout(mlm_loaded, monkeypatch):
             assert "transformers' forward" in said and "not a CPU" in said
 
 
-def test_the_bench_compares_equal_answers_and_names_the_path(mlm_loaded):
-    """bench.fill_mask, tiny: it checks that both sides give the same top-5 before timing,
-    and its report names the forward and layout it measured."""
+def test_the_bench_compares_equal_answers_and_names_the_path(mlm_key, mlm_loaded, monkeypatch):
+    """bench.fill_mask, tiny, on the session's model: it checks that both sides give the same
+    top-5 before timing, and its report names the forward and layout it measured. (Its
+    ``set_device`` would empty the model cache under the other tests: held to a no-op.)"""
+    import models
     from bench import fill_mask as bench
     from models.mlm.fill_mask import forward_path
 
-    report = bench.run(runs=2, repeat=1, device=mlm_loaded.device.type, quiet=True)
-    assert report["path"] == forward_path(mlm_loaded)
+    monkeypatch.setattr(models, "set_device", lambda name: mlm_loaded.device)
+    report = bench.run(mlm_key, runs=2, repeat=1, quiet=True)
+    assert models.load_model(mlm_key, head="mlm") is mlm_loaded  # the cache kept the session's model
+    assert report["model"] == mlm_key and report["path"] == forward_path(mlm_loaded)
     assert set(report["inputs"]) == {"one mask", "three masks"}
     for row in report["inputs"].values():
         assert row["ours_ms"]["median"] > 0 and row["pipeline_ms"]["median"] > 0
