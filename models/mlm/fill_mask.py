@@ -133,27 +133,31 @@ def _padded_batch(loaded: LoadedModel, encoded: list[_Encoded]) -> list[torch.Te
     if len(encoded) == 1:  # one text, no padding: an all-ones attention mask is no mask
         inputs = {k: v.to(loaded.device) for k, v in encoded[0].inputs.items() if k != "attention_mask"}
         return [masked_logits(loaded.model, inputs, encoded[0].positions).float().cpu()]
-    pad_id = loaded.tokenizer.pad_token_id or 0
-    width = max(int(enc.inputs["input_ids"].shape[1]) for enc in encoded)
-    batch = {}
-    for name in encoded[0].inputs.keys():  # (B, T) each: input_ids, attention_mask, token_type_ids, ...
-        fill = pad_id if name == "input_ids" else 0
-        rows = [torch.nn.functional.pad(enc.inputs[name], (0, width - enc.inputs[name].shape[1]), value=fill)
-                for enc in encoded]
-        batch[name] = torch.cat(rows).to(loaded.device)
+    batch = {name: _pad_right(loaded, encoded, name).to(loaded.device)  # input_ids, attention_mask, ...
+             for name in encoded[0].inputs.keys()}
     rows = [b for b, enc in enumerate(encoded) for _ in enc.positions]
     cols = [p for enc in encoded for p in enc.positions]
     logits = batch_masked_logits(loaded.model, batch, rows, cols).float().cpu()  # (P, V)
     return list(logits.split([len(enc.positions) for enc in encoded]))
 
 
+def _pad_right(loaded: LoadedModel, encoded: list[_Encoded], name: str) -> torch.Tensor:
+    """(B, T) the texts' ``name`` tensors padded on the right to the longest: the tokenizer's
+    pad id for input_ids, 0 for anything else (attention mask, token types)."""
+    fill = (loaded.tokenizer.pad_token_id or 0) if name == "input_ids" else 0
+    width = max(int(enc.inputs[name].shape[1]) for enc in encoded)
+    return torch.cat([torch.nn.functional.pad(enc.inputs[name], (0, width - enc.inputs[name].shape[1]), value=fill)
+                      for enc in encoded])
+
+
 # --- a BERT body on the CPU: the packed forward, the head at the masks ---------------------
 # About a third of transformers' forward of a small body on a short text is not its
 # products: the modules' calls, the attention mask's construction, the per-layer reshapes
 # (on the 2-core Xeon of 2026-12-03, one run: minilm-mlm's body on 18 tokens 6.2 ms through
-# transformers, 5.4 ms through ``packed_hidden_states``, its products about 4 ms of either). ``models.runtime.packed`` runs the same
-# modules and weights on the real tokens alone (as ``embed`` does), with no mask to build
-# when no token is padding; the MLM head then transforms and projects the masked rows only.
+# transformers, 5.4 ms through ``packed_hidden_states``, its products about 4 ms of either).
+# ``models.runtime.packed`` runs the same modules and weights on the real tokens alone (as
+# ``embed`` does), with no mask to build when no token is padding; the MLM head then
+# transforms and projects the masked rows only.
 
 def packs(loaded: LoadedModel) -> bool:
     """Whether fill-mask runs ``loaded`` through the packed forward: transformers'
@@ -184,16 +188,11 @@ def forward_path(loaded: LoadedModel) -> str:
 
 def _packed_batch(loaded: LoadedModel, encoded: list[_Encoded]) -> list[torch.Tensor]:
     """(masks, vocab) float32 CPU logits per text, one packed forward for all of them."""
+    if any(bool(enc.inputs["token_type_ids"].any()) for enc in encoded if "token_type_ids" in enc.inputs):
+        return _padded_batch(loaded, encoded)  # a second segment: transformers' path
     model = loaded.model
-    width = max(int(enc.inputs["input_ids"].shape[1]) for enc in encoded)
-    pad_id = loaded.tokenizer.pad_token_id or 0
-    ids = torch.cat([torch.nn.functional.pad(enc.inputs["input_ids"], (0, width - enc.inputs["input_ids"].shape[1]),
-                                             value=pad_id) for enc in encoded])  # (B, T)
-    mask = torch.cat([torch.nn.functional.pad(torch.ones_like(enc.inputs["input_ids"]),
-                                              (0, width - enc.inputs["input_ids"].shape[1])) for enc in encoded])
-    types = [enc.inputs.get("token_type_ids") for enc in encoded]
-    if any(t is not None and bool(t.any()) for t in types):  # a second segment: transformers' path
-        return _padded_batch(loaded, encoded)
+    ids = _pad_right(loaded, encoded, "input_ids")  # (B, T)
+    mask = _pad_right(loaded, encoded, "attention_mask")  # (B, T): the tokenizer's ones, then 0
     rows = torch.tensor([b for b, enc in enumerate(encoded) for _ in enc.positions])
     cols = torch.tensor([p for enc in encoded for p in enc.positions])
     body = model.base_model
