@@ -28,7 +28,7 @@ from ..runtime.batching import MicroBatcher
 from ..runtime.loading import LoadedModel, check_token_count, load_model, require_head
 from ..runtime.cpu import cpu_vendor
 from ..runtime.onednn import onednn_linears
-from ..runtime.packed import can_pack, packed_hidden_states
+from ..runtime.packed import can_pack, packed_last_states_at
 from ..validation import check_int, check_text
 from .causal import require_causal, with_causal_mask
 from .results import FillMaskResult, MaskPrediction, Prediction
@@ -197,8 +197,8 @@ def _packed_batch(loaded: LoadedModel, encoded: list[_Encoded]) -> list[torch.Te
     cols = torch.tensor([p for enc in encoded for p in enc.positions])
     body = model.base_model
     with torch.inference_mode(), onednn_linears(model):
-        last = packed_hidden_states(body, ids, mask, [len(body.encoder.layer)])[0]  # (B, T, d)
-        kept = model.cls.predictions.transform(last[rows, cols])  # (P, d)
+        last = packed_last_states_at(body, ids, mask, rows, cols)  # (P, d): the masked positions' states
+        kept = model.cls.predictions.transform(last)  # (P, d)
         logits = _project(model.get_output_embeddings(), kept)  # (P, V)
     return list(logits.float().split([len(enc.positions) for enc in encoded]))
 

@@ -63,28 +63,78 @@ def packed_hidden_states(model, input_ids: torch.Tensor, mask: torch.Tensor,
     input_ids, mask: (B, T), mask 1 for real tokens. Call under ``inference_mode`` (and
     ``onednn_linears`` for the oneDNN path) on a model that ``can_pack``.
     """
-    batch, width = input_ids.shape
-    keep = mask.bool()  # (B, T)
-    # (N,) real tokens' rows in the (B*T) layout; None when every token is real (one text,
-    # or texts of one length: fill-mask's usual call), so no row is copied in or out
-    index = None if bool(keep.all()) else keep.reshape(-1).nonzero().squeeze(1)
-    key_mask = keep[:, None, None, :]  # (B, 1, 1, T): every query sees the real keys only
-    h = model.embeddings(input_ids=input_ids).reshape(batch * width, -1)  # (B*T, d)
-    if index is not None:
-        h = h.index_select(0, index)  # (N, d)
-    bias = None  # the three-product attention's additive mask: once per batch, for every layer
-    if width <= MATH_ATTENTION_MAX_WIDTH:
-        heads = model.encoder.layer[0].attention.self.num_attention_heads
-        bias = 0.0 if index is None else (  # no padding: nothing to mask
-            torch.zeros(key_mask.shape, dtype=h.dtype, device=h.device).masked_fill_(~key_mask, float("-inf"))
-            .expand(batch, heads, width, width).reshape(batch * heads, width, width))  # (B*H, T, T)
+    run = _Packed(model, input_ids, mask)
+    h = run.h
     packed = [h]
     for layer in model.encoder.layer:
-        context = _attention(layer.attention.self, h, index, batch, width, key_mask, bias)  # (N, d)
-        h = layer.attention.output(context, h)  # dense, + h, LayerNorm
-        h = layer.output(layer.intermediate(h), h)  # dense + GELU, dense, + h, LayerNorm
+        h = _block(layer, h, run)
         packed.append(h)
-    return [_unpack(packed[layer], index, batch, width) for layer in layers]
+    return [_unpack(packed[layer], run.index, run.batch, run.width) for layer in layers]
+
+
+def packed_last_states_at(model, input_ids: torch.Tensor, mask: torch.Tensor,
+                          rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+    """(P, d): the last layer's states at the P positions (rows[i], cols[i]) only, equal to
+    ``packed_hidden_states(...)[-1][rows, cols]`` (fill-mask's masked positions).
+
+    Every layer but the last runs as ``packed_hidden_states`` does. The last computes keys
+    and values for every real token (each asked position attends to its whole text) and
+    its queries, attention, output product and feed-forward at the P positions alone:
+    everything in a block acts position by position except attention's keys and values.
+    """
+    run = _Packed(model, input_ids, mask)
+    h = run.h
+    *below, last = model.encoder.layer
+    for layer in below:
+        h = _block(layer, h, run)
+    flat = rows * run.width + cols  # (P,) positions in the (B*T) layout
+    at = flat if run.index is None else torch.searchsorted(run.index, flat)  # their rows of h
+    attn = last.attention.self
+    heads, size = attn.num_attention_heads, attn.attention_head_size
+    mine = h.index_select(0, at)  # (P, d)
+
+    def keys_of(x: torch.Tensor) -> torch.Tensor:  # (N, H*h) -> (P, H, T, h): each position's own text
+        return _unpack(x, run.index, run.batch, run.width).index_select(0, rows).view(
+            len(rows), run.width, heads, size).transpose(1, 2)
+
+    q = attn.query(mine).view(len(rows), heads, 1, size)  # (P, H, 1, h)
+    scores = q @ keys_of(attn.key(h)).transpose(2, 3) * size ** -0.5  # (P, H, 1, T)
+    if run.index is not None:  # padding keys take no weight
+        scores.masked_fill_(~run.keep.index_select(0, rows)[:, None, None, :], float("-inf"))
+    context = (softmax_last(scores) @ keys_of(attn.value(h))).reshape(len(rows), heads * size)  # (P, d)
+    mine = last.attention.output(context, mine)
+    return last.output(last.intermediate(mine), mine)  # (P, d)
+
+
+class _Packed:
+    """One packed batch's layout, shared by its layers: the real tokens' embeddings ``h``
+    (N, d), their rows in the (B*T) layout (``index``, None when no token is padding), the
+    key mask and the three-product attention's additive mask (``bias``)."""
+
+    def __init__(self, model, input_ids: torch.Tensor, mask: torch.Tensor):
+        self.batch, self.width = input_ids.shape
+        self.keep = mask.bool()  # (B, T)
+        # (N,) real tokens' rows in the (B*T) layout, ascending; None when every token is real
+        # (one text, or texts of one length: fill-mask's usual call), so no row is copied in or out
+        self.index = None if bool(self.keep.all()) else self.keep.reshape(-1).nonzero().squeeze(1)
+        self.key_mask = self.keep[:, None, None, :]  # (B, 1, 1, T): every query sees the real keys only
+        h = model.embeddings(input_ids=input_ids).reshape(self.batch * self.width, -1)  # (B*T, d)
+        self.h = h if self.index is None else h.index_select(0, self.index)  # (N, d)
+        self.bias = None  # the three-product attention's additive mask: once per batch, for every layer
+        if self.width <= MATH_ATTENTION_MAX_WIDTH:
+            heads = model.encoder.layer[0].attention.self.num_attention_heads
+            self.bias = 0.0 if self.index is None else (  # no padding: nothing to mask
+                torch.zeros(self.key_mask.shape, dtype=h.dtype, device=h.device)
+                .masked_fill_(~self.key_mask, float("-inf"))
+                .expand(self.batch, heads, self.width, self.width)
+                .reshape(self.batch * heads, self.width, self.width))  # (B*H, T, T)
+
+
+def _block(layer, h: torch.Tensor, run: _Packed) -> torch.Tensor:
+    """One transformer block on the packed rows (N, d) -> (N, d)."""
+    context = _attention(layer.attention.self, h, run.index, run.batch, run.width, run.key_mask, run.bias)
+    h = layer.attention.output(context, h)  # dense, + h, LayerNorm
+    return layer.output(layer.intermediate(h), h)  # dense + GELU, dense, + h, LayerNorm
 
 
 def _attention(attn, h: torch.Tensor, index: torch.Tensor | None, batch: int, width: int,
@@ -121,7 +171,24 @@ def _math_attention(q, k, v, bias: torch.Tensor | float, scale: float) -> torch.
         scores = torch.bmm(q, kt).mul_(scale)  # (B*H, T, T)
     else:
         scores = torch.baddbmm(bias, q, kt, alpha=scale)  # (B*H, T, T)
-    return torch.bmm(scores.softmax(-1), v.reshape(batch * heads, width, size)).view(batch, heads, width, size)
+    return torch.bmm(softmax_last(scores), v.reshape(batch * heads, width, size)).view(batch, heads, width, size)
+
+
+# torch's CPU softmax over a last dimension shorter than 16 takes a scalar loop: on the
+# 2-core Xeon (2026-12-03, one thread, 5,000 rows, one run) 140-246 ns a row at widths
+# 8-15 against 16-33 ns at 16-26; the same steps written out (max, subtract, exp, sum,
+# divide) took 22-36 ns at 8-15. Fill-mask's texts (~10-18 tokens) and embed's shortest
+# batches have such widths in every layer's attention. At 16 and above torch's own kernel.
+NARROW_SOFTMAX = 16
+
+
+def softmax_last(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dimension, in place on ``scores`` where it is narrow (its
+    rows each hold a finite entry: every query sees at least its own token)."""
+    if scores.shape[-1] >= NARROW_SOFTMAX:
+        return scores.softmax(-1)
+    scores.sub_(scores.amax(-1, keepdim=True)).exp_()
+    return scores.div_(scores.sum(-1, keepdim=True))
 
 
 def _unpack(x: torch.Tensor, index: torch.Tensor | None, batch: int, width: int) -> torch.Tensor:

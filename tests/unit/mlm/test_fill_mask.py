@@ -364,20 +364,20 @@ def test_typed_text_takes_the_packed_forward_on_the_cpu(mlm_key, mlm_loaded, ref
     import models.mlm.fill_mask as fm
 
     seen = []
-    real = fm.packed_hidden_states
+    real = fm.packed_last_states_at
 
-    def spy(model, ids, mask, layers):
-        seen.append((tuple(ids.shape), int(mask.sum()), tuple(layers)))
-        return real(model, ids, mask, layers)
+    def spy(model, ids, mask, rows, cols):
+        seen.append((tuple(ids.shape), int(mask.sum()), rows.tolist(), cols.tolist()))
+        return real(model, ids, mask, rows, cols)
 
-    monkeypatch.setattr(fm, "packed_hidden_states", spy)
+    monkeypatch.setattr(fm, "packed_last_states_at", spy)
     text = "The capital of France is [MASK]."
     expected = reference_pipe(text, top_k=5)
     ours = fill_mask(mlm_key, text, top_k=5)
-    tokens = len(mlm_loaded.tokenizer(text)["input_ids"])
-    layers = mlm_loaded.model.config.num_hidden_layers
-    if mlm_loaded.device.type == "cpu":
-        assert fm.packs(mlm_loaded) and seen == [((1, tokens), tokens, (layers,))]
+    ids = mlm_loaded.tokenizer(text)["input_ids"]
+    tokens, mask_at = len(ids), ids.index(mlm_loaded.tokenizer.mask_token_id)
+    if mlm_loaded.device.type == "cpu":  # the text's real tokens; the last layer's state at the mask only
+        assert fm.packs(mlm_loaded) and seen == [((1, tokens), tokens, [0], [mask_at])]
     else:
         assert not fm.packs(mlm_loaded) and not seen  # a GPU runs transformers' forward
     exact = mlm_loaded.dtype == torch.float32
@@ -408,7 +408,7 @@ def test_a_second_segment_keeps_transformers_forward(mlm_loaded, monkeypatch):
     if not fm.packs(mlm_loaded):
         pytest.skip("the packed forward runs on the CPU only")
     calls = []
-    monkeypatch.setattr(fm, "packed_hidden_states", lambda *a: calls.append(a))
+    monkeypatch.setattr(fm, "packed_last_states_at", lambda *a: calls.append(a))
     tok = mlm_loaded.tokenizer
     enc = fm.encode_masks(mlm_loaded, "A [MASK] day.", fm.mask_spans("A [MASK] day."))
     pair = tok("A [MASK] day.", "It rained.", return_tensors="pt")

@@ -33,13 +33,19 @@ def _padded(loaded, sentences):
 LONG = " ".join(["The committee met for several hours on Tuesday to discuss the budget for the coming year."] * 9)
 
 
-@pytest.mark.parametrize("onednn, sentences", [(True, SENTENCES), (False, SENTENCES), (True, SENTENCES + [LONG])])
+NARROW = ["Ok", "Dogs bark."]  # 3 and 5 tokens: attention rows narrower than NARROW_SOFTMAX
+
+
+@pytest.mark.parametrize("onednn, sentences", [(True, SENTENCES), (False, SENTENCES), (True, SENTENCES + [LONG]),
+                                               (True, NARROW)])
 def test_every_layer_matches_transformers_padded_forward(minilm, onednn, sentences):
-    """Short batches take the three-product attention, one past MATH_ATTENTION_MAX_WIDTH
-    tokens torch's SDPA: both against transformers' own forward."""
+    """Short batches take the three-product attention (the narrowest with the written-out
+    softmax), one past MATH_ATTENTION_MAX_WIDTH tokens torch's SDPA: all against
+    transformers' own forward."""
     model = minilm.model
     ids, mask = _padded(minilm, sentences)
     assert (ids.shape[1] > packed.MATH_ATTENTION_MAX_WIDTH) == (LONG in sentences)
+    assert (ids.shape[1] < packed.NARROW_SOFTMAX) == (sentences == NARROW)
     assert (mask == 0).any()  # a real mix: some rows padded
     layers = list(range(model.config.num_hidden_layers + 1))
     previous = use_onednn(onednn)
@@ -130,3 +136,44 @@ def test_batches_without_padding_match_transformers(minilm, onednn, monkeypatch)
     finally:
         use_onednn(previous)
     assert not copies
+
+
+@pytest.mark.parametrize("onednn, sentences", [(True, SENTENCES), (False, SENTENCES), (True, SENTENCES + [LONG]),
+                                               (True, NARROW), (True, SENTENCES[1:2])])
+def test_last_states_at_some_positions_match_transformers(minilm, onednn, sentences):
+    """Fill-mask's forward: the last layer at a few (row, column) positions only, against
+    transformers' last hidden state there. Positions in several texts, two in one text, the
+    last real token of a padded row, the first of the longest; padded, narrow, long (SDPA
+    below the last layer) and unpadded batches."""
+    model = minilm.model
+    ids, mask = _padded(minilm, sentences)
+    lengths = mask.sum(1).tolist()
+    pairs = [(0, 0), (0, lengths[0] - 1)] + [(b, lengths[b] // 2) for b in range(1, len(lengths))]
+    pairs.append((len(lengths) - 1, lengths[-1] - 1))
+    rows = torch.tensor([b for b, _ in pairs], device=ids.device)
+    cols = torch.tensor([t for _, t in pairs], device=ids.device)
+    previous = use_onednn(onednn)
+    try:
+        with torch.inference_mode():
+            theirs = model(input_ids=ids, attention_mask=mask).last_hidden_state[rows, cols]  # (P, d)
+            with onednn_linears(model):
+                ours = packed.packed_last_states_at(model, ids, mask, rows, cols)
+    finally:
+        use_onednn(previous)
+    assert ours.shape == theirs.shape == (len(pairs), model.config.hidden_size)
+    torch.testing.assert_close(ours.float(), theirs.float(), atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("width", [1, 2, 7, 15, 16, 17, 40])
+def test_softmax_last_is_torchs_softmax(width):
+    """The written-out softmax below NARROW_SOFTMAX (and torch's at or above it) against
+    torch.softmax in float64, with masked (-inf) keys as the attention bias leaves them."""
+    generator = torch.Generator().manual_seed(width)
+    scores = torch.randn(3, 4, 5, width, generator=generator) * 4
+    if width > 1:
+        scores[..., -(width // 2):] = float("-inf")  # padding keys; every row keeps a real one
+    want = torch.softmax(scores.double(), -1)
+    got = packed.softmax_last(scores.clone())
+    torch.testing.assert_close(got.double(), want, atol=1e-6, rtol=0)
+    if width > 1:
+        assert not got[..., -(width // 2):].any()  # the masked keys take no weight
