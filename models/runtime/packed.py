@@ -9,6 +9,8 @@ read only the real tokens, (N, d) for the batch's N real tokens; attention alone
 keys masked out, as transformers' mask does) and the result gathered back. The same modules
 and weights run (and the oneDNN paths of ``models.runtime.onednn`` when open); only the
 order of the work changes. Tested against transformers' ``hidden_states`` (within 1e-5).
+``packed_last_states_at`` (fill-mask) runs the last layer at a few asked positions only: a
+block acts position by position except for attention's keys and values.
 
 Only for the layout it knows: transformers' ``BertModel`` (MiniLM, the mini zoo's BERT) in
 eval mode, absolute positions, no decoder, no feed-forward chunking, no hooks on any module

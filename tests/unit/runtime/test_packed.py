@@ -167,9 +167,11 @@ def test_last_states_at_some_positions_match_transformers(minilm, onednn, senten
 @pytest.mark.parametrize("width", [1, 2, 7, 15, 16, 17, 40])
 def test_softmax_last_is_torchs_softmax(width):
     """The written-out softmax below NARROW_SOFTMAX (and torch's at or above it) against
-    torch.softmax in float64, with masked (-inf) keys as the attention bias leaves them."""
+    torch.softmax in float64, with masked (-inf) keys as the attention bias leaves them, on
+    scores large enough that exp() overflows float32 unless the row's maximum comes off first."""
     generator = torch.Generator().manual_seed(width)
     scores = torch.randn(3, 4, 5, width, generator=generator) * 4
+    scores[0] += 120.0  # exp(120) is inf in float32
     if width > 1:
         scores[..., -(width // 2):] = float("-inf")  # padding keys; every row keeps a real one
     want = torch.softmax(scores.double(), -1)
