@@ -110,8 +110,9 @@ def packed_last_states_at(model, input_ids: torch.Tensor, mask: torch.Tensor,
 
 class _Packed:
     """One packed batch's layout, shared by its layers: the real tokens' embeddings ``h``
-    (N, d), their rows in the (B*T) layout (``index``, None when no token is padding), the
-    key mask and the three-product attention's additive mask (``bias``)."""
+    (N, d), their rows in the (B*T) layout (``index``, None when no token is padding), their
+    heads' rows in attention's (B, H, T) layout (``head_rows``), the key mask and the
+    three-product attention's additive mask (``bias``)."""
 
     def __init__(self, model, input_ids: torch.Tensor, mask: torch.Tensor):
         self.batch, self.width = input_ids.shape
@@ -122,9 +123,16 @@ class _Packed:
         self.key_mask = self.keep[:, None, None, :]  # (B, 1, 1, T): every query sees the real keys only
         h = model.embeddings(input_ids=input_ids).reshape(self.batch * self.width, -1)  # (B*T, d)
         self.h = h if self.index is None else h.index_select(0, self.index)  # (N, d)
+        heads = model.encoder.layer[0].attention.self.num_attention_heads
+        # (N*H,) where each real token's heads sit in the (B, H, T) layout, row (b*H + j)*T + t
+        # for the token at (b, t) and head j; None without padding (a view and a transpose do)
+        self.head_rows = None
+        if self.index is not None:
+            b, t = self.index // self.width, self.index % self.width
+            self.head_rows = ((b * heads)[:, None] + torch.arange(heads, device=h.device)).mul_(
+                self.width).add_(t[:, None]).reshape(-1)
         self.bias = None  # the three-product attention's additive mask: once per batch, for every layer
         if self.width <= MATH_ATTENTION_MAX_WIDTH:
-            heads = model.encoder.layer[0].attention.self.num_attention_heads
             self.bias = 0.0 if self.index is None else (  # no padding: nothing to mask
                 torch.zeros(self.key_mask.shape, dtype=h.dtype, device=h.device)
                 .masked_fill_(~self.key_mask, float("-inf"))
@@ -134,26 +142,34 @@ class _Packed:
 
 def _block(layer, h: torch.Tensor, run: _Packed) -> torch.Tensor:
     """One transformer block on the packed rows (N, d) -> (N, d)."""
-    context = _attention(layer.attention.self, h, run.index, run.batch, run.width, run.key_mask, run.bias)
+    context = _attention(layer.attention.self, h, run)
     h = layer.attention.output(context, h)  # dense, + h, LayerNorm
     return layer.output(layer.intermediate(h), h)  # dense + GELU, dense, + h, LayerNorm
 
 
-def _attention(attn, h: torch.Tensor, index: torch.Tensor | None, batch: int, width: int,
-               key_mask: torch.Tensor, bias: torch.Tensor | float | None) -> torch.Tensor:
+def _attention(attn, h: torch.Tensor, run: _Packed) -> torch.Tensor:
+    """Self-attention of the packed rows (N, d) -> their context (N, d), in the (B, H, T, h)
+    layout. With padding, each row's heads go straight to their places in that layout and
+    come back the same way (one index copy each: ``_Packed.head_rows``)."""
     heads, size = attn.num_attention_heads, attn.attention_head_size
+    batch, width, rows = run.batch, run.width, run.head_rows
 
     def split(x: torch.Tensor) -> torch.Tensor:  # (N, H*h) -> (B, H, T, h), zeros at padding
-        return _unpack(x, index, batch, width).view(batch, width, heads, size).transpose(1, 2)
+        if rows is None:  # every token real: a view, then the transpose
+            return x.view(batch, width, heads, size).transpose(1, 2)
+        full = x.new_zeros(batch * heads * width, size)
+        full.index_copy_(0, rows, x.reshape(-1, size))
+        return full.view(batch, heads, width, size)
 
     q, k, v = split(attn.query(h)), split(attn.key(h)), split(attn.value(h))
-    if bias is not None:
-        context = _math_attention(q, k, v, bias, size ** -0.5)
+    if run.bias is not None:
+        context = _math_attention(q, k, v, run.bias, size ** -0.5)
     else:
-        context = F.scaled_dot_product_attention(q, k, v, attn_mask=None if index is None else key_mask,
+        context = F.scaled_dot_product_attention(q, k, v, attn_mask=None if rows is None else run.key_mask,
                                                  scale=size ** -0.5)  # (B, H, T, h)
-    context = context.transpose(1, 2).reshape(batch * width, heads * size)
-    return context if index is None else context.index_select(0, index)  # (N, H*h)
+    if rows is None:
+        return context.transpose(1, 2).reshape(batch * width, heads * size)  # (N, H*h)
+    return context.reshape(-1, size).index_select(0, rows).view(-1, heads * size)  # (N, H*h)
 
 
 # Short sequences: softmax(Q K^T s + mask) V as three batched products is faster on the CPU
