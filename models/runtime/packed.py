@@ -77,7 +77,8 @@ def packed_hidden_states(model, input_ids: torch.Tensor, mask: torch.Tensor,
 def packed_last_states_at(model, input_ids: torch.Tensor, mask: torch.Tensor,
                           rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
     """(P, d): the last layer's states at the P positions (rows[i], cols[i]) only, equal to
-    ``packed_hidden_states(...)[-1][rows, cols]`` (fill-mask's masked positions).
+    ``packed_hidden_states(...)[-1][rows, cols]`` (fill-mask's masked positions). Each
+    position must be a real token (mask 1 there).
 
     Every layer but the last runs as ``packed_hidden_states`` does. The last computes keys
     and values for every real token (each asked position attends to its whole text) and
