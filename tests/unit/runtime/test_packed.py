@@ -142,9 +142,10 @@ def test_batches_without_padding_match_transformers(minilm, onednn, monkeypatch)
                                                (True, NARROW), (True, SENTENCES[1:2])])
 def test_last_states_at_some_positions_match_transformers(minilm, onednn, sentences):
     """Fill-mask's forward: the last layer at a few (row, column) positions only, against
-    transformers' last hidden state there. Positions in several texts, two in one text, the
-    last real token of a padded row, the first of the longest; padded, narrow, long (SDPA
-    below the last layer) and unpadded batches."""
+    transformers' last hidden state there: the first text's first and last real tokens, the
+    middle of every other text, the last text's last real token (with one text: the same
+    position asked twice); padded, narrow, long (SDPA below the last layer) and unpadded
+    batches."""
     model = minilm.model
     ids, mask = _padded(minilm, sentences)
     lengths = mask.sum(1).tolist()
