@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import platform
 import statistics
+import time
 
 from models.runtime.cpu import CPU_FLAGS, cpu_info  # noqa: F401  (every bench prints them)
 
@@ -90,3 +91,35 @@ def sync(device) -> None:
         torch.cuda.synchronize()
     elif kind == "mps":
         torch.mps.synchronize()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_idle(pid: int, idle_s: float = 3.0, below: float = 0.25, timeout_s: float = 600.0) -> float:
+    """Seconds until the server has used less than ``below`` of a core for ``idle_s`` in a row.
+
+    An idle Gradio server is not at zero: its queue loop polls, about 7 % of a core here;
+    the warm-up uses more than one core while it works.
+
+    A fresh app computes every tab's and lesson step's default view in the background right
+    after start-up (components/shell/warm_views.py: some are short training runs); a class
+    measured during that would time the warm-up, not the requests.
+    """
+    start = time.monotonic()
+    quiet_since, last, then = None, cpu_seconds(pid), time.monotonic()
+    while time.monotonic() - start < timeout_s:
+        time.sleep(0.5)
+        used, now = cpu_seconds(pid), time.monotonic()
+        if (used - last) / (now - then) < below:
+            quiet_since = quiet_since or then
+            if now - quiet_since >= idle_s:
+                return quiet_since - start
+        else:
+            quiet_since = None
+        last, then = used, now
+    return timeout_s

@@ -52,6 +52,7 @@ from urllib.parse import quote, urlencode
 
 from components.lessons.copy import STEPS
 from components.shell.links import TABS
+from tests.helpers import CHROMIUM_FLAGS
 
 TARGET_MS = 1000.0  # each default view, from opening it (issue 27)
 AFTER_S = 20.0  # opened this long after the app's process started (issue 27)
@@ -59,10 +60,6 @@ HOW = {"link": "link opened to view shown",
        "click": "tab or Next clicked to view shown; fill-mask: its tab shown to view shown"}
 TIMEOUT_MS = 120_000  # a view that never shows fails the run (no timing is read from it)
 
-# Chromium with every host but this machine unreachable (as tests/e2e/conftest.py)
-CHROMIUM_FLAGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--no-first-run",
-                  "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"]
 
 # What "shown" means per tab: every check holds. A check is (CSS selector, what): "plot" a
 # Plotly chart that drew data, "rows" a table with a row below its header, "text" an

@@ -46,7 +46,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    from bench_common import machine_line
+    from bench.bench_common import machine_line
     from models import default_model_key
 
     print(machine_line())

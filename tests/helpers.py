@@ -24,6 +24,19 @@ ENCODER_KEY = "minilm-l6"
 # Set to 1 to run the suite against this machine's Hub settings and cache (see conftest).
 HUB_OPT_IN = "ENCODER_LAB_TEST_HUB"
 
+# Debian's Chromium, headless, with every host but this machine unreachable (a view that
+# needs a CDN stays blank here): the browser tests (tests/e2e/conftest.py) and the benches
+# that drive a page (bench.attention_view, bench.first_visit) launch it with these.
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+]
+
 
 def hub_opted_in() -> bool:
     return os.environ.get(HUB_OPT_IN, "").strip() == "1"

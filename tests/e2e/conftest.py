@@ -6,19 +6,7 @@ import shutil
 
 import pytest
 
-from helpers import track_app_calls
-
-
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    # every host but this machine's unreachable: a view that needs a CDN stays blank here
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-]
+from helpers import CHROMIUM_FLAGS, track_app_calls
 
 
 @pytest.fixture(scope="session")

@@ -140,3 +140,32 @@ def test_a_script_ending_token_cannot_break_out_of_bertviz(page):
     settle(page)  # the page has painted twice since: an onerror handler would have run
     assert page.dialogs == [], page.dialogs
     frame_screenshot(page, 'iframe[title="hand-made bertviz"]', "attention-bertviz-hostile-token")
+
+
+def test_the_attention_bench_measures_a_paint_on_the_running_app(app_server):
+    """bench.attention_view's browser half as `python -m bench.attention_view` runs it: a
+    process of its own (no pytest on the path), its own Chromium launched with the shared
+    flags, two short texts on the running app, each paint timed from the click to the heatmap
+    and grid drawn. It used to import the flags from this folder's conftest, which only
+    pytest can import, and no test ran it: the bench crashed there."""
+    import json
+    import subprocess
+    import sys
+
+    from helpers import REPO
+
+    script = (
+        "import json, sys\n"
+        "from bench import attention_view as A\n"
+        "from tests.helpers import CHROMIUM_FLAGS\n"
+        "assert A.CHROMIUM_FLAGS is CHROMIUM_FLAGS\n"
+        "texts = [A.text_of(24, salt=f'Bench{i}.') for i in range(2)]\n"
+        "print(json.dumps(A.measure_paint(sys.argv[1], texts, tokens=24)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, app_server], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    paint = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(paint) == {"cold median", "cold max", "warm median", "warm max"}
+    assert all(0 < ms < 60_000 for ms in paint.values()), paint
+    assert paint["cold max"] >= paint["cold median"] and paint["warm max"] >= paint["warm median"]
