@@ -78,6 +78,12 @@ def launch_kwargs() -> dict:
         # here) and, by default, 10,000 sessions; the app keeps no per-session state of its
         # own (no gr.State), so a smaller LRU bounds memory at no cost to users.
         "state_session_capacity": int(os.environ.get("ENCODER_LAB_SESSIONS", 256)),
+        # Gradio's run history keeps every call's inputs and outputs (the texts typed, the
+        # charts' data) in the browser's localStorage, up to 100 calls, and parses and rewrites
+        # that whole list on every event, so each event costs more as a visit goes on. On a
+        # classroom's shared computers it would also keep each student's texts after they
+        # leave. Off unless the operator sets Gradio's own GRADIO_RUN_HISTORY=true.
+        "run_history": os.environ.get("GRADIO_RUN_HISTORY", "false").strip().lower() == "true",
         "app_kwargs": {
             "middleware": [Middleware(RequestSizeLimit, max_bytes=MAX_REQUEST_BYTES)],
             # bertviz's JavaScript at /vendor/<name>.js; plotly.js for the chart exports

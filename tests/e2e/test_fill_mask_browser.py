@@ -87,3 +87,17 @@ def test_typed_markup_stays_text(page):
     assert page.locator("b", has_text="bold").count() == 0
     expect(page.locator("#fill-mask-bars table.fm-bars")).to_have_count(1)  # the answer's bars, as text
     screenshot(page, "fill-mask-markup")
+
+
+def test_the_browser_keeps_no_history_of_what_was_typed(page):
+    """Gradio's run history is off (app.launch_kwargs): after a prediction, nothing in the
+    page's localStorage or sessionStorage holds the typed text or a run-history entry."""
+    text = "The quiet [MASK] of the library surprised everyone."
+    page.get_by_label("Text with masks").fill(text)
+    page.get_by_role("button", name="Predict", exact=True).click()
+    expect(filled_box(page)).to_have_value(re.compile(r"^The quiet \S+ of the library surprised everyone\.$"),
+                                           timeout=TIMEOUT)
+    stored = page.evaluate("""() => [localStorage, sessionStorage].flatMap(
+        s => Object.keys(s).map(k => [k, s.getItem(k)]))""")
+    assert not [k for k, _ in stored if "run-history" in k], stored
+    assert not [k for k, v in stored if "library surprised" in (v or "")], [k for k, _ in stored]
