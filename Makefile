@@ -9,7 +9,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 EMBEDDED := .cache/models/.installed
 OVERLAY  := $(wildcard weights/minilm-mlm/trained.safetensors)
 
-.PHONY: run test setup setup-test chromium nginx tcmalloc serve-replicas screenshots clean gpu-check gpu-pack
+.PHONY: run test setup setup-test plotly-bundle chromium nginx tcmalloc serve-replicas screenshots clean gpu-check gpu-pack
 
 run: setup
 	$(PY) app.py
@@ -47,6 +47,10 @@ $(EMBEDDED): scripts/fetch_embedded.py $(OVERLAY) | $(VENV)/.runtime-installed
 
 # bertviz's JavaScript (require.js, d3, jQuery) needs no step: the npm tarballs pinned in
 # assets/vendor/package-lock.json are committed there and served by the app itself.
+# The charts' plotly.js (a partial bundle, assets/vendor/plotly/) is committed built too;
+# `make plotly-bundle` rebuilds it from the pinned sources (needs Node.js and npm).
+plotly-bundle:
+	cd assets/vendor/plotly && npm ci --ignore-scripts --no-audit --no-fund && npm run build
 
 # Debian's Chromium for the browser tests (Playwright drives it; it never downloads one).
 chromium:

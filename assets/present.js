@@ -13,7 +13,8 @@
  *  - every bertviz view (an iframe) gets an HTML button: the view with its scripts inlined;
  *    projector mode reaches the view's sandboxed frame as a message (it zooms itself);
  *  - Gradio markup that an accessibility audit refuses gets the missing names / roles;
- *  - Gradio's Plotly chunk is imported while the visitor reads the first answer.
+ *  - Gradio's Plotly chunk (with the app's partial plotly.js) is imported while the visitor
+ *    reads the first answer.
  */
 (() => {
   "use strict";
@@ -378,11 +379,13 @@
 
   // --- Gradio's Plotly chunk, loaded while the visitor reads the first answer ---------------
   // The first screen draws no Plotly chart (the fill-mask bars are HTML), so the page's boot
-  // and its first answer do not wait for Gradio's 4.6 MB Plotly chunk. The first chart opened
-  // later would: evaluating the chunk took about a second of this thread on a 2-core machine
-  // (one traced run; bench/first_visit.py measures the views). Once the first answer is drawn (or a few seconds after start when
-  // the page opened elsewhere), the chunk is imported when the page is idle; a module runs
-  // once per address, so Gradio's own import of it finds it done.
+  // and its first answer do not wait for plotly.js. The first chart opened later would: the
+  // app serves Gradio's chunk with its partial plotly.js bundle (components/shell/present.py,
+  // about 0.1 s of this thread to evaluate on a 2-core machine, against 1.1 s for the full
+  // plotly.js Gradio inlines; bench/first_visit.py measures the views). Once the first answer
+  // is drawn (or a few seconds after start when the page opened elsewhere), the chunk is
+  // imported when the page is idle; a module runs once per address, so Gradio's own import
+  // of it finds it done.
   const WARM_AFTER_MS = 4000;
   let plotlyWarmed = false;
   let startedAt = 0;

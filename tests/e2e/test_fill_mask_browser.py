@@ -7,7 +7,7 @@ import re
 from playwright.sync_api import expect
 
 from components.fill_mask import copy as fill_mask_copy
-from components.shell.present import gradio_plotly_chunk
+from components.shell.present import TRACES, gradio_plotly_chunk, lab_plotly, lab_plotly_route
 from helpers import TIMEOUT, screenshot, settle, wait_until
 from models import default_model_key, fill_mask
 
@@ -27,6 +27,12 @@ def test_fill_mask_end_to_end(page):
     chunk = f"/assets/{gradio_plotly_chunk()}"
     wait_until(lambda: page.evaluate("c => performance.getEntriesByType('resource').some(e => e.name.endsWith(c))",
                                      chunk), "Gradio's Plotly chunk imported once the first answer is drawn")
+    # served at Gradio's address, the chunk imports the lab's partial plotly.js, not Gradio's full copy
+    wait_until(lambda: page.evaluate("() => !!(window.Plotly && window.Plotly.PlotSchema)"), "plotly.js evaluated")
+    assert page.evaluate("() => [window.Plotly.version, Object.keys(window.Plotly.PlotSchema.get().traces).sort()]") == [
+        lab_plotly()[1], sorted(TRACES)]
+    assert page.evaluate("r => performance.getEntriesByType('resource').some(e => e.name.endsWith(r))",
+                         "/" + lab_plotly_route())
 
     text = "The [MASK] sat on the mat."
     page.get_by_label("Text with masks").fill(text)

@@ -192,3 +192,92 @@ def test_the_plotly_chunk_the_page_imports_is_the_one_gradios_plot_component_imp
                       (assets.parent / "index.html").read_text(encoding="utf-8"))
     assert entry and (assets / entry.group(1)).is_file()  # present.js finds the chunk beside it
     assert present.page_config()["plotlyChunk"] == name
+
+
+# --- the lab's plotly.js in Gradio's Plotly chunk ------------------------------------------
+
+def gradios_chunk() -> str:
+    from pathlib import Path
+
+    import gradio
+
+    assets = Path(gradio.__file__).parent / "templates" / "frontend" / "assets"
+    return (assets / present.gradio_plotly_chunk()).read_text(encoding="utf-8")
+
+
+def test_the_bundle_is_the_plotly_js_gradio_inlines_with_the_lab_s_trace_types():
+    """Same plotly.js release as Gradio's chunk (the figures' JSON is read the same way), and
+    the trace types assets/vendor/plotly/index.js registers are the ones TRACES names."""
+    bundle, version, traces = present.lab_plotly()
+    assert re.search(r"\.version=`" + re.escape(version) + "`", gradios_chunk())
+    assert set(traces) == set(present.TRACES)
+    index = (present.PLOTLY_DIR / "index.js").read_text(encoding="utf-8")
+    registered = set(re.findall(r"require\('plotly\.js/lib/(\w+)'\)", index)) - {"core"}
+    assert registered | {"scatter"} == set(present.TRACES)  # scatter comes with the core
+    lock = json.loads((present.PLOTLY_DIR / "package-lock.json").read_text(encoding="utf-8"))
+    assert lock["packages"]["node_modules/plotly.js"]["version"] == version
+    assert len(bundle) < len(gradios_chunk().encode()) / 3
+
+
+def test_gradios_chunk_imports_the_bundle_instead_of_inlining_plotly_js():
+    chunk = present.plotly_chunk().decode()
+    original = gradios_chunk()
+    assert len(chunk) < 5_000 < 4_000_000 < len(original)
+    assert chunk.startswith(f'import"../{present.lab_plotly_route()}";')
+    # Gradio's imports and its component's code are kept, reading the bundle's global
+    imports = re.match(r'(import[^;]*;)+', original).group(0)
+    assert imports in chunk
+    assert "={default:window.Plotly}," in chunk and ".default.react(" in chunk
+    assert chunk.endswith(original[-400:])
+    assert "window.Plotly=" not in chunk and ".version=`" not in chunk
+
+
+@pytest.mark.parametrize("spoil", ["version", "twice", "end"])
+def test_a_chunk_of_another_shape_or_release_is_left_to_gradio(spoil):
+    chunk, version = gradios_chunk(), present.lab_plotly()[1]
+    if spoil == "version":
+        chunk = chunk.replace(f".version=`{version}`", ".version=`9.9.9`", 1)
+    elif spoil == "twice":
+        start = re.search(r"var \w+=\w+\(\w+\(\(\(\w+,\w+\)=>\{", chunk).start()
+        chunk = chunk[:start] + chunk[start:start + 200] + chunk[start:]
+    else:
+        chunk = chunk.replace("return window.Plotly=", "return window.PlotlyX=", 1)
+    assert present.swap_plotly(gradios_chunk(), "../b.js", version) is not None
+    assert present.swap_plotly(chunk, "../b.js", version) is None
+
+
+def trace_types_built_by_the_components() -> set[str]:
+    """Every trace type the UI's code constructs (go.<Trace>(...), or a dict's "type")."""
+    from pathlib import Path
+
+    found = set()
+    for path in (Path(present.__file__).resolve().parents[1]).rglob("*.py"):
+        code = path.read_text(encoding="utf-8")
+        found |= {name.lower() for name in re.findall(r"\bgo\.([A-Z]\w*)\(", code) if name not in ("Figure",)}
+        found |= set(re.findall(r"""["']type["']\s*:\s*["'](\w+)["']""", code)) & set(_PLOTLY_TRACE_NAMES)
+    return found
+
+
+_PLOTLY_TRACE_NAMES = {"scatter", "bar", "heatmap", "box", "violin", "histogram", "histogram2d", "contour",
+                       "pie", "scattergl", "scatter3d", "surface", "table", "image", "sunburst", "treemap"}
+
+
+def test_every_trace_type_the_components_build_is_in_the_bundle():
+    built = trace_types_built_by_the_components()
+    assert {"scatter", "bar", "heatmap"} <= built  # the scan sees them
+    assert built <= set(present.TRACES), built - set(present.TRACES)
+
+
+def test_the_routes_serve_the_chunk_and_the_bundle():
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    client = TestClient(Starlette(routes=present.routes()))
+    chunk = client.get(f"/assets/{present.gradio_plotly_chunk()}")
+    assert chunk.status_code == 200 and chunk.content == present.plotly_chunk()
+    assert chunk.headers["content-type"].startswith("text/javascript")
+    again = client.get(f"/assets/{present.gradio_plotly_chunk()}", headers={"If-None-Match": chunk.headers["etag"]})
+    assert again.status_code == 304
+    bundle = client.get("/" + present.lab_plotly_route())
+    assert bundle.status_code == 200 and bundle.content == present.lab_plotly()[0]
+    assert "immutable" in bundle.headers["cache-control"]

@@ -79,9 +79,30 @@ def test_after_the_warm_up_every_default_view_comes_from_the_cache(demo):
     assert all(ok for _, ok in done), [label for label, ok in done if not ok]
     assert sum(COMPUTED.values()) > before  # the warm-up computed the views
     warmed = sum(COMPUTED.values())
+    traces = set()
     for _, open_view in plan:  # a visitor opening each tab and step, as the page does
-        open_view()
+        traces |= trace_types(open_view())
     assert sum(COMPUTED.values()) == warmed  # nothing computed again: all from the cache
+    # every chart these views draw is of a type the page's plotly.js bundle has
+    from components.shell.present import TRACES
+
+    assert {"scatter", "bar", "heatmap"} <= traces <= set(TRACES), traces
+
+
+def trace_types(value) -> set[str]:
+    """The Plotly trace types in a view's outputs (figures, plotly JSON, gr.update values)."""
+    import plotly.graph_objects as go
+
+    if isinstance(value, go.Figure):
+        return {trace.type for trace in value.data}
+    if isinstance(value, dict):
+        found = set().union(*(trace_types(v) for v in value.values())) if value else set()
+        if isinstance(value.get("data"), list):
+            found |= {t.get("type", "scatter") for t in value["data"] if isinstance(t, dict)}
+        return found
+    if isinstance(value, (list, tuple)):
+        return set().union(*(trace_types(v) for v in value)) if value else set()
+    return set()
 
 
 def test_the_warm_up_waits_while_a_live_request_is_in_progress():

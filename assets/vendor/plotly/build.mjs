@@ -1,0 +1,28 @@
+// Builds plotly-lab.min.js from plotly.js's source with esbuild, as plotly.js's own
+// esbuild-config.js builds its dist (iife, global Plotly), from index.js's trace types.
+// Run from this folder: npm ci && npm run build (README.md).
+import * as esbuild from 'esbuild';
+import { readFileSync } from 'node:fs';
+
+// the trace types index.js registers (scatter is in plotly.js's core); present.py reads this list
+const TRACES = ['scatter', 'bar', 'heatmap'];
+const version = JSON.parse(readFileSync('node_modules/plotly.js/package.json', 'utf8')).version;
+
+await esbuild.build({
+    entryPoints: ['index.js'],
+    outfile: 'plotly-lab.min.js',
+    format: 'iife',
+    globalName: 'Plotly',
+    bundle: true,
+    minify: true,
+    sourcemap: false,
+    legalComments: 'eof',
+    alias: { stream: 'stream-browserify' },
+    define: { global: 'window', 'define.amd': 'false', 'process.env.NODE_DEBUG': 'false' },
+    loader: { '.css': 'empty' },  // maplibre's stylesheet: map traces only, not in this bundle
+    target: 'es2016',
+    banner: { js: `/*! plotly.js v${version}, partial bundle (${TRACES.join(", ")}) | MIT License | built by build.mjs */` },
+    // a module script keeps a top-level var to itself: set the global Gradio's chunk reads
+    footer: { js: 'window.Plotly=Plotly;' },
+    logLevel: 'info',
+});
