@@ -239,6 +239,16 @@ def kept_runs_line() -> str:
             "with the same code and weights; none: this start trains them)")
 
 
+def plotly_line() -> str:
+    """Which plotly.js the app's charts get (the app reads the same environment)."""
+    from components.shell.present import lab_plotly, plotly_chunk
+
+    if plotly_chunk() is None:
+        return "Gradio's Plotly chunk as shipped (all of plotly.js inlined)"
+    _, version, traces = lab_plotly()
+    return f"the app's partial plotly.js {version} ({', '.join(traces)}) in Gradio's Plotly chunk"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs, each on a freshly started app")
@@ -263,6 +273,7 @@ def main() -> None:
     if not executable:
         raise SystemExit("Debian's chromium is not on the PATH (apt-get install chromium; never `playwright install`)")
     print(f"browser: {executable} (headless); views: {len(views())} ({len(TABS) - 1} tabs + {len(STEPS)} lesson steps)")
+    print(f"charts: {plotly_line()}")
     maxima = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -139,7 +140,10 @@ def swap_plotly(chunk: str, bundle_url: str, version: str) -> str | None:
 def plotly_chunk() -> bytes | None:
     """What the app serves at Gradio's Plotly chunk's address: Gradio's chunk with the lab's
     partial bundle in place of its full plotly.js; None (Gradio's own file is served) when the
-    bundle is missing, or Gradio's chunk is not the shape or the plotly.js version expected."""
+    bundle is missing, or Gradio's chunk is not the shape or the plotly.js version expected,
+    or the operator set ``ENCODER_LAB_PLOTLY=gradio`` (e.g. for a chart type the bundle lacks)."""
+    if os.environ.get("ENCODER_LAB_PLOTLY", "lab").strip().lower() == "gradio":
+        return None
     name, bundle, route = gradio_plotly_chunk(), lab_plotly(), lab_plotly_route()
     if name is None or bundle is None:
         return None

@@ -3,6 +3,10 @@
 // Run from this folder: npm ci && npm run build (README.md).
 import * as esbuild from 'esbuild';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+// plotly.js's own esbuild plugin for its dist: strips the attributes' descriptions (docs text)
+const stripMeta = createRequire(import.meta.url)('plotly.js/tasks/compress_attributes.js');
 
 // the trace types index.js registers (scatter is in plotly.js's core); present.py reads this list
 const TRACES = ['scatter', 'bar', 'heatmap'];
@@ -24,5 +28,6 @@ await esbuild.build({
     banner: { js: `/*! plotly.js v${version}, partial bundle (${TRACES.join(", ")}) | MIT License | built by build.mjs */` },
     // a module script keeps a top-level var to itself: set the global Gradio's chunk reads
     footer: { js: 'window.Plotly=Plotly;' },
+    plugins: [stripMeta],
     logLevel: 'info',
 });

@@ -281,3 +281,17 @@ def test_the_routes_serve_the_chunk_and_the_bundle():
     bundle = client.get("/" + present.lab_plotly_route())
     assert bundle.status_code == 200 and bundle.content == present.lab_plotly()[0]
     assert "immutable" in bundle.headers["cache-control"]
+
+
+def test_the_operator_can_keep_gradios_own_chunk(monkeypatch):
+    """ENCODER_LAB_PLOTLY=gradio: no route for the chunk, so Gradio serves it as shipped."""
+    monkeypatch.setenv("ENCODER_LAB_PLOTLY", "gradio")
+    present.plotly_chunk.cache_clear()
+    try:
+        assert present.plotly_chunk() is None
+        paths = [route.path for route in present.routes()]
+        assert paths == [f"/{present.PLOTLY_ROUTE}"]
+    finally:
+        monkeypatch.delenv("ENCODER_LAB_PLOTLY")
+        present.plotly_chunk.cache_clear()
+    assert f"/assets/{present.gradio_plotly_chunk()}" in [route.path for route in present.routes()]
