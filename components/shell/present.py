@@ -89,8 +89,10 @@ def gradio_plotly_chunk() -> str | None:
 # --- the lab's plotly.js: a partial bundle of the trace types its charts draw ----------------
 # Built from plotly.js's own source (``assets/vendor/plotly/``: the entry, the build script,
 # the pinned versions; its README says how to rebuild), at the version Gradio's chunk inlines.
-# Evaluating it takes about a tenth of the full bundle's time (0.11 against 1.15 s in
-# Chromium on the 2-core machine, one run of four loads each).
+# Evaluating it takes about a tenth of the full bundle's time (87-150 against 1,174-1,289 ms
+# in Chromium on the 2-core machine: one run, five loads each, alternating). Its first few
+# charts draw slower than after the full bundle's evaluation (V8 has not yet compiled
+# plotly.js's shared code hot), e.g. the first 138-250 against 104-114 ms.
 PLOTLY_DIR = ASSETS / "vendor" / "plotly"
 PLOTLY_BUNDLE = PLOTLY_DIR / "plotly-lab.min.js"
 TRACES = ("scatter", "bar", "heatmap")  # what assets/vendor/plotly/index.js registers

@@ -246,20 +246,25 @@ def test_a_chunk_of_another_shape_or_release_is_left_to_gradio(spoil):
     assert present.swap_plotly(chunk, "../b.js", version) is None
 
 
+def plotly_trace_types() -> set[str]:
+    """Every trace type plotly knows (its graph_objects' trace classes, lower case)."""
+    import plotly.graph_objects as go
+    from plotly.basedatatypes import BaseTraceType
+
+    return {name.lower() for name in dir(go)
+            if isinstance(getattr(go, name), type) and issubclass(getattr(go, name), BaseTraceType)}
+
+
 def trace_types_built_by_the_components() -> set[str]:
     """Every trace type the UI's code constructs (go.<Trace>(...), or a dict's "type")."""
     from pathlib import Path
 
-    found = set()
+    known, found = plotly_trace_types(), set()
     for path in (Path(present.__file__).resolve().parents[1]).rglob("*.py"):
         code = path.read_text(encoding="utf-8")
-        found |= {name.lower() for name in re.findall(r"\bgo\.([A-Z]\w*)\(", code) if name not in ("Figure",)}
-        found |= set(re.findall(r"""["']type["']\s*:\s*["'](\w+)["']""", code)) & set(_PLOTLY_TRACE_NAMES)
+        found |= {name.lower() for name in re.findall(r"\bgo\.([A-Z]\w*)\(", code)} & known
+        found |= set(re.findall(r"""["']type["']\s*:\s*["'](\w+)["']""", code)) & known
     return found
-
-
-_PLOTLY_TRACE_NAMES = {"scatter", "bar", "heatmap", "box", "violin", "histogram", "histogram2d", "contour",
-                       "pie", "scattergl", "scatter3d", "surface", "table", "image", "sunburst", "treemap"}
 
 
 def test_every_trace_type_the_components_build_is_in_the_bundle():
