@@ -2,7 +2,7 @@
 // esbuild-config.js builds its dist (iife, global Plotly), from index.js's trace types.
 // Run from this folder: npm ci && npm run build (README.md).
 import * as esbuild from 'esbuild';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 // plotly.js's own esbuild plugin for its dist: strips the attributes' descriptions (docs text)
@@ -31,3 +31,13 @@ await esbuild.build({
     plugins: [stripMeta],
     logLevel: 'info',
 });
+
+// plotly.js's config defaults topojsonURL to an address on plotly's CDN (read only by geo
+// traces, which this bundle does not have). The app loads nothing from outside: the default
+// becomes a relative path, so no outside address for a resource is in the file.
+const TOPOJSON_DEFAULT = /(topojsonURL:\{[^}]*dflt:)"https:\/\/[^"]*"/g;
+let built = readFileSync('plotly-lab.min.js', 'utf8');
+if ((built.match(TOPOJSON_DEFAULT) || []).length !== 1) throw new Error('expected one topojsonURL default in the bundle');
+built = built.replace(TOPOJSON_DEFAULT, '$1"topojson/"');
+if (/cdn\./i.test(built)) throw new Error('a CDN address is left in the bundle');
+writeFileSync('plotly-lab.min.js', built);

@@ -300,3 +300,11 @@ def test_the_operator_can_keep_gradios_own_chunk(monkeypatch):
         monkeypatch.delenv("ENCODER_LAB_PLOTLY")
         present.plotly_chunk.cache_clear()
     assert f"/assets/{present.gradio_plotly_chunk()}" in [route.path for route in present.routes()]
+
+
+def test_the_bundle_holds_no_cdn_address():
+    """plotly.js's config defaults topojsonURL to its CDN; build.mjs makes it a relative path
+    (only geo traces read it, and the bundle has none), so the file names no outside host."""
+    bundle = present.lab_plotly()[0].decode("utf-8")
+    assert not re.search(r"cdn\.|jsdelivr|unpkg", bundle, re.IGNORECASE)
+    assert re.search(r'topojsonURL:\{[^}]*dflt:"topojson/"\}', bundle)
