@@ -120,6 +120,11 @@ def report_markdown(report: RetrievalReport) -> str:
     )
 
 
+def class_attribution_columns(methods) -> list[str]:
+    """The table's columns: the token's position and text, then one per method."""
+    return ["position", "token", *methods]
+
+
 def class_attribution_frame(results) -> pd.DataFrame:
     """One row per token: each method's score with its rank (text, readable without colour)."""
     rows = []
@@ -132,7 +137,7 @@ def class_attribution_frame(results) -> pd.DataFrame:
         for r, rank in zip(results, ranks):
             row[r.method] = f"{r.scores[i]:+.4f}" + (f" (#{rank[i]})" if i in rank else " (special)")
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=class_attribution_columns([r.method for r in results]))
 
 
 def class_attribution_note(results) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gradio as gr
+import pandas as pd
 
 from models import (
     CLASS_ATTRIBUTION_METHODS,
@@ -137,8 +138,10 @@ def build_finetune_tab() -> LinkTarget:
         gr.Markdown(copy.WHY_CLASS_HELP)
         why_button = gr.Button("Which words drove this class?")
         why_note = gr.Markdown(elem_id="why-class-note")
-        why_table = gr.Dataframe(label="Each token's score per method (rank in brackets)", interactive=False,
-                                 wrap=True, elem_id="why-class-table")
+        why_table = gr.Dataframe(  # empty until the button: its headers say what will come
+            pd.DataFrame(columns=plots.class_attribution_columns(CLASS_ATTRIBUTION_METHODS)),
+            label="Each token's score per method (rank in brackets)", interactive=False, wrap=True,
+            elem_id="why-class-table")
         gr.Markdown(copy.PROBE_HELP)
         probe = gr.Button("Probe every layer")
         probe_plot = gr.Plot(error_figure(copy.PROBE_WAITING), label="Probe accuracy by layer")

@@ -55,6 +55,10 @@ def test_why_this_class_through_the_api(client):
     text = "The President asked Congress to <b>approve</b> the budget."
     table, note = client.predict(head_id, text, api_name="/why_this_class")
     assert table["headers"] == ["position", "token", *CLASS_ATTRIBUTION_METHODS]
+    # Before the button, the page's empty table already has these headers (not 1, 2, 3).
+    empty = next(c["props"]["value"] for c in client.config["components"]
+                 if c.get("props", {}).get("elem_id") == "why-class-table")
+    assert empty == {"headers": table["headers"], "data": [], "metadata": None}
     assert "Explaining" in note and "<b>" not in note
     with pytest.raises(AppError, match="No trained head"):
         client.predict("nope/none/0", text, api_name="/why_this_class")
