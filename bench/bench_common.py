@@ -123,3 +123,106 @@ def wait_until_idle(pid: int, idle_s: float = 3.0, below: float = 0.25, timeout_
             quiet_since = None
         last, then = used, now
     return timeout_s
+
+
+# --- the products alone: a floor for a call's time ---------------------------------------
+# A call's matrix products with the model's weights (the linear layers and the vocabulary
+# projection) are the part of its work that no reordering of the rest removes: in float32
+# they are the same arithmetic in ours and in the reference. ``record_products`` runs the
+# call once and notes each such product (the op, the weights it read, the shapes of its
+# activations); ``Products.replay`` runs those products alone, in the same order, on the
+# same weights, with activations of the same shapes (buffers filled once, reused by shape:
+# in the call, each product reads what the step before has just written). Its time, against
+# the reference's in the same run, is the best ratio the call could reach with these
+# products: everything else (attention, LayerNorm, tokenising, decoding, Python) at zero.
+PRODUCT_OPS = ("mkldnn::_linear_pointwise", "aten::addmm", "aten::mm")
+
+
+class Products:
+    """The products of one recorded call, in order; ``parts`` cut them where the call
+    started another batch (an embedding look-up), for a replay on the core's workers."""
+
+    def __init__(self):
+        self.calls = []  # (op, args with activations as (shape, stride, dtype) specs, kwargs)
+        self.starts = [0]  # index of each part's first product
+        self._buffers = {}
+
+    def __len__(self) -> int:
+        return len(self.calls)
+
+    def parts(self) -> list[range]:
+        cuts = [s for s in self.starts if s < len(self.calls)] + [len(self.calls)]
+        return [range(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+    def _arg(self, arg):
+        import torch
+
+        if isinstance(arg, tuple) and len(arg) == 4 and arg[0] == "activation":
+            _, shape, stride, dtype = arg
+            key = (shape, stride, dtype)
+            if key not in self._buffers:
+                generator = torch.Generator().manual_seed(len(self._buffers))
+                base = torch.randn(max(1, sum((n - 1) * s for n, s in zip(shape, stride)) + 1),
+                                   generator=generator).to(dtype)
+                self._buffers[key] = base.as_strided(shape, stride)
+            return self._buffers[key]
+        return arg
+
+    def prepared(self, indexes=None) -> list:
+        """The calls with their activation buffers made (outside any timing)."""
+        indexes = range(len(self.calls)) if indexes is None else indexes
+        return [(op, tuple(self._arg(a) for a in args), kwargs) for op, args, kwargs in
+                (self.calls[i] for i in indexes)]
+
+    @staticmethod
+    def run(prepared) -> None:
+        import torch
+
+        with torch.inference_mode():
+            for op, args, kwargs in prepared:
+                op(*args, **kwargs)
+
+
+def record_products(call, model):
+    """(call's result, ``Products``): ``call()`` run once with its weight products noted.
+
+    A tensor argument is a weight if its storage is one of ``model``'s parameters' or it is
+    not a plain strided tensor (oneDNN's prepacked copies); any other tensor argument is an
+    activation, kept as its shape. Records on this thread only (run the call where its
+    forward runs on this thread: one torch thread for ``embed``).
+    """
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from models.runtime.onednn import prepacked_weights
+
+    weights = {t.untyped_storage().data_ptr() for t in (*model.parameters(), *prepacked_weights(model))
+               if t.layout == torch.strided}
+    products = Products()
+
+    def is_weight(t) -> bool:
+        if t.layout != torch.strided:
+            return True
+        try:
+            return t.untyped_storage().data_ptr() in weights
+        except (RuntimeError, NotImplementedError):  # an opaque tensor (prepacked)
+            return True
+
+    def spec(arg):
+        if isinstance(arg, torch.Tensor) and not is_weight(arg):
+            return ("activation", tuple(arg.shape), tuple(arg.stride()), arg.dtype)
+        return arg
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            name = func._schema.name
+            if name == "aten::embedding" and products.calls and products.starts[-1] != len(products.calls):
+                products.starts.append(len(products.calls))  # another batch begins
+            elif name in PRODUCT_OPS:
+                products.calls.append((func, tuple(spec(a) for a in args), kwargs))
+            return func(*args, **kwargs)
+
+    with Recorder():
+        result = call()
+    return result, products

@@ -12,6 +12,9 @@ sentence-transformers' own limit for this model). After a warm-up, the sides run
 alternately, the order reversed each round; throughput is sentences / median seconds.
 A third side, ours with ``use_onednn(False)`` (the body's linear layers on MKL, as
 sentence-transformers runs them), gives oneDNN's share of the difference.
+A fourth, "products", replays our call's weight products alone (``bench_common.record_products``,
+batch by batch on the core's two workers): its ratio is the ceiling of ours with these float32
+products (the CEILING line).
 Measures ``--repeat`` times (default 3; each a median of ``--rounds``) and prints, per mix,
 each measurement's throughputs and ratios (target >= 1.5), the median ratio with its range,
 the largest absolute difference between the vectors (target <= 1e-5 in float32), which
@@ -111,9 +114,10 @@ def main(argv: list[str] | None = None) -> dict:
         report = dict(runs[-1])
         report.update(repeat=args.repeat, onednn_why=why, max_abs_diff=max(r["max_abs_diff"] for r in runs),
                       measurements=[{k: r[k] for k in ("ours_sentences_per_s", "sentence_transformers_sentences_per_s",
-                                                     "ratio", "ratio_without_onednn")} for r in runs],
+                                                     "ratio", "ratio_without_onednn", "products_ratio")} for r in runs],
                       ratio_spread=spread([r["ratio"] for r in runs]),
-                      ratio_without_onednn_spread=spread([r["ratio_without_onednn"] for r in runs]))
+                      ratio_without_onednn_spread=spread([r["ratio_without_onednn"] for r in runs]),
+                      products_ratio_spread=spread([r["products_ratio"] for r in runs]))
         for field in ("ours_sentences_per_s", "sentence_transformers_sentences_per_s",
                       "ours_without_onednn_sentences_per_s"):
             report[field] = statistics.median(r[field] for r in runs)
@@ -130,6 +134,10 @@ def main(argv: list[str] | None = None) -> dict:
                   f"{spread_text([r['ratio'] for r in runs])}x, without oneDNN "
                   f"{spread_text([r['ratio_without_onednn'] for r in runs])}x (target >= {TARGET_RATIO}x in every "
                   f"measurement): {'pass' if ok else 'FAIL'}")
+            print(f"CEILING embeddings {mix}: our call's weight products alone (same weights and shapes, the "
+                  f"same batches on the same workers, replayed in the alternation) "
+                  f"{spread_text([r['products_ratio'] for r in runs])}x sentence-transformers' throughput: the "
+                  f"best ratio with these products, everything else at zero")
     return reports
 
 
@@ -146,7 +154,10 @@ def _compare(mix: str, sentences: list[str], loaded, reference, device, rounds: 
         return without_onednn(ours)
 
     theirs(), ours(), ours_without_onednn()  # warm-up
-    order = [("ours", ours), ("ours without oneDNN", ours_without_onednn), ("sentence-transformers", theirs)]
+    products_alone = _products_side(ours, loaded.model, device)
+    products_alone()
+    order = [("ours", ours), ("ours without oneDNN", ours_without_onednn), ("sentence-transformers", theirs),
+             ("products", products_alone)]
     times = {name: [] for name, _ in order}
     diff = 0.0
     for r in range(rounds):
@@ -172,10 +183,35 @@ def _compare(mix: str, sentences: list[str], loaded, reference, device, rounds: 
         "onednn": onednn_enabled(),
         "ours_without_onednn_sentences_per_s": rate["ours without oneDNN"],
         "ratio_without_onednn": rate["ours without oneDNN"] / rate["sentence-transformers"],
+        "products_sentences_per_s": rate["products"],
+        "products_ratio": rate["products"] / rate["sentence-transformers"],
         "max_abs_diff": diff,
         "tolerance": tolerance,
         "seconds": times,
     }
+
+
+def _products_side(ours, model, device):
+    """A call that replays ``ours``'s weight products alone (bench_common.record_products),
+    batch by batch on the core's workers as ``embed`` runs its batches: their time is the
+    floor of ours with these float32 products. Recorded with one torch thread, so that every
+    batch runs on this thread (the recorder's); the replay has the threads ``embed`` has."""
+    from bench.bench_common import Products, record_products
+    from models.runtime.batching import map_forwards
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        _, products = record_products(ours, model)
+    finally:
+        torch.set_num_threads(threads)
+    parts = [products.prepared(part) for part in products.parts()]
+
+    def replay():
+        for _ in map_forwards(Products.run, parts, device):
+            pass
+
+    return replay
 
 
 def _synced(fn, device):
@@ -196,6 +232,8 @@ def _print(report: dict, tolerance: float) -> None:
     print(f"  ... without oneDNN:           {report['ours_without_onednn_sentences_per_s']:8.1f} sentences/s")
     print(f"  ratio:                        {report['ratio']:8.2f}x  (target >= {TARGET_RATIO}; "
           f"{report['ratio_without_onednn']:.2f}x without oneDNN)")
+    print(f"  ... its products alone:       {report['products_sentences_per_s']:8.1f} sentences/s"
+          f"  ({report['products_ratio']:.2f}x: the ceiling with these float32 products)")
     print(f"  max abs diff:                 {report['max_abs_diff']:8.1e}  (target <= {tolerance:.0e})")
     for name, seconds in report["seconds"].items():  # a wide spread means a busy machine: run it again
         print(f"  {name} seconds per run: {min(seconds):.2f} to {max(seconds):.2f}")

@@ -161,6 +161,12 @@ def tokens_html(result: CompareTokensResult) -> str:
     return "".join(rows)
 
 
+TOKENS_COLUMNS = ["model", "tokenizer", "pieces", "continue a word", "with special tokens", "pieces (space separated)"]
+# Fixed widths: left to the content, the pieces' long text squeezed the count columns until
+# their headers broke letter by letter.
+TOKENS_COLUMN_WIDTHS = ["13%", "15%", "7%", "9%", "9%", "47%"]
+
+
 def tokens_frame(result: CompareTokensResult) -> pd.DataFrame:
     return pd.DataFrame(
         [
@@ -174,7 +180,7 @@ def tokens_frame(result: CompareTokensResult) -> pd.DataFrame:
             }
             for m in result.models
         ],
-        columns=["model", "tokenizer", "pieces", "continue a word", "with special tokens", "pieces (space separated)"],
+        columns=TOKENS_COLUMNS,
     )
 
 

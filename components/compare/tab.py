@@ -117,7 +117,8 @@ def build_compare_tab() -> LinkTarget:
                 agreement = gr.HTML(elem_id="compare-agreement")
                 tokens_view = gr.HTML(elem_id="compare-tokens")
                 tokens_table = gr.Dataframe(label="Pieces per model", elem_id="compare-tokens-table",
-                                            interactive=False, wrap=True)
+                                            interactive=False, wrap=True,
+                                            column_widths=views.TOKENS_COLUMN_WIDTHS)
             with gr.Tab(copy.SECTION_KNOWLEDGE, id="compare-knowledge-section") as knowledge_tab:
                 knowledge = build_compare_knowledge(models, knowledge_pair(models))
             with gr.Tab(copy.SECTION_ARCHITECTURES, id="compare-architectures"):

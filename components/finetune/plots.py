@@ -100,9 +100,13 @@ def probe_chart(result: ProbeLayersResult) -> go.Figure:
     return fig
 
 
+HITS_COLUMNS = ["rank", "score", "source", "sentence"]
+HITS_COLUMN_WIDTHS = ["7%", "9%", "14%", "70%"]  # left to the content, "rank" broke in two
+
+
 def hits_frame(result: SearchResult) -> pd.DataFrame:
     return pd.DataFrame([{"rank": h.rank, "score": round(h.score, 4), "source": h.source or "?",
-                          "sentence": h.text} for h in result.hits])
+                          "sentence": h.text} for h in result.hits], columns=HITS_COLUMNS)
 
 
 def report_markdown(report: RetrievalReport) -> str:

@@ -162,7 +162,7 @@ def build_finetune_tab() -> LinkTarget:
             k = gr.Slider(1, 50, value=10, step=1, label="k (hits)")
         search_button = gr.Button("Search", variant="primary")
         search_note = gr.Markdown(elem_id="search-note")
-        hits = gr.Dataframe(label="Hits", interactive=False, wrap=True)
+        hits = gr.Dataframe(label="Hits", interactive=False, wrap=True, column_widths=plots.HITS_COLUMN_WIDTHS)
         search_inputs = [query, search_model, search_pooling, index, k]
         search_button.click(run_search, search_inputs, [hits, search_note], api_name="search")
         gr.Markdown(copy.REPORT_HELP)

@@ -290,6 +290,12 @@ def _weight(linear: torch.nn.Linear) -> torch.Tensor:
     return cached[1]
 
 
+def prepacked_weights(model) -> list[torch.Tensor]:
+    """The prepacked copies of ``model``'s linear weights made so far (none before its first
+    call on the path, or where packing is off): the benchmarks tell weights from activations."""
+    return [cached[1] for module in model.modules() if (cached := _packed.get(module)) is not None]
+
+
 def _pack(weight: torch.Tensor) -> torch.Tensor:
     return torch.ops.mkldnn._reorder_linear_weight(weight.detach(), PACK_ROWS)
 

@@ -47,6 +47,17 @@ def test_tokens_html_escapes_pieces_and_marks_continuations():
     assert "2 pieces, 1 continue a word" in html
 
 
+def test_tokens_table_has_one_width_per_column_and_fills_the_row():
+    """The Compare tab's pieces table: its fixed widths match its columns and add up to 100 %."""
+    pieces = ModelPieces("splade-tiny", "WordPiece", ("[CLS]", "walk", "##ing", "[SEP]"), ("walk", "##ing"), 2, 1,
+                         (False, True))
+    frame = views.tokens_frame(CompareTokensResult("walking", (pieces,), ()))
+    assert list(frame.columns) == views.TOKENS_COLUMNS
+    assert frame.iloc[0].tolist() == ["splade-tiny", "WordPiece", 2, 1, 4, "walk ##ing"]
+    assert len(views.TOKENS_COLUMN_WIDTHS) == len(frame.columns)
+    assert sum(float(w.rstrip("%")) for w in views.TOKENS_COLUMN_WIDTHS) == 100
+
+
 def test_skipped_html_escapes_reasons():
     html = views.skipped_html((SkippedModel("bert-base", EVIL),))
     assert EVIL not in html and "&lt;img" in html and "bert-base" in html
