@@ -135,7 +135,7 @@ def wait_until_idle(pid: int, idle_s: float = 3.0, below: float = 0.25, timeout_
 # in the call, each product reads what the step before has just written). Its time, against
 # the reference's in the same run, is the best ratio the call could reach with these
 # products: everything else (attention, LayerNorm, tokenising, decoding, Python) at zero.
-PRODUCT_OPS = ("mkldnn::_linear_pointwise", "aten::addmm", "aten::mm")
+PRODUCT_OPS = ("mkldnn::_linear_pointwise", "aten::linear", "aten::addmm", "aten::mm")
 
 
 class Products:
