@@ -130,7 +130,7 @@ def wait_until_idle(pid: int, idle_s: float = 3.0, below: float = 0.25, timeout_
 # projection) are the part of its work that no reordering of the rest removes: in float32
 # they are the same arithmetic in ours and in the reference. ``record_products`` runs the
 # call once and notes each such product (the op, the weights it read, the shapes of its
-# activations); ``Products.replay`` runs those products alone, in the same order, on the
+# activations); ``Products.run`` replays those products alone, in the same order, on the
 # same weights, with activations of the same shapes (buffers filled once, reused by shape:
 # in the call, each product reads what the step before has just written). Its time, against
 # the reference's in the same run, is the best ratio the call could reach with these
