@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
     if not args.json:
         print(machine_line(device))
         print(why)
+        print(_blocks_path(loaded, device))
     reports = {}
     for mix in args.mix:
         if mix == "short":
@@ -189,6 +190,17 @@ def _compare(mix: str, sentences: list[str], loaded, reference, device, rounds: 
         "tolerance": tolerance,
         "seconds": times,
     }
+
+
+def _blocks_path(loaded, device) -> str:
+    """Which forward embed's batches take here, in words."""
+    from models.runtime.packed import can_pack, scripted
+
+    if device.type != "cpu" or not can_pack(loaded.model):
+        return f"embed's forward: transformers' padded forward ({device.type})"
+    how = ("one TorchScript call a batch (models/runtime/packed_graph.py)" if scripted(loaded.model)
+           else "module by module (TorchScript not used)")
+    return f"embed's forward: the packed BERT forward (real tokens only), its blocks {how}"
 
 
 def _products_side(ours, model, device):

@@ -28,7 +28,7 @@ from ..runtime.batching import MicroBatcher
 from ..runtime.loading import LoadedModel, check_token_count, load_model, require_head
 from ..runtime.cpu import cpu_vendor
 from ..runtime.onednn import onednn_linears
-from ..runtime.packed import can_pack, packed_last_states_at
+from ..runtime.packed import can_pack, packed_last_states_at, scripted
 from ..validation import check_int, check_text
 from .causal import require_causal, with_causal_mask
 from .results import FillMaskResult, MaskPrediction, Prediction
@@ -177,8 +177,12 @@ def packs(loaded: LoadedModel) -> bool:
 def forward_path(loaded: LoadedModel) -> str:
     """Which forward and which vocabulary-product layout fill-mask takes for ``loaded`` here,
     and why, in words (the benchmarks print it: both depend on the device and the CPU)."""
-    body = ("the packed BERT forward (real tokens only; models/runtime/packed.py)" if packs(loaded)
-            else f"transformers' forward ({type(loaded.model).__name__} on {loaded.device.type})")
+    if packs(loaded):
+        body = ("the packed BERT forward (real tokens only; models/runtime/packed.py), the blocks below the "
+                + ("last as one TorchScript call (models/runtime/packed_graph.py)"
+                   if scripted(loaded.model.base_model) else "last module by module (TorchScript not used)"))
+    else:
+        body = f"transformers' forward ({type(loaded.model).__name__} on {loaded.device.type})"
     vendor = cpu_vendor() or "vendor unknown"
     if loaded.device.type != "cpu":
         layout = "nn.Linear's (not a CPU)"

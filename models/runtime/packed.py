@@ -10,7 +10,10 @@ keys masked out, as transformers' mask does) and the result gathered back. The s
 and weights run (and the oneDNN paths of ``models.runtime.onednn`` when open); only the
 order of the work changes. Tested against transformers' ``hidden_states`` (within 1e-5).
 ``packed_last_states_at`` (fill-mask) runs the last layer at a few asked positions only: a
-block acts position by position except for attention's keys and values.
+block acts position by position except for attention's keys and values. Where the blocks are
+BERT's own (exact GELU, BERT's add-and-norm code), a batch's blocks run as one TorchScript
+call (``models.runtime.packed_graph``: the same ops, equal bit for bit, without Python
+between them); elsewhere module by module.
 
 Only for the layout it knows: transformers' ``BertModel`` (MiniLM, the mini zoo's BERT) in
 eval mode, absolute positions, no decoder, no feed-forward chunking, no hooks on any module
@@ -23,7 +26,10 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-import torch.nn.functional as F
+
+from . import onednn
+# (NARROW_SOFTMAX: read here by the tests, with MATH_ATTENTION_MAX_WIDTH below)
+from .packed_graph import NARROW_SOFTMAX, attention_core, graph_blocks, merge_heads, softmax_last, split_heads
 
 
 def can_pack(model) -> bool:
@@ -66,12 +72,10 @@ def packed_hidden_states(model, input_ids: torch.Tensor, mask: torch.Tensor,
     ``onednn_linears`` for the oneDNN path) on a model that ``can_pack``.
     """
     run = _Packed(model, input_ids, mask)
-    h = run.h
-    packed = [h]
-    for layer in model.encoder.layer:
-        h = _block(layer, h, run)
-        packed.append(h)
-    return [_unpack(packed[layer], run.index, run.batch, run.width) for layer in layers]
+    blocks = sorted({layer for layer in layers if layer > 0})
+    states = dict(zip(blocks, _run_blocks(model, run, max(blocks, default=0), blocks)))  # none past the last asked
+    states[0] = run.h
+    return [_unpack(states[layer], run.index, run.batch, run.width) for layer in layers]
 
 
 def packed_last_states_at(model, input_ids: torch.Tensor, mask: torch.Tensor,
@@ -86,10 +90,9 @@ def packed_last_states_at(model, input_ids: torch.Tensor, mask: torch.Tensor,
     everything in a block acts position by position except attention's keys and values.
     """
     run = _Packed(model, input_ids, mask)
-    h = run.h
-    *below, last = model.encoder.layer
-    for layer in below:
-        h = _block(layer, h, run)
+    below = len(model.encoder.layer) - 1
+    h = _run_blocks(model, run, below, [below])[0] if below else run.h
+    last = model.encoder.layer[-1]
     flat = rows * run.width + cols  # (P,) positions in the (B*T) layout
     at = flat if run.index is None else torch.searchsorted(run.index, flat)  # their rows of h
     attn = last.attention.self
@@ -132,17 +135,77 @@ class _Packed:
             b, t = self.index // self.width, self.index % self.width
             self.head_rows = ((b * heads)[:, None] + torch.arange(heads, device=h.device)).mul_(
                 self.width).add_(t[:, None]).reshape(-1)
-        self.bias = None  # the three-product attention's additive mask: once per batch, for every layer
-        if self.width <= MATH_ATTENTION_MAX_WIDTH:
-            self.bias = 0.0 if self.index is None else (  # no padding: nothing to mask
-                torch.zeros(self.key_mask.shape, dtype=h.dtype, device=h.device)
-                .masked_fill_(~self.key_mask, float("-inf"))
-                .expand(self.batch, heads, self.width, self.width)
-                .reshape(self.batch * heads, self.width, self.width))  # (B*H, T, T)
+        # short batches: the three-product attention, with its additive mask made once per
+        # batch for every layer (None without padding: nothing to mask); longer ones SDPA
+        self.math = self.width <= MATH_ATTENTION_MAX_WIDTH
+        self.bias = None
+        if self.math and self.index is not None:
+            self.bias = (torch.zeros(self.key_mask.shape, dtype=h.dtype, device=h.device)
+                         .masked_fill_(~self.key_mask, float("-inf"))
+                         .expand(self.batch, heads, self.width, self.width)
+                         .reshape(self.batch * heads, self.width, self.width))  # (B*H, T, T)
+        self.sdpa_mask = None if self.index is None else self.key_mask  # SDPA's: None without padding
+
+
+def _run_blocks(model, run: _Packed, count: int, keep: list[int]) -> list[torch.Tensor]:
+    """The first ``count`` blocks on the packed rows; the states after the blocks in ``keep``
+    (1-based, ascending). As one TorchScript call where the layout allows it
+    (``packed_graph``), else module by module."""
+    if count == 0:
+        return []
+    graph = graph_blocks()
+    weights = _graph_weights(model, count, run.h) if graph is not None else None
+    if weights is not None:
+        tensors, eps, on_onednn = weights
+        attn = model.encoder.layer[0].attention.self
+        return graph(run.h, tensors, eps, run.head_rows, run.bias, run.sdpa_mask, run.math, run.batch, run.width,
+                     attn.num_attention_heads, attn.attention_head_size, on_onednn, keep)
+    h, out = run.h, []
+    for number, layer in enumerate(model.encoder.layer[:count], start=1):
+        h = _block(layer, h, run)
+        if number in keep:
+            out.append(h)
+    return out
+
+
+def scripted(model) -> bool:
+    """Whether the packed path runs ``model``'s blocks as one TorchScript call (the benches
+    print it): TorchScript compiled the graph here and every block is BERT's own."""
+    return graph_blocks() is not None and all(_graph_layout(layer) for layer in model.encoder.layer)
+
+
+def _graph_layout(layer) -> bool:
+    """The block is what ``packed_graph.blocks`` computes: BERT's add-and-norms and
+    intermediate (their code, compared as for oneDNN's fused ops; exact GELU) and linear
+    layers with biases."""
+    attn, middle, inner, out = layer.attention.self, layer.attention.output, layer.intermediate, layer.output
+    return (onednn.is_bert_add_norm(middle) and onednn.is_bert_gelu(inner) and onednn.is_bert_add_norm(out)
+            and all(type(linear) is torch.nn.Linear and linear.bias is not None
+                    for linear in (attn.query, attn.key, attn.value, middle.dense, inner.dense, out.dense)))
+
+
+def _graph_weights(model, count: int, h: torch.Tensor):
+    """(tensors, eps, oneDNN?) for ``packed_graph.blocks`` over the first ``count`` blocks, or
+    None where a block is not the graph's (``_graph_layout``). Inside an open
+    ``onednn_linears`` block (float32) the oneDNN ops on their prepacked weights, as the
+    eager path's modules would run them; else ``F.linear``."""
+    on_onednn = onednn.block_open() and h.dtype == torch.float32 and h.device.type == "cpu"
+    tensors, eps = [], []
+    for layer in model.encoder.layer[:count]:
+        if not _graph_layout(layer):
+            return None
+        attn, middle, inner, out = layer.attention.self, layer.attention.output, layer.intermediate, layer.output
+        for norm_after, linear in ((None, attn.query), (None, attn.key), (None, attn.value),
+                                   (middle.LayerNorm, middle.dense), (None, inner.dense), (out.LayerNorm, out.dense)):
+            tensors += [onednn.op_weight(linear) if on_onednn else linear.weight, linear.bias]
+            if norm_after is not None:
+                tensors += [norm_after.weight, norm_after.bias]
+                eps.append(float(norm_after.eps))
+    return tensors, eps, on_onednn
 
 
 def _block(layer, h: torch.Tensor, run: _Packed) -> torch.Tensor:
-    """One transformer block on the packed rows (N, d) -> (N, d)."""
+    """One transformer block on the packed rows (N, d) -> (N, d), module by module."""
     context = _attention(layer.attention.self, h, run)
     h = layer.attention.output(context, h)  # dense, + h, LayerNorm
     return layer.output(layer.intermediate(h), h)  # dense + GELU, dense, + h, LayerNorm
@@ -153,24 +216,10 @@ def _attention(attn, h: torch.Tensor, run: _Packed) -> torch.Tensor:
     layout. With padding, each row's heads go straight to their places in that layout and
     come back the same way (one index copy each: ``_Packed.head_rows``)."""
     heads, size = attn.num_attention_heads, attn.attention_head_size
-    batch, width, rows = run.batch, run.width, run.head_rows
-
-    def split(x: torch.Tensor) -> torch.Tensor:  # (N, H*h) -> (B, H, T, h), zeros at padding
-        if rows is None:  # every token real: a view, then the transpose
-            return x.view(batch, width, heads, size).transpose(1, 2)
-        full = x.new_zeros(batch * heads * width, size)
-        full.index_copy_(0, rows, x.reshape(-1, size))
-        return full.view(batch, heads, width, size)
-
-    q, k, v = split(attn.query(h)), split(attn.key(h)), split(attn.value(h))
-    if run.bias is not None:
-        context = _math_attention(q, k, v, run.bias, size ** -0.5)
-    else:
-        context = F.scaled_dot_product_attention(q, k, v, attn_mask=None if rows is None else run.key_mask,
-                                                 scale=size ** -0.5)  # (B, H, T, h)
-    if rows is None:
-        return context.transpose(1, 2).reshape(batch * width, heads * size)  # (N, H*h)
-    return context.reshape(-1, size).index_select(0, rows).view(-1, heads * size)  # (N, H*h)
+    shape = (run.head_rows, run.batch, run.width, heads, size)
+    q, k, v = (split_heads(x, *shape) for x in (attn.query(h), attn.key(h), attn.value(h)))
+    context = attention_core(q, k, v, run.bias, run.sdpa_mask, run.math, size ** -0.5)  # (B, H, T, h)
+    return merge_heads(context, *shape)  # (N, H*h)
 
 
 # Short sequences: softmax(Q K^T s + mask) V as three batched products is faster on the CPU
@@ -179,35 +228,6 @@ def _attention(attn, h: torch.Tensor, run: _Packed) -> torch.Tensor:
 # 30, 0.82 against 1.24 for 10 x 60; 7.8 against 8.3 for 30 x 100). Its (B, H, T, T) scores
 # stay small up to this width; longer batches take SDPA.
 MATH_ATTENTION_MAX_WIDTH = 128
-
-
-def _math_attention(q, k, v, bias: torch.Tensor | float, scale: float) -> torch.Tensor:
-    """softmax(Q K^T scale + bias) V; bias (B*H, T, T): 0 for real keys, -inf for padding
-    (a float 0.0 where nothing is padded)."""
-    batch, heads, width, size = q.shape
-    q, kt = q.reshape(batch * heads, width, size), k.reshape(batch * heads, width, size).transpose(1, 2)
-    if isinstance(bias, float):
-        scores = torch.bmm(q, kt).mul_(scale)  # (B*H, T, T)
-    else:
-        scores = torch.baddbmm(bias, q, kt, alpha=scale)  # (B*H, T, T)
-    return torch.bmm(softmax_last(scores), v.reshape(batch * heads, width, size)).view(batch, heads, width, size)
-
-
-# torch's CPU softmax over a last dimension shorter than 16 takes a scalar loop: on the
-# 2-core Xeon (2026-12-03, one thread, 5,000 rows, one run) 140-246 ns a row at widths
-# 8-15 against 16-33 ns at 16-26; the same steps written out (max, subtract, exp, sum,
-# divide) took 22-36 ns at 8-15. Fill-mask's texts (~10-18 tokens) and embed's shortest
-# batches have such widths in every layer's attention. At 16 and above torch's own kernel.
-NARROW_SOFTMAX = 16
-
-
-def softmax_last(scores: torch.Tensor) -> torch.Tensor:
-    """Softmax over the last dimension, in place on ``scores`` where it is narrow (its
-    rows each hold a finite entry: every query sees at least its own token)."""
-    if scores.shape[-1] >= NARROW_SOFTMAX:
-        return scores.softmax(-1)
-    scores.sub_(scores.amax(-1, keepdim=True)).exp_()
-    return scores.div_(scores.sum(-1, keepdim=True))
 
 
 def _unpack(x: torch.Tensor, index: torch.Tensor | None, batch: int, width: int) -> torch.Tensor:

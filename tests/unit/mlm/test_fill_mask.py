@@ -433,6 +433,10 @@ def test_forward_path_says_which_forward_and_layout(mlm_loaded, monkeypatch):
         said = fm.forward_path(mlm_loaded)
         if mlm_loaded.device.type == "cpu":
             assert "packed BERT forward" in said and layout in said and vendor in said
+            assert "one TorchScript call" in said  # minilm-mlm's blocks are BERT's own
+            with monkeypatch.context() as off:
+                off.setattr(fm, "scripted", lambda model: False)
+                assert "module by module" in fm.forward_path(mlm_loaded)
         else:
             assert "transformers' forward" in said and "not a CPU" in said
 

@@ -6,10 +6,13 @@ from __future__ import annotations
 import pytest
 import torch
 
+from torch.utils._python_dispatch import TorchDispatchMode
+
 from helpers import parity_atol
-from models import embed, load_model, use_onednn
-from models.runtime import packed
+from models import embed, load_model, onednn_enabled, use_onednn
+from models.runtime import packed, packed_graph
 from models.runtime.onednn import onednn_linears
+from models.runtime.packed_graph import use_graph
 
 ATOL = parity_atol()
 SENTENCES = [
@@ -112,14 +115,27 @@ def test_models_it_does_not_know_keep_transformers_path(minilm):
     assert type(roberta).__name__ != "BertModel" and not packed.can_pack(roberta)
 
 
+class _Ops(TorchDispatchMode):
+    """The ops torch dispatches on this thread, from Python or from a TorchScript graph."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.seen.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("graph", [True, False])
 @pytest.mark.parametrize("onednn", [True, False])
-def test_batches_without_padding_match_transformers(minilm, onednn, monkeypatch):
+def test_batches_without_padding_match_transformers(minilm, onednn, graph):
     """One text, or different texts of one length (fill-mask's usual call): no row is packed
-    or unpacked (no index copy), and every layer is transformers'."""
+    or unpacked (no index copy), and every layer is transformers'; scripted blocks and module
+    by module."""
     model = minilm.model
-    copies = []
-    monkeypatch.setattr(torch.Tensor, "index_copy_", lambda *a: copies.append(a))  # the unpacking copy
-    previous = use_onednn(onednn)
+    ops = _Ops()
+    previous, previous_graph = use_onednn(onednn), use_graph(graph)
     try:
         same_length = ["A slow red cat walks under the busy old bridge.",
                        "Every child reads a short story before going to bed."]  # 13 tokens each
@@ -129,13 +145,102 @@ def test_batches_without_padding_match_transformers(minilm, onednn, monkeypatch)
             layers = list(range(model.config.num_hidden_layers + 1))
             with torch.inference_mode():
                 theirs = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
-                with onednn_linears(model):
+                with onednn_linears(model), ops:
                     ours = packed.packed_hidden_states(model, ids, mask, layers)
             for layer in layers:
                 torch.testing.assert_close(ours[layer].float(), theirs[layer].float(), atol=ATOL, rtol=0)
     finally:
         use_onednn(previous)
-    assert not copies
+        use_graph(previous_graph)
+    assert ops.seen and not any(op.startswith("aten.index_copy") for op in ops.seen)
+    products = [op for op in ops.seen if op.startswith("mkldnn._linear_pointwise")]
+    assert bool(products) == (onednn and onednn_enabled())
+
+
+def _both_ways(model, call):
+    """``call()`` with the scripted blocks and module by module (each under inference_mode
+    and oneDNN's block): (scripted, eager). The scripted run fails if any block runs eagerly;
+    it runs three times (TorchScript's executor optimises the graph after its first run),
+    the last result returned."""
+    out = []
+    for graph in (True, False):
+        previous = use_graph(graph)
+        try:
+            with torch.inference_mode(), onednn_linears(model):
+                if graph:
+                    with pytest.MonkeyPatch.context() as patch:
+                        patch.setattr(packed, "_block", _no_eager_block)
+                        for _ in range(3):
+                            result = call()
+                        out.append(result)
+                else:
+                    out.append(call())
+        finally:
+            use_graph(previous)
+    return out
+
+
+def _no_eager_block(*args):
+    raise AssertionError("a block ran module by module")
+
+
+@pytest.mark.parametrize("onednn, sentences", [(True, SENTENCES), (False, SENTENCES), (True, SENTENCES + [LONG]),
+                                               (True, NARROW), (True, SENTENCES[1:2])])
+def test_scripted_blocks_equal_the_modules_bit_for_bit(minilm, onednn, sentences):
+    """packed_graph's TorchScript blocks run the modules' ops in their order on their
+    weights: every layer's states and fill-mask's last-layer positions are equal, not just
+    close, to the module-by-module path (padded, unpadded, narrow and SDPA-wide batches,
+    oneDNN's ops and F.linear)."""
+    assert packed_graph.graph_blocks() is not None  # TorchScript compiles the blocks here
+    model = minilm.model
+    ids, mask = _padded(minilm, sentences)
+    layers = list(range(model.config.num_hidden_layers + 1))
+    lengths = mask.sum(1)
+    rows = torch.arange(len(sentences), device=ids.device)
+    cols = lengths - 1
+    previous = use_onednn(onednn)
+    try:
+        graph, eager = _both_ways(model, lambda: packed.packed_hidden_states(model, ids, mask, layers))
+        graph_at, eager_at = _both_ways(model, lambda: packed.packed_last_states_at(model, ids, mask, rows, cols))
+    finally:
+        use_onednn(previous)
+    for layer in layers:
+        assert torch.equal(graph[layer], eager[layer]), layer
+    assert torch.equal(graph_at, eager_at)
+
+
+@pytest.mark.parametrize("act, scripted", [("gelu", True), ("gelu_new", False), ("relu", False)])
+def test_blocks_of_another_activation_run_module_by_module(act, scripted):
+    """A BertModel whose feed-forward is not BERT's exact GELU is not the graph's: its blocks
+    run module by module; both ways every layer matches transformers' own forward."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, hidden_act=act, max_position_embeddings=40)
+    model = BertModel(config, add_pooling_layer=False).eval()
+    ids = torch.randint(5, 60, (3, 9))
+    mask = torch.ones_like(ids)
+    mask[1, 6:] = 0
+    mask[2, 3:] = 0
+    ran = []
+    real_block = packed._block
+
+    def counted(*args):
+        ran.append(1)
+        return real_block(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(packed, "_block", counted)
+        with torch.inference_mode():
+            theirs = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+            with onednn_linears(model):
+                ours = packed.packed_hidden_states(model, ids, mask, [0, 1, 2])
+    assert packed.can_pack(model)
+    assert bool(ran) != scripted
+    keep = mask.bool()
+    for layer in (0, 1, 2):
+        torch.testing.assert_close(ours[layer][keep], theirs[layer][keep], atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("onednn, sentences", [(True, SENTENCES), (False, SENTENCES), (True, SENTENCES + [LONG]),
@@ -180,3 +285,20 @@ def test_softmax_last_is_torchs_softmax(width):
     torch.testing.assert_close(got.double(), want, atol=1e-6, rtol=0)
     if width > 1:
         assert not got[..., -(width // 2):].any()  # the masked keys take no weight
+
+
+def test_the_benches_say_whether_the_blocks_are_scripted(minilm):
+    """bench.embeddings prints the path its batches took: one TorchScript call a batch while
+    the graph is on, module by module when it is off."""
+    from bench.embeddings import _blocks_path
+
+    assert packed.scripted(minilm.model)
+    if minilm.device.type == "cpu":
+        assert "one TorchScript call a batch" in _blocks_path(minilm, minilm.device)
+    previous = use_graph(False)
+    try:
+        assert not packed.scripted(minilm.model)
+        if minilm.device.type == "cpu":
+            assert "module by module" in _blocks_path(minilm, minilm.device)
+    finally:
+        use_graph(previous)
