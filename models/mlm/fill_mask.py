@@ -160,7 +160,8 @@ def _pad_right(loaded: LoadedModel, encoded: list[_Encoded], name: str) -> torch
 # the masked positions alone (``packed_last_states_at``: keys and values for every token,
 # the rest at the masks; on the 2-core Xeon, one in-process alternation of 400 calls on an
 # 18-token text, 8.79 -> 8.60 ms a call), and the MLM head then transforms and projects
-# those rows only.
+# those rows only. Where the blocks are BERT's own, all of them run in TorchScript
+# (``models.runtime.packed_graph``: no Python between the ops; its docstring has the figures).
 
 def packs(loaded: LoadedModel) -> bool:
     """Whether fill-mask runs ``loaded`` through the packed forward: transformers'

@@ -231,8 +231,15 @@ def _bert_forwards() -> tuple[tuple, tuple]:
 
 
 def _is_bert_forward(module, which: int) -> bool:
+    return _class_is_bert(type(module), which)
+
+
+@functools.cache
+def _class_is_bert(cls, which: int) -> bool:
+    """Whether the class's forward is BERT's (once per class: the packed path asks on every
+    call, and a class's code does not change while it serves)."""
     reference = _bert_forwards()[which]
-    forward = getattr(type(module), "forward", None)
+    forward = getattr(cls, "forward", None)
     return bool(reference) and hasattr(forward, "__code__") and _code(forward) == reference
 
 

@@ -1,24 +1,29 @@
-"""The packed BERT blocks (``models.runtime.packed``) as one TorchScript graph.
+"""The packed BERT blocks (``models.runtime.packed``) as TorchScript graphs.
 
 ``embed`` runs two batches at once on the CPU, one per worker thread. Eager, each block is
-~25 Python calls (modules, views, copies) between the products, and both workers take
-Python's lock for every one: on the 2-core Xeon the two workers together were busy ~8 %
-longer than the same batches one after another, and the products alone (``bench``'s
-replay) ran at full speed side by side. Scripted, a batch's blocks run as one call into
-TorchScript's interpreter, which holds no Python lock while it runs. The same ops in the
-same order on the same weights: the states are equal bit for bit to the eager path's
-(tested), which stays the path wherever this one does not apply (``packed.py``).
+~25 Python calls (modules, views, copies) between the products, and a worker needs Python's
+lock for each: on the 2-core Xeon (2026-12-03, the bench's short mix, one run) the two
+workers were busy 0.98 s in all against 0.91 s for the same batches one after another on
+one thread, while the products alone (the bench's replay) ran at full speed side by side.
+Scripted, a batch's blocks are one call into TorchScript's interpreter, which runs the ops
+without Python in between and without holding Python's lock (a thread spinning in Python
+meanwhile ran at about twice the rate it gets beside a Python-bound thread): the workers
+were then busy 0.86 s in all. ``last_at`` does the same for fill-mask's last block at the
+masked positions (``packed.packed_last_states_at``). The same ops in the same order on the
+same weights: the states equal the module-by-module path's bit for bit (tested), which
+stays the path wherever these do not apply (``packed.py``).
 
-Measured (2026-12-03, the 2-core Xeon, one process alternating the two paths 10 rounds,
-nothing else running; one run each, not figures to publish): the bench's short mix 0.445 s
-a call against 0.486, the long mix 1.210 against 1.272 (5-8 % less time). The bench's own
-three runs are in BENCHMARKS.md, row 2.
+Measured (2026-12-03, the 2-core Xeon, one process alternating the two paths, nothing else
+running; one run each, not figures to publish): the embed bench's short mix 0.460 s a call
+against 0.492, the long mix 1.195 against 1.244; fill-mask on minilm-mlm (one mask) 5.06
+against 5.85 ms, and with ``last_at`` as well 4.77 against 4.91 ms (eager last block). The
+benches' own three runs are in BENCHMARKS.md, rows 1-2.
 
-These functions are TorchScript's subset of Python (typed, no closures), and they also run
-as plain Python: the eager path calls the attention helpers directly. ``torch.jit.script``
-is deprecated in torch 2.13 in favour of ``torch.compile``, which was slower here (session
-31: 0.64 against 0.59 s, its wrapper is Python too); should scripting fail or go away, the
-eager path runs (``graph_blocks`` returns None).
+These functions are TorchScript's subset of Python (typed, no closures, no module globals),
+and they also run as plain Python: the eager path calls the attention helpers directly.
+``torch.jit.script`` is deprecated in torch 2.13 in favour of ``torch.compile``, which was
+slower here (session 31: 0.64 against 0.59 s a call, and its wrapper is Python too); should
+scripting fail or go away, the eager path runs (``graph_blocks`` returns None).
 """
 
 import threading
@@ -138,9 +143,46 @@ def blocks(h: torch.Tensor, weights: List[torch.Tensor], eps: List[float], rows:
     return out
 
 
+def unpack(x: torch.Tensor, index: Optional[torch.Tensor], batch: int, width: int) -> torch.Tensor:
+    """(N, d) packed rows -> (B, T, d) with zeros at padding (``index``: the rows' places)."""
+    if index is None:  # every token real: the rows are the layout already
+        return x.view(batch, width, x.shape[-1])
+    full = x.new_zeros([batch * width, x.shape[-1]])
+    full.index_copy_(0, index, x)
+    return full.view(batch, width, x.shape[-1])
+
+
+def _keys_of(x: torch.Tensor, index: Optional[torch.Tensor], rows: torch.Tensor, batch: int, width: int,
+             heads: int, size: int) -> torch.Tensor:
+    """(N, H*h) -> (P, H, T, h): each asked position's own text."""
+    return unpack(x, index, batch, width).index_select(0, rows).view(rows.size(0), width, heads, size).transpose(1, 2)
+
+
+def last_at(h: torch.Tensor, at: torch.Tensor, rows: torch.Tensor, index: Optional[torch.Tensor],
+            keep: torch.Tensor, batch: int, width: int, heads: int, size: int, w: List[torch.Tensor],
+            eps: List[float], onednn: bool) -> torch.Tensor:
+    """The last block at a few positions only (``packed.packed_last_states_at``): keys and
+    values for every real token of h (N, d), the rest at the rows ``at`` of h, which sit in
+    the texts ``rows``; ``keep`` (B, T) the real tokens. w, eps: the block's 16 tensors and
+    2 epsilons, as ``blocks``. Returns (P, d)."""
+    count = rows.size(0)
+    mine = h.index_select(0, at)  # (P, d)
+    q = _linear(mine, w[0], w[1], onednn).view(count, heads, 1, size)  # (P, H, 1, h)
+    keys = _keys_of(_linear(h, w[2], w[3], onednn), index, rows, batch, width, heads, size)
+    scores = torch.matmul(q, keys.transpose(2, 3)) * (float(size) ** -0.5)  # (P, H, 1, T)
+    if index is not None:  # padding keys take no weight
+        scores.masked_fill_(~keep.index_select(0, rows)[:, None, None, :], float("-inf"))
+    values = _keys_of(_linear(h, w[4], w[5], onednn), index, rows, batch, width, heads, size)
+    context = torch.matmul(softmax_last(scores), values).reshape(count, heads * size)  # (P, d)
+    d = heads * size
+    mine = torch.layer_norm(_linear_add(context, mine, w[6], w[7], onednn), [d], w[8], w[9], eps[0])
+    inner = _linear_gelu(mine, w[10], w[11], onednn)
+    return torch.layer_norm(_linear_add(inner, mine, w[12], w[13], onednn), [d], w[14], w[15], eps[1])
+
+
 _lock = threading.Lock()
 _wanted = True
-_compiled = None  # the scripted ``blocks``, False once scripting failed
+_compiled = None  # the scripted (``blocks``, ``last_at``), False once scripting failed
 
 
 def use_graph(enabled: bool) -> bool:
@@ -155,6 +197,17 @@ def use_graph(enabled: bool) -> bool:
 def graph_blocks():
     """``blocks`` compiled by TorchScript (once, on first use), or None: turned off, or
     scripting unavailable here (then the eager path runs)."""
+    graphs = _graphs()
+    return graphs[0] if graphs else None
+
+
+def graph_last_at():
+    """``last_at`` compiled by TorchScript, or None (as ``graph_blocks``)."""
+    graphs = _graphs()
+    return graphs[1] if graphs else None
+
+
+def _graphs():
     global _compiled
     if not _wanted:
         return None
@@ -164,7 +217,7 @@ def graph_blocks():
                 try:
                     with warnings.catch_warnings():  # torch 2.13 marks torch.jit.script deprecated
                         warnings.simplefilter("ignore", DeprecationWarning)
-                        _compiled = torch.jit.script(blocks)
+                        _compiled = (torch.jit.script(blocks), torch.jit.script(last_at))
                 except Exception:  # a torch without TorchScript, or one that rejects this code
                     _compiled = False
     return _compiled or None

@@ -198,27 +198,27 @@ def test_scripted_blocks_equal_the_modules_bit_for_bit(minilm, onednn, sentences
     lengths = mask.sum(1)
     rows = torch.arange(len(sentences), device=ids.device)
     cols = lengths - 1
+    ran = []  # the positions' last block runs in TorchScript too, not module by module
+    real = packed.graph_last_at
     previous = use_onednn(onednn)
     try:
         graph, eager = _both_ways(model, lambda: packed.packed_hidden_states(model, ids, mask, layers))
-        graph_at, eager_at = _both_ways(model, lambda: packed.packed_last_states_at(model, ids, mask, rows, cols))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(packed, "graph_last_at", lambda: (lambda *a: ran.append(1) or real()(*a)))
+            graph_at, eager_at = _both_ways(model, lambda: packed.packed_last_states_at(model, ids, mask, rows, cols))
     finally:
         use_onednn(previous)
     for layer in layers:
         assert torch.equal(graph[layer], eager[layer]), layer
     assert torch.equal(graph_at, eager_at)
+    assert ran == [1, 1, 1]  # the three scripted runs
 
 
 @pytest.mark.parametrize("act, scripted", [("gelu", True), ("gelu_new", False), ("relu", False)])
 def test_blocks_of_another_activation_run_module_by_module(act, scripted):
     """A BertModel whose feed-forward is not BERT's exact GELU is not the graph's: its blocks
     run module by module; both ways every layer matches transformers' own forward."""
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=64, hidden_act=act, max_position_embeddings=40)
-    model = BertModel(config, add_pooling_layer=False).eval()
+    model = _small_bert(act)
     ids = torch.randint(5, 60, (3, 9))
     mask = torch.ones_like(ids)
     mask[1, 6:] = 0
@@ -302,3 +302,41 @@ def test_the_benches_say_whether_the_blocks_are_scripted(minilm):
             assert "module by module" in _blocks_path(minilm, minilm.device)
     finally:
         use_graph(previous)
+
+
+def _small_bert(act="gelu"):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, hidden_act=act, max_position_embeddings=40)
+    return BertModel(config, add_pooling_layer=False).eval()
+
+
+def test_the_graphs_weights_follow_the_model_when_it_changes():
+    """The graph's weights are kept per model between calls: an in-place weight update (as
+    an optimiser step) and a swapped activation module are both seen on the next call, which
+    still matches transformers' forward (the swap sends the blocks module by module)."""
+    model = _small_bert()
+    ids = torch.randint(5, 60, (2, 7))
+    mask = torch.ones_like(ids)
+    mask[1, 4:] = 0
+    keep = mask.bool()
+
+    def both():
+        with torch.inference_mode():
+            theirs = model(input_ids=ids, attention_mask=mask).last_hidden_state
+            with onednn_linears(model):
+                ours = packed.packed_hidden_states(model, ids, mask, [2])[0]
+        return ours, theirs
+
+    first, _ = both()
+    with torch.no_grad():
+        model.encoder.layer[1].intermediate.dense.weight.mul_(3.0)  # in place: a new version
+    ours, theirs = both()
+    assert not torch.equal(ours, first)
+    torch.testing.assert_close(ours[keep], theirs[keep], atol=1e-5, rtol=0)
+    model.encoder.layer[0].intermediate.intermediate_act_fn = torch.nn.ReLU()
+    assert not packed.scripted(model)
+    ours, theirs = both()
+    torch.testing.assert_close(ours[keep], theirs[keep], atol=1e-5, rtol=0)
