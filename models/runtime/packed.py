@@ -213,17 +213,19 @@ def _graph_weights(model, count: int, h: torch.Tensor):
 
     Kept per model and reused while the blocks' modules are the same objects and their
     weights the same tensors at the same versions (an optimiser step or load_state_dict
-    changes a version): fill-mask asks on every call, and gathering them took ~0.2 ms."""
+    changes a version), one entry with oneDNN's weights and one without: fill-mask asks on
+    every call, and gathering them took ~0.2 ms."""
     on_onednn = onednn.block_open() and h.dtype == torch.float32 and h.device.type == "cpu"
     layers = tuple(model.encoder.layer[:count])
     modules = tuple(m for layer in layers for m in _modules(layer))  # the blocks' every module
-    cached = _GRAPH_WEIGHTS.get(model)
-    if cached is not None and cached[0] == (modules, on_onednn) and cached[1] == _versions(cached[2]):
+    kept = _GRAPH_WEIGHTS.setdefault(model, {})  # {oneDNN?: (modules, versions, params, result)}
+    cached = kept.get(on_onednn)
+    if cached is not None and cached[0] == modules and cached[1] == _versions(cached[2]):
         return cached[3]
     params, tensors, eps = [], [], []
     for layer in layers:
         if not _graph_layout(layer):
-            _GRAPH_WEIGHTS[model] = ((modules, on_onednn), (), (), None)
+            kept[on_onednn] = (modules, (), (), None)
             return None
         attn, middle, inner, out = layer.attention.self, layer.attention.output, layer.intermediate, layer.output
         for norm_after, linear in ((None, attn.query), (None, attn.key), (None, attn.value),
@@ -235,7 +237,7 @@ def _graph_weights(model, count: int, h: torch.Tensor):
                 params += [norm_after.weight, norm_after.bias]
                 eps.append(float(norm_after.eps))
     result = (tensors, eps, on_onednn)
-    _GRAPH_WEIGHTS[model] = ((modules, on_onednn), _versions(params), params, result)
+    kept[on_onednn] = (modules, _versions(params), params, result)
     return result
 
 
