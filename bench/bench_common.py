@@ -82,6 +82,18 @@ def without_onednn(call):
         use_onednn(previous)
 
 
+def without_torchscript(call):
+    """``call()`` with the packed path's blocks module by module (``use_torchscript(False)``:
+    models/runtime/packed_graph.py), then back as it was."""
+    from models import use_torchscript
+
+    previous = use_torchscript(False)
+    try:
+        return call()
+    finally:
+        use_torchscript(previous)
+
+
 def sync(device) -> None:
     """Wait for the device's queued work (GPU timings need it)."""
     import torch

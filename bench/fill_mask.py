@@ -3,10 +3,13 @@
     .venv/bin/python -m bench.fill_mask [--model minilm-mlm] [--runs 200] [--device auto]
 
 Both use the same loaded model object and tokenizer, on the core's device and dtype (auto:
-CUDA, then MPS, then CPU; float16 on a GPU). Runs alternate (ours, ours without oneDNN,
-pipeline, ours, ...) so that drift in machine load hits all alike; the figures are medians.
+CUDA, then MPS, then CPU; float16 on a GPU). Runs alternate (ours, ours without oneDNN, ours
+without TorchScript, pipeline, products, ours, ...) so that drift in machine load hits all
+alike; the figures are medians.
 "Ours without oneDNN" is the same call with ``use_onednn(False)`` (the body's linear layers
-on MKL, as the pipeline runs them): its share of the difference. A fourth side, "products",
+on MKL, as the pipeline runs them): its share of the difference; "ours without TorchScript"
+with ``use_torchscript(False)`` (the packed blocks module by module, not as one TorchScript
+call: models/runtime/packed_graph.py): that one's share. A last side, "products",
 replays our call's weight products alone (``bench_common.record_products``: the same ops on
 the same weights and shapes, nothing else): its ratio to the pipeline is the floor of ours
 with these float32 products (the FLOOR line). Target: ours <= 0.5 x pipeline time. Measures ``--repeat`` times (default 3) and reports the median and range of
@@ -24,7 +27,7 @@ import statistics
 import time
 
 from bench.bench_common import (machine_line, onednn_choice, record_products, spread, spread_text, sync,
-                                without_onednn)
+                                without_onednn, without_torchscript)
 
 TARGET = 0.5  # issue 27 (was 0.7)
 INPUTS = {
@@ -54,6 +57,7 @@ def measure(key: str, runs: int, loaded, pipe) -> list[dict]:
         sides = {
             "ours": lambda: fill_mask(key, text, top_k=5),
             "no oneDNN": lambda: without_onednn(lambda: fill_mask(key, text, top_k=5)),
+            "no TorchScript": lambda: without_torchscript(lambda: fill_mask(key, text, top_k=5)),
             "pipeline": lambda: pipe(pipe_text, top_k=5),
         }
         for _ in range(10):  # warm-up
@@ -72,8 +76,9 @@ def measure(key: str, runs: int, loaded, pipe) -> list[dict]:
                 run()
                 sync(loaded.device)
                 times[side].append(time.perf_counter() - start)
-        ours_ms, plain_ms, pipe_ms, products_ms = (statistics.median(times[side]) * 1e3 for side in sides)
+        ours_ms, plain_ms, eager_ms, pipe_ms, products_ms = (statistics.median(times[side]) * 1e3 for side in sides)
         results.append({"input": name, "ours_ms": ours_ms, "no_onednn_ms": plain_ms, "pipeline_ms": pipe_ms,
+                        "no_torchscript_ms": eager_ms, "ratio_no_torchscript": eager_ms / pipe_ms,
                         "ratio": ours_ms / pipe_ms, "ratio_no_onednn": plain_ms / pipe_ms,
                         "products_ms": products_ms, "products_ratio": products_ms / pipe_ms,
                         "products": len(products)})
@@ -96,26 +101,29 @@ def run(key: str | None = None, runs: int = 200, repeat: int = 3, device: str = 
     say(machine_line(loaded.device))
     path = forward_path(loaded)
     say(f"model: {key} ({loaded.dtype}), runs per side: {runs}, top_k 5, {repeat} measurements\n{why}\n{path}\n")
-    say(f"{'input':<12} {'ours ms':>9} {'no oneDNN':>10} {'pipeline ms':>12} {'ratio':>7} {'no oneDNN':>10}"
-        f" {'products ms':>12} {'ratio':>7}  target <= {TARGET:.2f}")
+    say(f"{'input':<12} {'ours ms':>9} {'no oneDNN':>10} {'no TorchScript':>15} {'pipeline ms':>12} {'ratio':>7}"
+        f" {'no oneDNN':>10} {'no TorchScript':>15} {'products ms':>12} {'ratio':>7}  target <= {TARGET:.2f}")
     measurements = []
     for _ in range(repeat):
         measurements.append(measure(key, runs, loaded, pipe))
         for row in measurements[-1]:
-            say(f"{row['input']:<12} {row['ours_ms']:>9.2f} {row['no_onednn_ms']:>10.2f} {row['pipeline_ms']:>12.2f} "
-                f"{row['ratio']:>7.2f} {row['ratio_no_onednn']:>10.2f} {row['products_ms']:>12.2f} "
+            say(f"{row['input']:<12} {row['ours_ms']:>9.2f} {row['no_onednn_ms']:>10.2f} "
+                f"{row['no_torchscript_ms']:>15.2f} {row['pipeline_ms']:>12.2f} {row['ratio']:>7.2f} "
+                f"{row['ratio_no_onednn']:>10.2f} {row['ratio_no_torchscript']:>15.2f} {row['products_ms']:>12.2f} "
                 f"{row['products_ratio']:>7.2f}")
     report = {"model": key, "device": loaded.device.type, "dtype": str(loaded.dtype).removeprefix("torch."),
               "runs_per_side": runs, "onednn": onednn_on, "onednn_why": why, "path": path, "inputs": {}}
     for i, name in enumerate(INPUTS):
         rows = [m[i] for m in measurements]
         report["inputs"][name] = {field: spread([r[field] for r in rows])
-                                  for field in ("ours_ms", "no_onednn_ms", "pipeline_ms", "ratio", "ratio_no_onednn",
-                                                "products_ms", "products_ratio")}
+                                  for field in ("ours_ms", "no_onednn_ms", "no_torchscript_ms", "pipeline_ms", "ratio",
+                                                "ratio_no_onednn", "ratio_no_torchscript", "products_ms",
+                                                "products_ratio")}
         ratio = report["inputs"][name]["ratio"]
         say(f"SUMMARY fill-mask {name} time vs pipeline: {spread_text([r['ratio'] for r in rows])}x "
             f"({loaded.device.type} {report['dtype']}, ours {report['inputs'][name]['ours_ms']['median']:.2f} ms) "
-            f"(target <= {TARGET}x): {'pass' if ratio['max'] <= TARGET else 'FAIL'}")
+            f"(target <= {TARGET}x): {'pass' if ratio['max'] <= TARGET else 'FAIL'}; module by module (no "
+            f"TorchScript) {spread_text([r['ratio_no_torchscript'] for r in rows])}x")
         say(f"FLOOR fill-mask {name}: our call's {rows[-1]['products']} weight products alone (same weights and "
             f"shapes, replayed in the alternation) {spread_text([r['products_ratio'] for r in rows])}x the pipeline's "
             f"time: the best ratio with these products, everything else at zero")

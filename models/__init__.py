@@ -94,6 +94,7 @@ from .pretraining.evaluation import FillMaskEval, evaluate_fill_mask, heldout_se
 from .pretraining.masking import MaskingPolicy, apply_masking
 from .runtime.loading import get_device, is_loaded, load_model, load_tokenizer, set_device
 from .runtime.onednn import onednn_enabled, use_onednn
+from .runtime.packed_graph import use_torchscript
 from .runtime.run_store import kept_run
 from .pretraining.masking_lab import (
     MAX_EPOCHS,
@@ -273,6 +274,7 @@ __all__ = [
     "set_device",
     "use_onednn",
     "onednn_enabled",
+    "use_torchscript",
     "tokenize",
     "ReplacedTokens",
     "detect_replaced",

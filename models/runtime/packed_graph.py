@@ -185,7 +185,7 @@ _wanted = True
 _compiled = None  # the scripted (``blocks``, ``last_at``), False once scripting failed
 
 
-def use_graph(enabled: bool) -> bool:
+def use_torchscript(enabled: bool) -> bool:
     """Turn the scripted blocks on or off (default on); returns the previous setting. Off,
     the packed path runs its blocks eagerly (the tests and benches compare the two)."""
     global _wanted

@@ -457,3 +457,6 @@ def test_the_bench_compares_equal_answers_and_names_the_path(mlm_key, mlm_loaded
     for row in report["inputs"].values():
         assert row["ours_ms"]["median"] > 0 and row["pipeline_ms"]["median"] > 0
         assert row["ratio"]["median"] == pytest.approx(row["ours_ms"]["median"] / row["pipeline_ms"]["median"], rel=1e-9)
+        assert row["no_torchscript_ms"]["median"] > 0  # the side with the blocks module by module
+        assert row["ratio_no_torchscript"]["median"] == pytest.approx(
+            row["no_torchscript_ms"]["median"] / row["pipeline_ms"]["median"], rel=1e-9)

@@ -12,7 +12,7 @@ from helpers import parity_atol
 from models import embed, load_model, onednn_enabled, use_onednn
 from models.runtime import packed, packed_graph
 from models.runtime.onednn import onednn_linears
-from models.runtime.packed_graph import use_graph
+from models.runtime.packed_graph import use_torchscript
 
 ATOL = parity_atol()
 SENTENCES = [
@@ -135,7 +135,7 @@ def test_batches_without_padding_match_transformers(minilm, onednn, graph):
     by module."""
     model = minilm.model
     ops = _Ops()
-    previous, previous_graph = use_onednn(onednn), use_graph(graph)
+    previous, previous_graph = use_onednn(onednn), use_torchscript(graph)
     try:
         same_length = ["A slow red cat walks under the busy old bridge.",
                        "Every child reads a short story before going to bed."]  # 13 tokens each
@@ -151,7 +151,7 @@ def test_batches_without_padding_match_transformers(minilm, onednn, graph):
                 torch.testing.assert_close(ours[layer].float(), theirs[layer].float(), atol=ATOL, rtol=0)
     finally:
         use_onednn(previous)
-        use_graph(previous_graph)
+        use_torchscript(previous_graph)
     assert ops.seen and not any(op.startswith("aten.index_copy") for op in ops.seen)
     products = [op for op in ops.seen if op.startswith("mkldnn._linear_pointwise")]
     assert bool(products) == (onednn and onednn_enabled())
@@ -164,7 +164,7 @@ def _both_ways(model, call):
     the last result returned."""
     out = []
     for graph in (True, False):
-        previous = use_graph(graph)
+        previous = use_torchscript(graph)
         try:
             with torch.inference_mode(), onednn_linears(model):
                 if graph:
@@ -176,7 +176,7 @@ def _both_ways(model, call):
                 else:
                     out.append(call())
         finally:
-            use_graph(previous)
+            use_torchscript(previous)
     return out
 
 
@@ -295,13 +295,13 @@ def test_the_benches_say_whether_the_blocks_are_scripted(minilm):
     assert packed.scripted(minilm.model)
     if minilm.device.type == "cpu":
         assert "one TorchScript call a batch" in _blocks_path(minilm, minilm.device)
-    previous = use_graph(False)
+    previous = use_torchscript(False)
     try:
         assert not packed.scripted(minilm.model)
         if minilm.device.type == "cpu":
             assert "module by module" in _blocks_path(minilm, minilm.device)
     finally:
-        use_graph(previous)
+        use_torchscript(previous)
 
 
 def _small_bert(act="gelu"):
