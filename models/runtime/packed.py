@@ -215,7 +215,8 @@ def _graph_weights(model, count: int, h: torch.Tensor):
     weights the same tensors at the same versions (an optimiser step or load_state_dict
     changes a version), one entry with oneDNN's weights and one without: fill-mask asks on
     every call, and gathering them took ~0.2 ms."""
-    on_onednn = onednn.block_open() and h.dtype == torch.float32 and h.device.type == "cpu"
+    on_onednn = (onednn.block_open() and not torch.is_grad_enabled() and h.dtype == torch.float32
+                 and h.device.type == "cpu")  # where the modules' forwards would take oneDNN's ops
     layers = tuple(model.encoder.layer[:count])
     modules = tuple(m for layer in layers for m in _modules(layer))  # the blocks' every module
     kept = _GRAPH_WEIGHTS.setdefault(model, {})  # {oneDNN?: (modules, versions, params, result)}
