@@ -12,8 +12,8 @@ with ``use_torchscript(False)`` (the packed blocks module by module, not as one 
 call: models/runtime/packed_graph.py): that one's share. A last side, "products",
 replays our call's weight products alone (``bench_common.record_products``: the same ops on
 the same weights and shapes, nothing else): its ratio to the pipeline is the floor of ours
-with these float32 products (the FLOOR line). Target: ours <= 0.5 x pipeline time. Measures ``--repeat`` times (default 3) and reports the median and range of
-each ratio. Prints the machine (CPU model, vendor and flags), versions, which path the core
+with these float32 products (the FLOOR line). Target: ours <= 0.5 x pipeline time.
+Measures ``--repeat`` times (default 3) and reports the median and range of each ratio. Prints the machine (CPU model, vendor and flags), versions, which path the core
 chose for its linear layers and why, which forward fill-mask takes and the layout of its
 vocabulary product (both depend on the device and the CPU's vendor), the ratios per input
 and a SUMMARY line each.

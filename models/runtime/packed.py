@@ -29,7 +29,7 @@ from typing import Sequence
 import torch
 
 from . import onednn
-# (NARROW_SOFTMAX: read here by the tests, with MATH_ATTENTION_MAX_WIDTH below)
+# (NARROW_SOFTMAX and softmax_last: read here by the tests, with MATH_ATTENTION_MAX_WIDTH below)
 from .packed_graph import (NARROW_SOFTMAX, attention_core, graph_blocks, graph_last_at, merge_heads, softmax_last,
                            split_heads, unpack)
 
