@@ -111,6 +111,31 @@ def test_grid_image_size_depends_on_the_model_not_the_text():
     assert short.mode == "P" and len(plots.png_bytes(long)) < 20_000
 
 
+@pytest.mark.parametrize("n_tokens", [100, 20])  # more tokens than a cell's pixels (block maxima), fewer
+def test_grid_image_cells_hold_each_heads_map_and_gaps_stay_white(n_tokens):
+    result = hand_result([f"t{i}" for i in range(n_tokens)])
+    image, layout = plots.grid_image(result)
+    pixels = np.asarray(image)
+    top = plots.GRID_SHADES - 1
+    for layer in range(layout.layers):
+        for head in range(layout.heads):
+            w = result.weights[layer, head]
+            expected = np.zeros((layout.cell, layout.cell))
+            for i in range(layout.cell):  # each pixel from its own block of the map, written out
+                for j in range(layout.cell):
+                    rows = range(i * n_tokens // layout.cell, max(i * n_tokens // layout.cell + 1,
+                                                                   (i + 1) * n_tokens // layout.cell))
+                    cols = range(j * n_tokens // layout.cell, max(j * n_tokens // layout.cell + 1,
+                                                                   (j + 1) * n_tokens // layout.cell))
+                    expected[i, j] = max(w[r, c] for r in rows for c in cols)
+            x, y = layout.origin(layer, head)
+            shade = np.rint(np.sqrt(expected) * top)
+            np.testing.assert_array_equal(pixels[y:y + layout.cell, x:x + layout.cell], shade)
+            # the gap to the right of and below each cell is white (palette index 0)
+            assert not pixels[y:y + layout.cell + layout.gap, x + layout.cell:x + layout.cell + layout.gap].any()
+            assert not pixels[y + layout.cell:y + layout.cell + layout.gap, x:x + layout.cell + layout.gap].any()
+
+
 def test_resample_keeps_a_thin_diagonal():
     eye = np.eye(100, dtype=np.float32)
     small = plots._resample(eye, 10)  # blocks of 10 x 10: the maximum keeps the diagonal at 1
