@@ -14,8 +14,8 @@ and honours each event's ``trigger_mode`` as the page does: with ``always_last``
 request of that event is out, newer keystrokes only replace the one to send next.
 
 Students type sentences with a mask at 3-8 keys per second (seeded), pause, clear the box
-and type the next; every fifth student also opens Attention (the tab's select event and
-the statistics chained on it) and Embeddings (Compare), then goes back to typing.
+and type the next; every fifth student also opens Attention (the event its "Show attention"
+button fires: the views, the sliders and the statistics in one) and Embeddings (Compare), then goes back to typing.
 
 Without ``--url`` the app is started as a user would (``python app.py`` on a free port) and
 its CPU time is reported beside the clients'. Prints, per endpoint: requests, p50 / p95 /
@@ -93,6 +93,8 @@ class AppConfig:
     def __init__(self, config: dict):
         self.prefix = config.get("api_prefix", "/gradio_api")
         self.values = {c["id"]: c.get("props", {}).get("value") for c in config["components"]}
+        self.buttons = {c.get("props", {}).get("value"): c["id"] for c in config["components"]
+                        if c.get("type") == "button"}
         self.events = {}
         self.on_trigger: dict[tuple, list[Event]] = {}
         self.after: dict[int, list[Event]] = {}
@@ -108,6 +110,10 @@ class AppConfig:
 
     def event(self, api_name: str) -> Event:
         return self.events[api_name]
+
+    def clicked(self, label: str) -> Event:
+        """The event the page fires when the button labelled ``label`` is clicked."""
+        return self.on_trigger[(self.buttons[label], "click")][0]
 
     def triggered_by(self, event: Event, kind: str) -> list[Event]:
         """Every event the page fires when ``event``'s first input changes (``kind``: "change")."""
@@ -164,9 +170,10 @@ class Page:
         self.busy: dict[int, asyncio.Task] = {}  # always_last: the request out per event
         self.next_data: dict[int, list] = {}  # always_last: the latest data to send next
 
-    async def call(self, event: Event, data: list) -> list | None:
-        """One request as the page sends it; its answer's data, or None on an error (recorded)."""
-        name = event.api_name or f"fn {event.fn_index}"
+    async def call(self, event: Event, data: list, name: str | None = None) -> list | None:
+        """One request as the page sends it; its answer's data, or None on an error (recorded
+        under ``name``: by default the event's API name)."""
+        name = name or event.api_name or f"fn {event.fn_index}"
         body = {"data": data, "event_data": None, "fn_index": event.fn_index, "trigger_id": None,
                 "session_hash": self.session}
         start = time.perf_counter()
@@ -293,10 +300,14 @@ async def typist(page: Page, rng: random.Random, deadline: float, first: str) ->
             page.fire(event, app.data(event, {text_id: ""}))
 
 
+SHOW_ATTENTION = "Show attention"  # the Attention tab's button; its event is private (no API name)
+
+
 async def explorer(page: Page) -> None:
-    """Opens Attention (its tab's select event, then what is chained on it) and Embeddings."""
+    """Opens Attention (its button's event, then what is chained on it) and Embeddings."""
     app = page.app
-    await page.call(app.event("attention"), app.data(app.event("attention")))
+    show = app.clicked(SHOW_ATTENTION)
+    await page.call(show, app.data(show), name="attention click")
     await page.call(app.event("similarity"), app.data(app.event("similarity")))
 
 
@@ -378,8 +389,8 @@ async def run_class(url: str, students: int, seconds: float, seed: int, mode: st
     async with httpx.AsyncClient(base_url=url.rstrip("/"), limits=limits, timeout=120) as http:
         app = AppConfig((await http.get("/config")).raise_for_status().json())
         warm = Page(http, app, Stats())  # load the models before measuring
-        for name in (LIVE, "attention", "similarity"):
-            await warm.call(app.event(name), app.data(app.event(name)))
+        for event in (app.event(LIVE), app.clicked(SHOW_ATTENTION), app.event("similarity")):
+            await warm.call(event, app.data(event))
         if mode == "type":
             await asyncio.gather(*(student(i, http, app, stats, seconds, seed) for i in range(students)))
         elif mode == "burst":

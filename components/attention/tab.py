@@ -16,7 +16,7 @@ from models import (
     list_models,
 )
 
-from ..shell.common import model_choices, readable_errors
+from ..shell.common import api_only, model_choices, readable_errors
 from ..shell.deep_links import LinkTarget, Section
 from ..shell.server import on_gpu
 from ..shell.vendor import library_urls
@@ -172,7 +172,11 @@ def show_input_embeddings(text, text_pair, model_key):
 
 
 def arrive(text, text_pair, model_key, layer, head, mode, causal, which):
-    """Everything the ``attention`` event and its follow-ups show, at once (on arrival)."""
+    """Everything the tab shows for a text, in one event: the ``attention`` API's views, the
+    sliders fitted to the model and the ``head_stats`` table. The page's click runs this,
+    as does arriving by a link. One event, not the API's and two follow-ups: at each status
+    change of each event, Gradio's page copies the state of every component that any event
+    has updated so far (value by value), so each event more adds that work to the paint."""
     shown = attention(text, text_pair, model_key, layer, head, mode, causal)
     table = head_stats(text, text_pair, model_key, which, causal)
     return (*shown, *controls(shown[-1], layer, head), table)
@@ -245,16 +249,18 @@ def build_attention_tab() -> LinkTarget:
                 sum_table = gr.Dataframe(label="Rows used and vector lengths", interactive=False)
         source = [text, text_pair, model]
         on_screen = gr.State(None)  # (text, second text, model) of the result shown
-        shown = gr.on(
+        shown_outputs = [tokens, status, plot, grid, on_screen]
+        gr.on(
             [button.click, text.submit, text_pair.submit, causal.input],
-            attention,
-            inputs=[*source, layer, head, mode, causal],
-            outputs=[tokens, status, plot, grid, on_screen],
-            api_name="attention",
+            arrive,
+            inputs=[*source, layer, head, mode, causal, which],
+            outputs=[*shown_outputs, layer, head, table],
+            api_visibility="private",
             trigger_mode="always_last",
         )
-        shown.success(controls, [on_screen, layer, head], [layer, head], api_visibility="private")
-        shown.success(head_stats, [*source, which, causal], table, api_name="head_stats")
+        # The two public endpoints the click's one event combines (arrive's docstring: why).
+        api_only(attention, [*source, layer, head, mode, causal], shown_outputs, "attention", queue=True)
+        api_only(head_stats, [*source, which, causal], table, "head_stats", queue=True)
         which.change(filter_stats, [on_screen, which], table, api_visibility="private")
         gr.on(
             [layer.release, head.release, mode.input],
@@ -272,7 +278,6 @@ def build_attention_tab() -> LinkTarget:
         sum_button.click(show_input_embeddings, source, sum_outputs, api_name="input_embeddings")
         links = {"text": text, "text_pair": text_pair, "model": model, "layer": layer, "head": head,
                  "mode": mode, "causal": causal}
-        views = [(arrive, [*source, layer, head, mode, causal, which],
-                  [tokens, status, plot, grid, on_screen, layer, head, table])]
+        views = [(arrive, [*source, layer, head, mode, causal, which], [*shown_outputs, layer, head, table])]
         sections = [Section(copy.SECTION_INPUT.lower(), sum_tab, [(show_input_embeddings, source, sum_outputs)])]
         return LinkTarget("attention", tab, links, views, sections)

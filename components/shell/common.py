@@ -153,14 +153,15 @@ def encoder_choices(models) -> list[tuple[str, str]]:
     return model_choices(models) + [(f"{key} (trained here)", key) for key in sentence_encoders()]
 
 
-def api_only(fn, inputs, outputs, api_name: str) -> None:
-    """``fn`` as a named API endpoint that updates ``outputs`` in the caller's session (a
-    picker's entries: what a later call is checked against), fired by no control on the
-    page: the page runs ``fn`` inside another event (LinkTarget.pickers). Its trigger is a
-    hidden button, which the page does not draw."""
+def api_only(fn, inputs, outputs, api_name: str, queue: bool = False) -> None:
+    """``fn`` as a named API endpoint that updates ``outputs`` in the caller's session, fired
+    by no control on the page: the page runs ``fn`` inside another event (a picker's entries,
+    LinkTarget.pickers; the Attention tab's views, all in its one click event). Its trigger is
+    a hidden button, which the page does not draw. ``queue``: through the queue (and its
+    concurrency limits), for an endpoint that runs a model; off for a cheap listing."""
     import gradio as gr
 
-    gr.Button(visible=False).click(fn, inputs, outputs, api_name=api_name, queue=False)
+    gr.Button(visible=False).click(fn, inputs, outputs, api_name=api_name, queue=queue)
 
 
 def api_parameters(fn, names):

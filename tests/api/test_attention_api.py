@@ -21,6 +21,22 @@ def test_named_endpoints(client):
     assert {"/attention", "/head_stats", "/bertviz_view"} <= names
 
 
+def test_the_pages_click_is_one_event_with_every_view(app_server):
+    """"Show attention" fires one event that fills the views, the fitted sliders and the
+    statistics, with nothing chained after it (each event more costs the page a copy of every
+    updated component's state at each of its status changes: ``arrive``'s docstring)."""
+    from bench import classroom
+
+    with urllib.request.urlopen(app_server.rstrip("/") + "/config", timeout=60) as resp:
+        config = json.loads(resp.read())
+    app = classroom.AppConfig(config)
+    show = app.clicked(classroom.SHOW_ATTENTION)
+    assert app.chained(show) == []
+    outputs = next(d["outputs"] for d in config["dependencies"] if d["id"] == show.fn_index)
+    labels = {c.get("props", {}).get("label") for c in config["components"] if c["id"] in outputs}
+    assert {"Tokens and segment ids", "Attention heatmap", "Layer", "Head", "Per-head statistics"} <= labels
+
+
 def _figure(plot) -> dict:
     return json.loads(plot["plot"])
 
