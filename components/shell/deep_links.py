@@ -8,7 +8,8 @@ Every tab's build function returns a ``LinkTarget``: its tab, the inputs a link 
   a tab's further sections (sub-tabs: the browser draws only the section on screen, so a
   long tab opens as fast as its first section) compute theirs when they are selected;
 * at page load, the page's query parameters are read (``gr.Request.query_params``),
-  checked, written into the inputs, the tab selected, and that tab's views computed;
+  checked, written into the inputs, the tab selected (by the page, after the load event:
+  ``select_after_load``), and that tab's views computed;
   what was replaced is said in a visible note (escaped text);
 * "Copy link to this view" writes the link of the tab on screen with its inputs into a
   text box, and into the clipboard where the browser allows it.
@@ -26,6 +27,11 @@ from models import EncoderLabError, list_models, load_model
 
 from .common import api_parameters
 from .links import DEFAULT_TAB, apply_limits, link_query, notes_markdown, parse_link
+
+# Selects the tab a link chose, in the browser: the load event never lists the gr.Tabs among
+# its outputs, because Gradio's page then copies the state of every component inside it (the
+# whole app) at each status change of every later event (see select_after_load).
+SELECT_TAB_JS = """(tab) => tab ? {__type__: "update", selected: tab} : {__type__: "update"}"""
 
 COPY_JS = """(query) => {
   if (!query) return query;
@@ -138,6 +144,7 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
     """Arrival computations, the page-load link reader and the link writer."""
     # the tab on screen (set by each tab's select and by a link); an input of ``view_link``
     current = gr.Textbox(DEFAULT_TAB, visible=False, label="Tab")
+    chosen_tab = gr.Textbox("", visible=False, label="Tab chosen by the link")  # its id, or ""
     for target in targets:
         # in the browser: no request (each answer costs Gradio's client a task of its own, and a
         # tab switch sent three of them; the slug is a fixed identifier, json-quoted)
@@ -161,7 +168,7 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
     load_inputs, load_outputs = [], []
     for block in components + landing.inputs:
         Arrival._index(load_inputs, block)
-    for block in [tabs, current, note, *components, *landing.outputs]:
+    for block in [chosen_tab, current, note, *components, *landing.outputs]:
         Arrival._index(load_outputs, block)
 
     def open_link(request: gr.Request, *values):
@@ -173,7 +180,7 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
         chosen = "tab" in params or "lesson" in params  # else the page stays where the user is
         out = {id(note): notes_markdown(view.notes)}
         if chosen:
-            out[id(tabs)], out[id(current)] = gr.Tabs(selected=view.tab_id), view.tab
+            out[id(chosen_tab)], out[id(current)] = view.tab_id, view.tab
         for slug, name, comp in link_inputs:
             if slug == view.tab and name in view.values:
                 out[id(comp)] = shown[id(comp)] = _value(name, view.values[name])
@@ -182,7 +189,7 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
             out.update({id(block): a for block, a in zip(landing.outputs, answers) if not _skipped(a)})
         return tuple(out.get(id(block), gr.skip()) for block in load_outputs)
 
-    demo.load(open_link, load_inputs, load_outputs, api_visibility="private")
+    select_after_load(demo.load(open_link, load_inputs, load_outputs, api_visibility="private"), chosen_tab, tabs)
 
     def view_link(tab: str, *values) -> str:
         """The query string of the view on screen (the ``view_link`` API)."""
@@ -192,3 +199,17 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
     api_parameters(view_link, ["tab", *(f"{slug}_{name}" for slug, name, _ in link_inputs)])
     button.click(view_link, [current, *components], box, api_name="view_link").then(
         None, box, box, js=COPY_JS, api_visibility="private")
+
+
+def select_after_load(load, chosen, tabs) -> None:
+    """After the load event, select the tab whose id ``chosen`` holds (none when empty): a
+    browser-side step, no request and no status of its own.
+
+    Gradio's page keeps the loading status of every component that an event with a server
+    function has listed among its outputs, and at each status change of each event it
+    copies the state of each of those components and of everything inside them, value by
+    value. With the gr.Tabs among the load event's outputs that was the whole app at every
+    step of every later event (a one-off count: 2.4 times the copies in one Attention paint
+    with it as without it).
+    """
+    load.then(None, chosen, tabs, js=SELECT_TAB_JS, api_visibility="private")

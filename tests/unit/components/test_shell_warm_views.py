@@ -220,3 +220,18 @@ def test_the_server_freezes_after_building_and_after_the_warm_up(monkeypatch):
         log.handlers[:] = handlers
         log.setLevel(level)
     assert calls == ["warm-up", "build", "freeze", "warm", "launch"]
+
+
+def test_no_event_with_a_server_function_lists_the_tabs_among_its_outputs(demo):
+    """Gradio's page copies, at each status change of every event, the state of each component
+    that an event with a server function has listed among its outputs and of everything it
+    holds; the gr.Tabs hold the whole app. A link's tab is selected in the browser after the
+    load event (deep_links.select_after_load): that step has no server function."""
+    config = demo.get_config_file()
+    tabs = {c["id"] for c in config["components"] if c["type"] == "tabs"}
+    served = [d for d in config["dependencies"] if d.get("backend_fn")]
+    assert tabs and served
+    assert [d["id"] for d in served if tabs & set(d["outputs"])] == []
+    selects = [d for d in config["dependencies"] if not d.get("backend_fn") and tabs & set(d["outputs"])]
+    load = next(d for d in config["dependencies"] if any(kind == "load" for _, kind in d["targets"]))
+    assert [d.get("trigger_after") for d in selects] == [load["id"]]
