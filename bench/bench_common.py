@@ -155,7 +155,7 @@ class Products:
     started another batch (an embedding look-up), for a replay on the core's workers."""
 
     def __init__(self):
-        self.calls = []  # (op, args with activations as (shape, stride, dtype) specs, kwargs)
+        self.calls = []  # (op, args with activations as (shape, stride, dtype, device) specs, kwargs)
         self.starts = [0]  # index of each part's first product
         self._buffers = {}
 
@@ -169,13 +169,13 @@ class Products:
     def _arg(self, arg):
         import torch
 
-        if isinstance(arg, tuple) and len(arg) == 4 and arg[0] == "activation":
-            _, shape, stride, dtype = arg
-            key = (shape, stride, dtype)
+        if isinstance(arg, tuple) and len(arg) == 5 and arg[0] == "activation":
+            _, shape, stride, dtype, device = arg
+            key = (shape, stride, dtype, device)
             if key not in self._buffers:
                 generator = torch.Generator().manual_seed(len(self._buffers))
                 base = torch.randn(max(1, sum((n - 1) * s for n, s in zip(shape, stride)) + 1),
-                                   generator=generator).to(dtype)
+                                   generator=generator).to(device=device, dtype=dtype)
                 self._buffers[key] = base.as_strided(shape, stride)
             return self._buffers[key]
         return arg
@@ -222,7 +222,7 @@ def record_products(call, model):
 
     def spec(arg):
         if isinstance(arg, torch.Tensor) and not is_weight(arg):
-            return ("activation", tuple(arg.shape), tuple(arg.stride()), arg.dtype)
+            return ("activation", tuple(arg.shape), tuple(arg.stride()), arg.dtype, str(arg.device))
         return arg
 
     class Recorder(TorchDispatchMode):

@@ -15,7 +15,8 @@ request of that event is out, newer keystrokes only replace the one to send next
 
 Students type sentences with a mask at 3-8 keys per second (seeded), pause, clear the box
 and type the next; every fifth student also opens Attention (the event its "Show attention"
-button fires: the views, the sliders and the statistics in one) and Embeddings (Compare), then goes back to typing.
+button fires: the views, the sliders and the statistics in one) and Embeddings (Compare),
+then goes back to typing.
 
 Without ``--url`` the app is started as a user would (``python app.py`` on a free port) and
 its CPU time is reported beside the clients'. Prints, per endpoint: requests, p50 / p95 /
@@ -62,6 +63,12 @@ BURST_TARGET_S = 0.5  # p95 of the live answers when the whole class fires at on
 API_BURST_TARGET_S = 1.0  # p95 of one queued API call each, all at once
 MODES = ("type", "burst", "api-burst")
 LIVE = "fill_mask_live"
+# uvicorn's idle keep-alive (Gradio's server keeps the default). The clients expire their idle
+# connections a second before it: at equal limits (httpx's default is also 5 s) a request can
+# leave on a connection the server is closing and fail with a ReadError, the likely cause of
+# the one error in nine classes in session 34. A browser resends a request that fails so on a
+# reused connection; these clients do not, so they must not reuse one that old.
+SERVER_KEEP_ALIVE_S = 5.0
 
 SENTENCES = [
     "The [MASK] sat on the mat and looked out of the window.",
@@ -385,7 +392,8 @@ async def api_caller(number: int, http: httpx.AsyncClient, app: AppConfig, stats
 async def run_class(url: str, students: int, seconds: float, seed: int, mode: str = "type",
                     burst_requests: int = 10) -> Stats:
     stats = Stats()
-    limits = httpx.Limits(max_connections=students * 4, max_keepalive_connections=students * 4)
+    limits = httpx.Limits(max_connections=students * 4, max_keepalive_connections=students * 4,
+                          keepalive_expiry=SERVER_KEEP_ALIVE_S - 1)
     async with httpx.AsyncClient(base_url=url.rstrip("/"), limits=limits, timeout=120) as http:
         app = AppConfig((await http.get("/config")).raise_for_status().json())
         warm = Page(http, app, Stats())  # load the models before measuring
