@@ -71,27 +71,33 @@ def spread_text(values, fmt: str = "{:.2f}") -> str:
             f"over {len(values)} runs, spread {s['spread'] * 100:.0f} %)")
 
 
-def without_onednn(call):
-    """``call()`` with the core's oneDNN path off (``use_onednn(False)``), then back as it was."""
-    from models import use_onednn
+def _switched_off(setting: str, call):
+    """``call()`` with the core's switch ``models.<setting>`` off, then back as it was."""
+    import models
 
-    previous = use_onednn(False)
+    switch = getattr(models, setting)
+    previous = switch(False)
     try:
         return call()
     finally:
-        use_onednn(previous)
+        switch(previous)
+
+
+def without_onednn(call):
+    """``call()`` with the core's oneDNN path off (``use_onednn(False)``), then back as it was."""
+    return _switched_off("use_onednn", call)
 
 
 def without_torchscript(call):
     """``call()`` with the packed path's blocks module by module (``use_torchscript(False)``:
     models/runtime/packed_graph.py), then back as it was."""
-    from models import use_torchscript
+    return _switched_off("use_torchscript", call)
 
-    previous = use_torchscript(False)
-    try:
-        return call()
-    finally:
-        use_torchscript(previous)
+
+def without_cuda_graphs(call):
+    """``call()`` with fill-mask's body run by transformers, not replayed as a CUDA graph
+    (``use_cuda_graphs(False)``: models/runtime/cuda_graphs.py), then back as it was."""
+    return _switched_off("use_cuda_graphs", call)
 
 
 def sync(device) -> None:

@@ -9,7 +9,9 @@ alike; the figures are medians.
 "Ours without oneDNN" is the same call with ``use_onednn(False)`` (the body's linear layers
 on MKL, as the pipeline runs them): its share of the difference; "ours without TorchScript"
 with ``use_torchscript(False)`` (the packed blocks module by module, not as one TorchScript
-call: models/runtime/packed_graph.py): that one's share. A last side, "products",
+call: models/runtime/packed_graph.py): that one's share. On CUDA a side more, "no CUDA
+graphs" (``use_cuda_graphs(False)``: transformers' forward instead of the body's CUDA graph,
+models/runtime/cuda_graphs.py). A last side, "products",
 replays our call's weight products alone (``bench_common.record_products``: the same ops on
 the same weights and shapes, nothing else): its ratio to the pipeline is the floor of ours
 with these float32 products (the FLOOR line). Target: ours <= 0.5 x pipeline time.
@@ -27,7 +29,7 @@ import statistics
 import time
 
 from bench.bench_common import (machine_line, onednn_choice, record_products, spread, spread_text, sync,
-                                without_onednn, without_torchscript)
+                                without_cuda_graphs, without_onednn, without_torchscript)
 
 TARGET = 0.5  # issue 27 (was 0.7)
 INPUTS = {
@@ -60,6 +62,8 @@ def measure(key: str, runs: int, loaded, pipe) -> list[dict]:
             "no TorchScript": lambda: without_torchscript(lambda: fill_mask(key, text, top_k=5)),
             "pipeline": lambda: pipe(pipe_text, top_k=5),
         }
+        if loaded.device.type == "cuda":  # transformers' forward, not the body's CUDA graph
+            sides["no CUDA graphs"] = lambda: without_cuda_graphs(lambda: fill_mask(key, text, top_k=5))
         for _ in range(10):  # warm-up
             for run in sides.values():
                 run()
@@ -76,12 +80,16 @@ def measure(key: str, runs: int, loaded, pipe) -> list[dict]:
                 run()
                 sync(loaded.device)
                 times[side].append(time.perf_counter() - start)
-        ours_ms, plain_ms, eager_ms, pipe_ms, products_ms = (statistics.median(times[side]) * 1e3 for side in sides)
+        ms = {side: statistics.median(times[side]) * 1e3 for side in sides}
+        ours_ms, plain_ms, eager_ms, pipe_ms, products_ms = (
+            ms[side] for side in ("ours", "no oneDNN", "no TorchScript", "pipeline", "products"))
         results.append({"input": name, "ours_ms": ours_ms, "no_onednn_ms": plain_ms, "pipeline_ms": pipe_ms,
                         "no_torchscript_ms": eager_ms, "ratio_no_torchscript": eager_ms / pipe_ms,
                         "ratio": ours_ms / pipe_ms, "ratio_no_onednn": plain_ms / pipe_ms,
                         "products_ms": products_ms, "products_ratio": products_ms / pipe_ms,
                         "products": len(products)})
+        if "no CUDA graphs" in ms:
+            results[-1].update(no_cuda_graphs_ms=ms["no CUDA graphs"], ratio_no_cuda_graphs=ms["no CUDA graphs"] / pipe_ms)
     return results
 
 
@@ -118,12 +126,15 @@ def run(key: str | None = None, runs: int = 200, repeat: int = 3, device: str = 
         report["inputs"][name] = {field: spread([r[field] for r in rows])
                                   for field in ("ours_ms", "no_onednn_ms", "no_torchscript_ms", "pipeline_ms", "ratio",
                                                 "ratio_no_onednn", "ratio_no_torchscript", "products_ms",
-                                                "products_ratio")}
+                                                "products_ratio", "no_cuda_graphs_ms", "ratio_no_cuda_graphs")
+                                  if field in rows[0]}
         ratio = report["inputs"][name]["ratio"]
         say(f"SUMMARY fill-mask {name} time vs pipeline: {spread_text([r['ratio'] for r in rows])}x "
             f"({loaded.device.type} {report['dtype']}, ours {report['inputs'][name]['ours_ms']['median']:.2f} ms) "
             f"(target <= {TARGET}x): {'pass' if ratio['max'] <= TARGET else 'FAIL'}; module by module (no "
-            f"TorchScript) {spread_text([r['ratio_no_torchscript'] for r in rows])}x")
+            f"TorchScript) {spread_text([r['ratio_no_torchscript'] for r in rows])}x"
+            + (f"; transformers' forward (no CUDA graphs) {spread_text([r['ratio_no_cuda_graphs'] for r in rows])}x"
+               if "ratio_no_cuda_graphs" in rows[0] else ""))
         say(f"FLOOR fill-mask {name}: our call's {rows[-1]['products']} weight products alone (same weights and "
             f"shapes, replayed in the alternation) {spread_text([r['products_ratio'] for r in rows])}x the pipeline's "
             f"time: the best ratio with these products, everything else at zero")

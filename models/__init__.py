@@ -93,6 +93,7 @@ from .mlm.knowledge import PROBE_SETS, KnowledgeProbe, ProbeItem, knowledge_prob
 from .pretraining.evaluation import FillMaskEval, evaluate_fill_mask, heldout_sentences
 from .pretraining.masking import MaskingPolicy, apply_masking
 from .runtime.loading import get_device, is_loaded, load_model, load_tokenizer, set_device
+from .runtime.cuda_graphs import use_cuda_graphs
 from .runtime.onednn import onednn_enabled, use_onednn
 from .runtime.packed_graph import use_torchscript
 from .runtime.run_store import kept_run
@@ -275,6 +276,7 @@ __all__ = [
     "use_onednn",
     "onednn_enabled",
     "use_torchscript",
+    "use_cuda_graphs",
     "tokenize",
     "ReplacedTokens",
     "detect_replaced",

@@ -8,7 +8,8 @@ What it runs, in this order, on ``--device`` (auto: CUDA, then MPS, then CPU):
 1. The machine: GPU name, driver, memory, torch and its CUDA / cuDNN, transformers,
    tokenizers, sentence-transformers, numpy, Python, the CPU model and flags.
 2. The GPU-relevant core tests (``GPU_TESTS``: device and dtype choice, fill-mask against
-   transformers' pipeline, batching, attention against ``output_attentions``, embeddings
+   transformers' pipeline, batching, fill-mask's CUDA graphs (captured and replayed there:
+   ``tests/unit/runtime/test_cuda_graphs.py``), attention against ``output_attentions``, embeddings
    against sentence-transformers, the oneDNN path staying off the GPU, the benchmark
    helpers), with ``ENCODER_LAB_DEVICE`` set. A test file that cannot be imported there (it
    needs gradio, plotly, captum, faiss or bertviz) is skipped and named with the module it
@@ -67,6 +68,7 @@ GPU_TESTS = (
     "tests/unit/runtime/test_loading.py",
     "tests/unit/mlm/test_fill_mask.py",
     "tests/unit/runtime/test_batching.py",
+    "tests/unit/runtime/test_cuda_graphs.py",
     "tests/unit/attention/test_weights.py",
     "tests/unit/embeddings/test_pooling.py",
     "tests/unit/runtime/test_onednn.py",
@@ -298,10 +300,15 @@ def markdown(report: dict) -> str:
         lines += ["## fill-mask vs pipeline (bench.fill_mask)", "",
                   f"{fm['model']}, {fm['device']} {fm['dtype']}, {fm['runs_per_side']} calls a side, 3 measurements; "
                   f"{fm['onednn_why']}", "",
-                  "| input | ours ms | pipeline ms | ratio (median, range) |", "|---|---|---|---|"]
+                  f"{fm['path']}", "",
+                  "| input | ours ms | pipeline ms | ratio (median, range) | without CUDA graphs: ms, ratio |",
+                  "|---|---|---|---|---|"]
         for name, r in fm["inputs"].items():
+            plain = (f"{r['no_cuda_graphs_ms']['median']:.2f}, {r['ratio_no_cuda_graphs']['median']:.2f} "
+                     f"({r['ratio_no_cuda_graphs']['min']:.2f}-{r['ratio_no_cuda_graphs']['max']:.2f})"
+                     if "no_cuda_graphs_ms" in r else "n/a")
             lines.append(f"| {name} | {r['ours_ms']['median']:.2f} | {r['pipeline_ms']['median']:.2f} | "
-                         f"{r['ratio']['median']:.2f} ({r['ratio']['min']:.2f}-{r['ratio']['max']:.2f}) |")
+                         f"{r['ratio']['median']:.2f} ({r['ratio']['min']:.2f}-{r['ratio']['max']:.2f}) | {plain} |")
         lines.append("")
     emb = benches.get("embeddings", {})
     if "short" in emb:

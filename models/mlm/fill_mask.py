@@ -27,6 +27,7 @@ from ..registry import catalogue
 from ..runtime.batching import MicroBatcher
 from ..runtime.loading import LoadedModel, check_token_count, load_model, require_head
 from ..runtime.cpu import cpu_vendor
+from ..runtime.cuda_graphs import cuda_graphs_enabled, graphed_body
 from ..runtime.onednn import onednn_linears
 from ..runtime.packed import can_pack, packed_last_states_at, scripted
 from ..validation import check_int, check_text
@@ -123,9 +124,14 @@ def _forward_batch(requests: list[tuple[LoadedModel, _Encoded]]) -> list[torch.T
     MLM head then runs on every text's mask positions together.
     """
     loaded = requests[0][0]
+    encoded = [enc for _, enc in requests]
     if packs(loaded):  # a BERT body on the CPU: its real tokens only, the head at the masks
-        return _packed_batch(loaded, [enc for _, enc in requests])
-    return _padded_batch(loaded, [enc for _, enc in requests])
+        return _packed_batch(loaded, encoded)
+    if uses_cuda_graphs(loaded):  # a BERT body on a GPU: a CUDA graph's replay, the head at the masks
+        logits = _graphed_batch(loaded, encoded)
+        if logits is not None:
+            return logits
+    return _padded_batch(loaded, encoded)
 
 
 def _padded_batch(loaded: LoadedModel, encoded: list[_Encoded]) -> list[torch.Tensor]:
@@ -167,9 +173,20 @@ def packs(loaded: LoadedModel) -> bool:
     """Whether fill-mask runs ``loaded`` through the packed forward: transformers'
     ``BertForMaskedLM`` on the CPU, with no hook of another view on it (those views see
     transformers' own forward)."""
-    model = loaded.model
+    return loaded.device.type == "cpu" and _bert_mlm(loaded.model)
+
+
+def uses_cuda_graphs(loaded: LoadedModel) -> bool:
+    """Whether fill-mask replays ``loaded``'s body as CUDA graphs (``models.runtime.cuda_graphs``):
+    the same models as ``packs``, on a CUDA device, graphs on and never failed for this body."""
+    return (loaded.device.type == "cuda" and cuda_graphs_enabled() and _bert_mlm(loaded.model)
+            and not graphed_body(loaded.model.base_model).failed)
+
+
+def _bert_mlm(model) -> bool:
+    """transformers' ``BertForMaskedLM`` with BERT's head and body, no other view's hook on it."""
     head = getattr(model, "cls", None)
-    return (loaded.device.type == "cpu" and type(model).__name__ == "BertForMaskedLM" and head is not None
+    return (type(model).__name__ == "BertForMaskedLM" and head is not None
             and type(getattr(head, "predictions", None)).__name__ == "BertLMPredictionHead"
             and can_pack(model.base_model)
             and not any(m._forward_hooks or m._forward_pre_hooks for m in (model, *head.modules())))
@@ -182,6 +199,9 @@ def forward_path(loaded: LoadedModel) -> str:
         body = ("the packed BERT forward (real tokens only; models/runtime/packed.py), the blocks below the "
                 + ("last as one TorchScript call (models/runtime/packed_graph.py)"
                    if scripted(loaded.model.base_model) else "last module by module (TorchScript not used)"))
+    elif uses_cuda_graphs(loaded):
+        body = ("the body replayed as CUDA graphs, one per padded shape (models/runtime/cuda_graphs.py; "
+                "transformers' forward where no graph serves)")
     else:
         body = f"transformers' forward ({type(loaded.model).__name__} on {loaded.device.type})"
     vendor = cpu_vendor() or "vendor unknown"
@@ -209,6 +229,21 @@ def _packed_batch(loaded: LoadedModel, encoded: list[_Encoded]) -> list[torch.Te
         kept = model.cls.predictions.transform(last)  # (P, d)
         logits = _project(model.get_output_embeddings(), kept)  # (P, V)
     return list(logits.float().split([len(enc.positions) for enc in encoded]))
+
+
+def _graphed_batch(loaded: LoadedModel, encoded: list[_Encoded]) -> list[torch.Tensor] | None:
+    """(masks, vocab) float32 CPU logits per text: the body's CUDA graph for the padded shape,
+    then the MLM head at the masks; None where no graph serves (transformers' forward then)."""
+    model = loaded.model
+    inputs = {name: _pad_right(loaded, encoded, name) for name in encoded[0].inputs.keys()}
+    rows = torch.tensor([b for b, enc in enumerate(encoded) for _ in enc.positions])
+    cols = torch.tensor([p for enc in encoded for p in enc.positions])
+    states = graphed_body(model.base_model).states_at(inputs, rows, cols, loaded.tokenizer.pad_token_id or 0)
+    if states is None:
+        return None
+    with torch.inference_mode():
+        logits = _project(model.get_output_embeddings(), model.cls.predictions.transform(states))  # (P, V)
+    return list(logits.float().cpu().split([len(enc.positions) for enc in encoded]))
 
 
 # Texts batched per forward are bounded by padded tokens (memory and the wait of the first)

@@ -437,8 +437,8 @@ def test_forward_path_says_which_forward_and_layout(mlm_loaded, monkeypatch):
             with monkeypatch.context() as off:
                 off.setattr(fm, "scripted", lambda model: False)
                 assert "module by module" in fm.forward_path(mlm_loaded)
-        else:
-            assert "transformers' forward" in said and "not a CPU" in said
+        else:  # a BERT body on a GPU: replayed as CUDA graphs (tests/unit/runtime/test_cuda_graphs.py)
+            assert "CUDA graphs" in said and "not a CPU" in said
 
 
 def test_the_bench_compares_equal_answers_and_names_the_path(mlm_key, mlm_loaded, monkeypatch):
