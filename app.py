@@ -31,7 +31,8 @@ from components.masking.tab import build_masking_tab
 from components.models.tab import build_models_tab
 from components.shell import present
 from components.pretrain.tab import build_pretrain_tab
-from components.shell.server import MAX_REQUEST_BYTES, RequestSizeLimit, freeze_long_lived, limit_malloc_arenas
+from components.shell.server import (MAX_REQUEST_BYTES, RequestSizeLimit, freeze_long_lived, limit_malloc_arenas,
+                                     settle_gpu_paths)
 from components.shell.vendor import routes as vendor_routes
 from components.inside.tab import build_inside_tab
 from components.shell.warm_views import first_views, warm_in_background
@@ -130,6 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     from models import EncoderLabError, allow_hub_models, set_device
 
     set_device(args.device)
+    settle_gpu_paths()  # fill-mask's CUDA graphs: off under ZeroGPU
     limit_malloc_arenas()
     # the app's own log (first views computed, runs kept and restored, a request's error) on stderr
     log = logging.getLogger("encoder_lab")

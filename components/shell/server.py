@@ -63,7 +63,24 @@ def queue_live_events() -> bool:
     micro-batcher) and the page still sends one at a time (``trigger_mode="always_last"``).
     ZeroGPU's ``spaces.GPU`` runs its functions through the queue, so there they stay queued.
     """
+    return zero_gpu()
+
+
+def zero_gpu() -> bool:
+    """Whether the app runs under ZeroGPU (a Hugging Face Space with the ``spaces`` package)."""
     return importlib.util.find_spec("spaces") is not None
+
+
+def settle_gpu_paths() -> bool:
+    """Fill-mask's CUDA graphs off under ZeroGPU, on elsewhere (the core's default); returns
+    whether they are on. ZeroGPU lends the GPU one call at a time (``spaces.GPU``): a graph
+    captured with one call's device memory is not known to be valid in the next, and a capture
+    each call would cost more than it saves. Not tried on a Space: off is the safe side."""
+    from models import use_cuda_graphs
+
+    on = not zero_gpu()
+    use_cuda_graphs(on)
+    return on
 
 
 def on_gpu(fn):

@@ -26,6 +26,7 @@ from ..mlm.causal import require_causal, with_causal_mask
 from ..registry import catalogue
 from ..registry.spec import ModelSpec
 from ..runtime.loading import RESULT_CACHES, LoadedModel, ModelCache, check_token_count, get_device, load_model
+from ..runtime.onednn import onednn_linears
 from ..validation import check_text
 
 # Thresholds of the one-click head filters: (statistic, at least). Shares are averages
@@ -232,7 +233,9 @@ def _forward(loaded: LoadedModel, encoded: _Encoded, causal: bool = False) -> np
     inputs = {k: v.to(loaded.device) for k, v in encoded.inputs.items()}
     if causal:
         inputs = with_causal_mask(loaded.model, inputs)
-    with torch.inference_mode():
+    # the linear layers on oneDNN where the embeddings and fill-mask take it (a CPU, float32,
+    # no gradients: models.runtime.onednn); the attention itself stays transformers' eager code
+    with torch.inference_mode(), onednn_linears(loaded.model):
         out = loaded.model(**inputs, output_attentions=True)
     attentions = out.attentions
     if not attentions or any(a is None for a in attentions):

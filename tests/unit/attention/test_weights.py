@@ -69,6 +69,27 @@ def test_weights_equal_a_direct_transformers_call(key):
     np.testing.assert_allclose(result.weights, direct, atol=ATOL, rtol=1e-4)
 
 
+def test_on_the_cpu_the_linear_layers_run_on_onednn_and_the_weights_stay_transformers(monkeypatch):
+    """The extraction's linear layers take the oneDNN path where ``embed`` and fill-mask do (a
+    CPU, float32, no gradients: models/runtime/onednn.py), the fused GELU and residual adds
+    included; the weights still equal transformers' own call on its own copy of the model."""
+    from helpers import spy_onednn
+    from models import onednn_enabled
+
+    loaded = load_model("minilm-l6", attn_implementation="eager")
+    if not (onednn_enabled() and loaded.device.type == "cpu" and loaded.dtype == torch.float32):
+        pytest.skip("the oneDNN path is for float32 on an x86-64 CPU")
+    calls = spy_onednn(monkeypatch)
+    text = "The river bank was muddy after the storm, said the banker."
+    result = extract_attention("minilm-l6", text)
+    tokens = len(result.tokens)
+    layers = loaded.model.config.num_hidden_layers
+    for op, per_layer in (("linear", 3), ("linear+gelu", 1), ("linear+add", 2)):  # q, k, v; intermediate; outputs
+        seen = [shape for name, _, shape in calls if name == op and shape[:2] == (1, tokens)]
+        assert len(seen) == per_layer * layers, (op, seen)
+    np.testing.assert_allclose(result.weights, _direct_attentions("minilm-l6", text, None), atol=ATOL, rtol=1e-4)
+
+
 @pytest.mark.parametrize("key", EMBEDDED)
 def test_shape_and_rows_sum_to_one(key):
     result = extract_attention(key, "The quick brown fox jumps over the lazy dog.")

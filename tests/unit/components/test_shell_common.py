@@ -118,3 +118,27 @@ def test_live_fill_mask_is_unqueued_except_under_zerogpu(tmp_path, monkeypatch):
         assert _live_event_queued()
     finally:
         sys.modules.pop("spaces", None)
+
+
+def test_cuda_graphs_are_off_under_zerogpu_and_on_elsewhere(tmp_path, monkeypatch):
+    """app.py settles the GPU paths at start: with `spaces` (ZeroGPU lends the GPU a call at a
+    time) fill-mask's CUDA graphs go off."""
+    import importlib
+    import sys
+
+    from components.shell.server import settle_gpu_paths
+    from models import use_cuda_graphs
+    from models.runtime.cuda_graphs import cuda_graphs_enabled
+
+    previous = use_cuda_graphs(False)
+    try:
+        assert settle_gpu_paths() is True and cuda_graphs_enabled()
+        (tmp_path / "spaces.py").write_text("def GPU(fn):\n    return fn\n")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        importlib.invalidate_caches()
+        try:
+            assert settle_gpu_paths() is False and not cuda_graphs_enabled()
+        finally:
+            sys.modules.pop("spaces", None)
+    finally:
+        use_cuda_graphs(previous)
