@@ -85,7 +85,7 @@ def settle_gpu_paths() -> bool:
 
 def on_gpu(fn):
     """ZeroGPU's ``spaces.GPU`` on a Hugging Face Space that has the package; else ``fn``."""
-    if importlib.util.find_spec("spaces") is None:
+    if not zero_gpu():
         return fn
     import spaces
 
