@@ -40,7 +40,8 @@ import torch
 
 from ..attention.weights import attention_rollout
 from ..errors import InputError
-from ..mlm.fill_mask import MAX_MASKS, encode_masks, gather_positions, mask_spans
+from ..mlm.fill_mask import MAX_MASKS, encode_masks, mask_spans
+from ..mlm.masked_head import gather_positions
 from ..registry import catalogue
 from ..runtime.loading import RESULT_CACHES, LoadedModel, ModelCache, get_device, load_model, require_head
 from .methods import (

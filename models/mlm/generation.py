@@ -19,7 +19,7 @@ from ..errors import CapabilityError, InputError
 from ..registry import catalogue
 from ..runtime.loading import check_token_count, load_model, require_head
 from ..validation import check_int, check_text
-from .fill_mask import masked_logits
+from .masked_head import masked_logits
 from .results import Prediction
 
 MAX_STEPS = 30

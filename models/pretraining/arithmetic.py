@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from ..mlm.fill_mask import masked_logits
+from ..mlm.masked_head import masked_logits
 from ..registry import catalogue
 from ..runtime.loading import load_model, require_head
 from ..validation import check_int, check_text

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from transformers import BertConfig, BertForMaskedLM
 
 from ..errors import InputError
-from ..mlm.fill_mask import batch_masked_logits, gather_positions
+from ..mlm.masked_head import batch_masked_logits, gather_positions
 from ..registry import catalogue
 from ..runtime.loading import BUILD_LOCK, load_model
 from ..runtime.run_store import register_kind

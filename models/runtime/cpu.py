@@ -3,7 +3,7 @@
 Read from ``/proc/cpuinfo`` (Linux); elsewhere the model falls back to ``platform`` and the
 vendor and flags are empty. The benchmarks print it (``bench/bench_common.py``), and the
 fill-mask head picks its vocabulary product's layout by the vendor
-(``models.mlm.fill_mask._project``): MKL, torch's matrix library on x86-64, takes other
+(``models.mlm.masked_head.project``): MKL, torch's matrix library on x86-64, takes other
 code paths on other vendors' CPUs.
 """
 

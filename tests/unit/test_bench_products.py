@@ -51,7 +51,7 @@ def test_fill_mask_products_are_the_bodys_and_the_heads_with_the_last_layer_at_t
     assert sorted(rows[6 * (layers - 1): 6 * layers]) == [1, 1, 1, 1, n_tokens, n_tokens]  # keys, values: all
     assert rows[-2] == 1  # the head's transform at the one mask
     # the vocabulary product at the one mask: x @ W.T on a (1, d) row, except on AMD CPUs, where
-    # it is W @ x.T with the row padded by a zero row to two columns (fill_mask.py, _project)
+    # it is W @ x.T with the row padded by a zero row to two columns (models/mlm/masked_head.py, project)
     from models.runtime.cpu import cpu_vendor
 
     shape = (d, 2) if cpu_vendor() == "AuthenticAMD" else (1, d)

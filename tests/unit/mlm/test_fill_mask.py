@@ -325,10 +325,10 @@ def test_few_rows_projection_equals_the_linear_layer(mlm_key, mlm_loaded, monkey
     """The vocabulary projection of 1-8 gathered positions, in either layout (W @ x.T with
     one row padded to two, as on AMD's CPUs; nn.Linear's elsewhere), gives nn.Linear's logits,
     and outside a gather (e.g. a pipeline sharing the model) the layer is nn.Linear itself."""
-    import models.mlm.fill_mask as fm
-    from models.mlm.fill_mask import FEW_ROWS, _ensure_hook, gather_positions
+    import models.mlm.masked_head as mh
+    from models.mlm.masked_head import FEW_ROWS, _ensure_hook, gather_positions
 
-    monkeypatch.setattr(fm, "_transposed_few_rows", lambda: transposed)
+    monkeypatch.setattr(mh, "transposed_few_rows", lambda: transposed)
     model = mlm_loaded.model
     _ensure_hook(model)
     decoder = model.get_output_embeddings()
@@ -348,13 +348,13 @@ def test_few_rows_projection_equals_the_linear_layer(mlm_key, mlm_loaded, monkey
 def test_the_projection_layout_follows_the_cpu_vendor(monkeypatch):
     """W @ x.T for a few rows on AMD's CPUs only (MKL's slow path for x @ W.T there); Intel's
     and unknown CPUs keep nn.Linear's layout."""
-    import models.mlm.fill_mask as fm
+    import models.mlm.masked_head as mh
 
     for vendor, transposed in (("AuthenticAMD", True), ("GenuineIntel", False), ("", False)):
-        monkeypatch.setattr(fm, "cpu_vendor", lambda v=vendor: v)
-        fm._transposed_few_rows.cache_clear()
-        assert fm._transposed_few_rows() is transposed, vendor
-    fm._transposed_few_rows.cache_clear()
+        monkeypatch.setattr(mh, "cpu_vendor", lambda v=vendor: v)
+        mh.transposed_few_rows.cache_clear()
+        assert mh.transposed_few_rows() is transposed, vendor
+    mh.transposed_few_rows.cache_clear()
 
 
 def test_typed_text_takes_the_packed_forward_on_the_cpu(mlm_key, mlm_loaded, reference_pipe, monkeypatch):
@@ -429,7 +429,7 @@ def test_forward_path_says_which_forward_and_layout(mlm_loaded, monkeypatch):
 
     for vendor, transposed, layout in (("AuthenticAMD", True, "W @ x.T"), ("GenuineIntel", False, "nn.Linear's")):
         monkeypatch.setattr(fm, "cpu_vendor", lambda v=vendor: v)
-        monkeypatch.setattr(fm, "_transposed_few_rows", lambda t=transposed: t)
+        monkeypatch.setattr(fm, "transposed_few_rows", lambda t=transposed: t)
         said = fm.forward_path(mlm_loaded)
         if mlm_loaded.device.type == "cpu":
             assert "packed BERT forward" in said and layout in said and vendor in said
