@@ -22,7 +22,7 @@ the buffer holds at replay. Capture runs on a side stream in ``thread_local`` er
 other threads' work on the GPU is not disturbed. A capture that fails (an attention kernel
 that copies from the CPU, say) turns graphs off for that model: transformers' forward runs.
 
-Without CUDA (``capture=False``: the tests on the CPU) the same buffers and shapes run
+Without CUDA (the tests on the CPU) the same buffers and shapes run
 through the body eagerly, so the padding and gathering are tested everywhere; the capture
 itself only on a GPU (``tests/unit/runtime/test_cuda_graphs.py``, in the GPU check). Each
 graph keeps a memory pool of its own (its shape's activations; not measured here), outside
@@ -87,10 +87,10 @@ class _Shape:
 class GraphedBody:
     """Replays ``body`` (a transformers encoder) as one CUDA graph per padded shape."""
 
-    def __init__(self, body: torch.nn.Module, capture: bool | None = None):
+    def __init__(self, body: torch.nn.Module):
         self._body = weakref.ref(body)
         self.device = next(body.parameters()).device
-        self.capture = self.device.type == "cuda" if capture is None else bool(capture)
+        self.capture = self.device.type == "cuda"  # elsewhere the same buffers run eagerly
         self.lengths = lengths_for(body)
         self.shapes: dict[tuple[int, int], _Shape] = {}
         self.failed: str | None = None  # why capture failed, once it has
