@@ -18,6 +18,7 @@ from models import (
 
 from ..shell.common import api_only, model_choices, readable_errors
 from ..shell.deep_links import LinkTarget, Section
+from ..shell.files import TEMP, kept_file
 from ..shell.server import on_gpu
 from ..shell.vendor import library_urls
 from ..shell.view_cache import cached_view
@@ -66,19 +67,28 @@ def token_segments(result) -> list[tuple[str, str]]:
     return [(f"{tok} ", f"segment {'AB'[seg]}") for tok, seg in zip(result.tokens, result.segment_ids)]
 
 
-@cached_view()
+GRID_FOLDER = TEMP / "encoder-lab-grids"  # the grids' PNG files (components.shell.files)
+GRID_KEEP = 200  # ~60-140 KB each
+
+
 def attention(text, text_pair, model_key, layer, head, mode, causal=False):
-    """Tokens, status, heatmap and grid (the ``attention`` API)."""
+    """Tokens, status, heatmap and grid (the ``attention`` API). The grid goes as a PNG file
+    encoded once per result: Gradio would encode an image again on every response."""
+    tokens, status, figure, png, shown = _attention_views(text, text_pair, model_key, layer, head, mode, causal)
+    return tokens, status, figure, kept_file(png, GRID_FOLDER, "grid", ".png", GRID_KEEP), shown
+
+
+@cached_view()
+def _attention_views(text, text_pair, model_key, layer, head, mode, causal=False):
     with readable_errors("Attention"):
         result = _result(text, text_pair, model_key, causal)
         layer = _in_range(layer, result.num_layers - 1)
         head = _in_range(head, result.num_heads - 1)
-        image, _ = plots.grid_image(result)
         return (
             token_segments(result),
             status_line(result, layer, head),
             plots.attention_heatmap(result, layer, head, mode or "head"),
-            image,
+            plots.grid_png(result),
             (text, text_pair, model_key, bool(causal)),  # what is on screen: later clicks read this
         )
 
@@ -221,8 +231,7 @@ def build_attention_tab() -> LinkTarget:
                     with gr.Column(scale=1):
                         grid = gr.Image(
                             label="All layers × all heads (click a cell to open it)",
-                            type="pil",
-                            format="png",
+                            type="filepath",
                             interactive=False,
                             elem_id="attention-grid",
                             buttons=[],
@@ -257,6 +266,10 @@ def build_attention_tab() -> LinkTarget:
             outputs=[*shown_outputs, layer, head, table],
             api_visibility="private",
             trigger_mode="always_last",
+            # a run time in each output's corner: the full overlay's animated progress bar kept
+            # a core of the page's machine busy while it waited (~0.7 s a second, headless
+            # Chromium), on the bench's machine the core the model's forward needs
+            show_progress="minimal",
         )
         # The two public endpoints the click's one event combines (arrive's docstring: why).
         api_only(attention, [*source, layer, head, mode, causal], shown_outputs, "attention", queue=True)

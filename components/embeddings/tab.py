@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import os
-import tempfile
-import threading
 from pathlib import Path
 
 import gradio as gr
@@ -30,13 +26,14 @@ from models import (
 
 from ..shell.common import api_only, changed_choices, encoder_choices, quoted, readable_errors
 from ..shell.deep_links import LinkTarget, Section
+from ..shell.files import TEMP, kept_file
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
 from . import copy
 from . import plots
 
 LAYER_LABEL = "Layer (0 = input embeddings, -1 = last)"
-CSV_FOLDER = Path(tempfile.gettempdir()) / "encoder-lab-csv"  # Gradio serves the temp folder
+CSV_FOLDER = TEMP / "encoder-lab-csv"  # Gradio serves the temp folder
 CSV_KEEP = 100  # the newest CSV files kept; older ones are deleted when one is written
 
 
@@ -56,33 +53,10 @@ def refresh_models(known: list | None = None):
 
 
 def _csv_file(frame, folder: Path | None = None, keep: int | None = None) -> str:
-    """The frame as a CSV file in one fixed folder, named by its content's hash.
-
-    The same matrices give the same file (repeats add nothing), and only the newest
-    ``keep`` files stay: the folder never grows past that.
-    """
-    folder, keep = folder or CSV_FOLDER, keep or CSV_KEEP
+    """The frame as a CSV file in one fixed folder, named by its content's hash: the same
+    matrices give the same file, and only the newest ``keep`` files stay."""
     data = frame.to_csv(index=False).encode("utf-8")
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"similarity-{hashlib.sha256(data).hexdigest()[:20]}.csv"
-    if path.exists():
-        os.utime(path)  # now the newest: pruning keeps it
-    else:  # written under a private name, then renamed: no reader sees half a file
-        part = folder / f".{path.name}.{os.getpid()}.{threading.get_ident()}.part"
-        part.write_bytes(data)
-        os.replace(part, path)
-    files = sorted(folder.glob("similarity-*.csv"), key=_mtime, reverse=True)
-    for old in files[keep:]:
-        if old != path:
-            old.unlink(missing_ok=True)
-    return str(path)
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except FileNotFoundError:  # deleted by another request meanwhile
-        return 0.0
+    return kept_file(data, folder or CSV_FOLDER, "similarity", ".csv", keep or CSV_KEEP)
 
 
 def _verdict(scores) -> str:

@@ -96,6 +96,53 @@ def test_bertviz_draws_offline(page):
     assert page.dialogs == []
 
 
+FIGURE_BOXES_JS = """
+() => {
+  const box = e => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+  const one = s => box(document.querySelector('#attention-heatmap ' + s));
+  const all = s => [...document.querySelectorAll('#attention-heatmap ' + s)].map(box);
+  return {svg: one('.main-svg'), label: one('[data-testid="block-label"]'), title: one('.gtitle'),
+          xtitle: one('.g-xtitle'), ytitle: one('.g-ytitle'), xlabels: all('.xtick text'),
+          ylabels: all('.ytick text')};
+}
+"""
+
+
+def _inside(inner, outer) -> bool:
+    return inner[0] >= outer[0] - 1 and inner[1] >= outer[1] - 1 and inner[2] <= outer[2] + 1 and inner[3] <= outer[3] + 1
+
+
+def _apart(a, b) -> bool:
+    return a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+
+
+def test_heatmap_labels_and_titles_fit_the_figure(page):
+    """The heatmap's margins are made from its labels (Plotly draws it once, no automargin):
+    for five rows and for long tokens, every label and title is inside the figure, the titles
+    do not cover each other, the labels or the panel's own label."""
+    open_tab(page)
+    cases = [("Bank it.", "", "5 tokens", "1 bank"),  # a short figure: the query title still fits
+             ("Antidisestablishmentarianism, naturally.", "", "one text", "##arian"),
+             ("Where is the bank?", "Internationalisation by the riverside.", "a pair", "##isation ·B")]
+    for text, pair, said, label in cases:
+        page.get_by_label("Text", exact=True).fill(text)
+        page.get_by_label("Second text (optional: makes a sentence pair)").fill(pair)
+        page.get_by_role("button", name="Show attention", exact=True).click()
+        expect(page.locator("#attention-status")).to_contain_text(said, timeout=TIMEOUT)
+        expect(page.locator("#attention-heatmap .ytick text", has_text=label).first).to_be_attached(timeout=TIMEOUT)
+        settle(page)
+        boxes = page.evaluate(FIGURE_BOXES_JS)
+        labels = boxes["xlabels"] + boxes["ylabels"]
+        assert len(boxes["ylabels"]) >= 4, boxes
+        for part in [boxes["title"], boxes["xtitle"], boxes["ytitle"], *labels]:
+            assert _inside(part, boxes["svg"]), (text, part, boxes["svg"])
+        assert _apart(boxes["title"], boxes["label"]) and _apart(boxes["title"], boxes["xtitle"]), boxes
+        assert all(_apart(boxes["xtitle"], b) for b in boxes["xlabels"]), boxes
+        assert all(_apart(boxes["ytitle"], b) for b in boxes["ylabels"]), boxes
+    screenshot(page, "attention-heatmap-long-tokens")
+    assert page.external_requests == [] and page.dialogs == []
+
+
 def test_typed_markup_stays_text(page):
     open_tab(page)
     page.get_by_label("Text", exact=True).fill('The <img src=x onerror="window.__xss=1"> bank.')

@@ -81,6 +81,40 @@ def test_heatmap_modes_and_segments_are_transformers_own_attention(key):
 
 
 @pytest.mark.parametrize("key", ZOO_KEYS)
+def test_grid_file_holds_every_heads_reference_map_and_is_made_once(key, monkeypatch):
+    """The grid goes to the page as a PNG file: decoded, each cell is the reference model's
+    map of that head (nearest pixel, sqrt shading); another layer, head or mode of the same
+    text hands the same file without encoding it again."""
+    from PIL import Image
+
+    from components.attention import plots
+
+    _, weights = _attentions(key, TEXT, PAIR)
+    layers, heads, t = weights.shape[:3]
+    encoded = []
+    real_png_bytes = plots.png_bytes
+    monkeypatch.setattr(plots, "png_bytes", lambda image: encoded.append(1) or real_png_bytes(image))
+    text = TEXT + " " + key  # a text no other test has shown: its result is made here
+    *_, path, shown = tab.attention(text, PAIR, key, 0, 0, "head")
+    *_, again, _ = tab.attention(text, PAIR, key, layers - 1, heads - 1, "mean")
+    assert again == path and len(encoded) == 1 and path.endswith(".png")
+    _, weights = _attentions(key, text, PAIR)
+    t = weights.shape[-1]
+    with Image.open(path) as image:
+        assert image.mode == "P"
+        pixels = np.asarray(image)
+    layout = plots.GridLayout(layers, heads)
+    nearest = np.arange(layout.cell) * t // layout.cell  # t < cell here: each pixel from one weight
+    for layer in range(layers):
+        for head in range(heads):
+            x, y = layout.origin(layer, head)
+            expected = np.rint(np.sqrt(weights[layer, head][np.ix_(nearest, nearest)]) * (plots.GRID_SHADES - 1))
+            # float32 weights within the tolerance of the parity tests may round to the next shade
+            diff = np.abs(pixels[y:y + layout.cell, x:x + layout.cell] - expected)
+            assert diff.max() <= 1 and (diff == 0).mean() > 0.99, (layer, head)
+
+
+@pytest.mark.parametrize("key", ZOO_KEYS)
 def test_head_statistics_table_from_the_reference_weights(key):
     enc, w = _attentions(key, TEXT)
     tok = zoo_reference(key)[0]
