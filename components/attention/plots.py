@@ -14,6 +14,7 @@ import io
 import json
 import re
 import threading
+import unicodedata
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,8 +128,6 @@ MAX_LABEL_PX = 220  # the margins grow with the labels up to this (a longer toke
 def _label_px(label: str) -> int:
     """A tick label's width in pixels at Plotly's 12 px font, from above: 6 px a character
     (5 measured in Chromium), 12 for a wide (CJK) one; escaped labels as the browser shows them."""
-    import unicodedata
-
     return sum(12 if unicodedata.east_asian_width(c) in "WF" else 6 for c in html.unescape(label))
 
 

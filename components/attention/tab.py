@@ -80,6 +80,8 @@ def attention(text, text_pair, model_key, layer, head, mode, causal=False):
 
 @cached_view()
 def _attention_views(text, text_pair, model_key, layer, head, mode, causal=False):
+    """``attention``'s views, the grid as PNG bytes: kept per arguments (a tab's default view
+    and the last few texts shown), the file made from them on each call."""
     with readable_errors("Attention"):
         result = _result(text, text_pair, model_key, causal)
         layer = _in_range(layer, result.num_layers - 1)
