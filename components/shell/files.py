@@ -25,11 +25,11 @@ def kept_file(data: bytes, folder: Path, prefix: str, suffix: str, keep: int) ->
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{prefix}-{hashlib.sha256(data).hexdigest()[:20]}{suffix}"
     if path.exists():
-        os.utime(path)  # now the newest: pruning keeps it
-    else:  # written under a private name, then renamed: no reader sees half a file
-        part = folder / f".{path.name}.{os.getpid()}.{threading.get_ident()}.part"
-        part.write_bytes(data)
-        os.replace(part, path)
+        os.utime(path)  # now the newest: another writer's pruning keeps it
+        return str(path)  # nothing added: nothing to prune (a repeat costs a hash and a stat)
+    part = folder / f".{path.name}.{os.getpid()}.{threading.get_ident()}.part"
+    part.write_bytes(data)  # written under a private name, then renamed: no reader sees half a file
+    os.replace(part, path)
     files = sorted(folder.glob(f"{prefix}-*{suffix}"), key=_mtime, reverse=True)
     for old in files[keep:]:
         if old != path:
