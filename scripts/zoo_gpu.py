@@ -8,8 +8,9 @@ import the result here.
 
 ``run`` starts one process per family (separate CUDA contexts on the one GPU; the CPU cores
 shared out), each: (1) tokenizes the packed corpus with the family's tokenizer (the shipped
-one in ``weights/zoo/<key>/``); (2) times ``--probe-steps`` training steps (all families at
-once, as they will train; DistilBERT's rate is estimated from its teacher's), from which the
+one in ``weights/zoo/<key>/``); (2) times its training for ``--probe-s`` seconds, every family
+in the same window (each waits for the others to be tokenized: they train side by side, so they
+are timed side by side; DistilBERT's rate is estimated from its teacher's), from which the
 parent sets one token budget for every family: ``--tokens``, or less where the rates say a
 family would not end before the deadline (DistilBERT's run waits for mini-bert's, its
 teacher, and runs after it); (3) the tuning search, the CPU zoo's prefix search
@@ -21,7 +22,7 @@ says so). ``$OUT`` receives ``zoo.tar.gz.part-NN`` (15 MB pieces) and ``run.log`
 
 The defaults (``GPU_RECIPE``) are the CPU zoo's recipe at a GPU's scale: dropout 0, the
 locality start, bf16 autocast, batches of 256 sequences (16x the CPU's 16), learning rates
-1e-3 / 2e-3 / 4e-3 (the CPU's 5e-4 / 1e-3 / 2e-3 one step up for the larger batch), at most
+2e-3 / 4e-3 / 8e-3 (the CPU's 5e-4 / 1e-3 / 2e-3 two steps up for the larger batch), at most
 200 M tokens per family (10x the CPU zoo), 525 s in all. ``--search separate`` is the
 earlier schedule: each grid point from scratch on ``--trial-tokens`` with a schedule of its
 own, the budget set from the trials' throughput once they ended.
@@ -34,6 +35,7 @@ import copy
 import io
 import json
 import lzma
+import math
 import os
 import shutil
 import subprocess
@@ -64,7 +66,9 @@ SEARCHES = {  # what a record's tuning says of its search
 SOLO_SPEEDUP = 1.5  # DistilBERT's full run, after the others ended: assumed this much faster than in its trials
 
 
-GPU_RECIPE = {"search": "prefix", "probe_steps": 40, "batch_size": 256, "grid": "lr=1e-3,2e-3,4e-3 dropout=0"}
+# the grid: in the first GPU run (1e-3 / 2e-3 / 4e-3) every family whose trials all ran chose 4e-3
+GPU_RECIPE = {"search": "prefix", "probe_s": 15.0, "batch_size": 256, "grid": "lr=2e-3,4e-3,8e-3 dropout=0"}
+PROBE_GO = "probe-go.json"  # the parent's start time for every family's probe window
 
 
 def heldout_splits(limit: int = 0) -> tuple[list[str], list[str]]:
@@ -161,9 +165,15 @@ def worker(args) -> int:
     prefix = args.search == "prefix"
     budget = None
     if prefix:
-        if args.probe_steps and family != "mini-distilbert" and not (me / "probe.json").is_file():
-            rate = probe_rate(family, tokenizer, chunks, base, device, args.probe_steps)
-            (me / "probe.tmp").write_text(json.dumps({"tokens_per_s": rate, "steps": args.probe_steps}),
+        if args.probe_s and family != "mini-distilbert" and not (me / "probe.json").is_file():
+            (me / "ready").touch()  # tokenized: the parent starts the window once every family is
+            if not _wait_for(work / PROBE_GO, deadline):
+                log(json.dumps({"family": family, "error": "no probe window before the deadline"}))
+                return 1
+            start = json.loads((work / PROBE_GO).read_text(encoding="utf-8"))["at"]
+            rate, steps = probe_rate(family, tokenizer, chunks, base, device, start, args.probe_s)
+            (me / "probe.tmp").write_text(json.dumps({"tokens_per_s": rate, "steps": steps, "window_start": start,
+                                                      "window_s": args.probe_s}),
                                           encoding="utf-8")
             (me / "probe.tmp").rename(me / "probe.json")
             log(json.dumps({"family": family, "probe_tokens_per_s": round(rate)}))
@@ -187,7 +197,7 @@ def worker(args) -> int:
     best = None
     for trial in trials:
         point = {k: trial[k] for k in parse_grid(args.grid)[0]}
-        if best is None or trial["piece_loss"] < best[0]["piece_loss"]:
+        if best is None or trial_loss(trial) < trial_loss(best[0]):
             best = (trial, point)
     for point in parse_grid(args.grid):
         if any(all(t.get(k) == v for k, v in point.items()) for t in trials):
@@ -211,7 +221,7 @@ def worker(args) -> int:
         trials.append(trial)
         partial.write_text(json.dumps(trials, indent=1), encoding="utf-8")
         log(json.dumps({"family": family, "trial": trial}))
-        if best is None or trial["piece_loss"] < best[0]["piece_loss"]:
+        if best is None or trial_loss(trial) < trial_loss(best[0]):
             best = (trial, point)
             if family == "mini-bert" and not prefix:  # DistilBERT's teacher for its trials: the best BERT trial
                 _save_teacher(done["objective"].model, work / "mini-bert" / "trial-best-tmp",
@@ -293,26 +303,40 @@ def worker(args) -> int:
     return 0
 
 
-def probe_rate(family: str, tokenizer, chunks, base: dict, device: torch.device, steps: int) -> float:
-    """Tokens/s of ``steps`` training steps of the family at the run's shape, batch and
-    precision (the first ``steps // 4`` not timed: allocation, kernel choice); the model is
-    thrown away. Timed while the other families probe, as they will train: side by side."""
-    marks = {}
-    skip = max(1, steps // 4)
+def probe_rate(family: str, tokenizer, chunks, base: dict, device: torch.device, start: float,
+               window: float) -> tuple[float, int]:
+    """(tokens/s, steps timed) of the family's training at the run's shape, batch and precision
+    in the window of ``window`` seconds from ``start`` (a ``time.time()``) that every probing
+    family shares, so that each is timed beside the others, as it will train. (Timed in turns,
+    as each family finished tokenizing, the H200's first run read 1.4-2.1x the trials' rates and
+    set a budget that four families did not reach.) Steps in the window's first quarter are not
+    counted (allocation, kernel choice); the model is thrown away."""
+    time.sleep(max(0.0, start - time.time()))
+    marks = []
 
     def clock(step: int, tokens: int) -> None:
-        if step in (skip, steps):
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            marks[step] = (time.perf_counter(), tokens)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        marks.append((time.time(), tokens))
 
     cfg = Z.ZooConfig(tokens=10**12, evals=0, **base)
     Z.train_family(family, tokenizer, chunks, [], cfg, device=device, log=lambda line: None,
-                   max_steps=steps, on_step=clock)
+                   deadline=start + window, on_step=clock)
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    (t0, n0), (t1, n1) = marks[skip], marks[steps]
-    return (n1 - n0) / max(t1 - t0, 1e-9)
+    timed = [m for m in marks if m[0] >= start + window / 4]
+    if len(timed) < 2:
+        raise SystemExit(f"{family}: {len(marks)} steps in the probe's {window:g} s window: too few to time "
+                         "(give --probe-s more)")
+    (t0, n0), (t1, n1) = timed[0], timed[-1]
+    return (n1 - n0) / max(t1 - t0, 1e-9), len(timed) - 1
+
+
+def trial_loss(trial: dict) -> float:
+    """A trial's score for the search: its loss per masked piece; a diverged trial's (NaN or
+    infinite) counts as infinite, so it is never chosen over one that learnt (a NaN compares
+    false with everything: the first trial, diverged, would otherwise stay chosen)."""
+    return trial["piece_loss"] if math.isfinite(trial["piece_loss"]) else math.inf
 
 
 def trial_checkpoint(point: dict) -> str:
@@ -384,8 +408,9 @@ def training_args(q, **defaults) -> None:
                         "(0: none; a prefix search still writes one at the end of each trial and run)")
     q.add_argument("--trials-only", action="store_true",
                    help="the tuning trials alone, then stop (trials.json; no full run, no export)")
-    q.add_argument("--probe-steps", type=int, default=d.get("probe_steps", 0),
-                   help="prefix search on the GPU schedule: steps timed per family before the budget is set")
+    q.add_argument("--probe-s", type=float, default=d.get("probe_s", 0.0),
+                   help="prefix search on the GPU schedule: seconds every family trains side by side, "
+                        "timed, before the budget is set")
     q.add_argument("--search", default=d.get("search", "separate"), choices=sorted(SEARCHES),
                    help="separate: trials from scratch on their own schedule; prefix: each trial is the "
                         "opening of its full run and the chosen one goes on (needs the budget before the trials)")
@@ -400,7 +425,7 @@ def worker_command(args, family: str, work: Path, deadline: float) -> list[str]:
             "--warmup", str(args.warmup), "--final-eval-s", str(args.final_eval_s),
             "--max-sentences", str(args.max_sentences), "--heldout-limit", str(args.heldout_limit),
             "--position-init", args.position_init, "--checkpoint-every", str(args.checkpoint_every),
-            "--search", args.search, "--probe-steps", str(args.probe_steps),
+            "--search", args.search, "--probe-s", str(args.probe_s),
             *(["--trials-only"] if args.trials_only else []),
             *(["--tiny"] if args.tiny else [])]
 
@@ -408,9 +433,9 @@ def worker_command(args, family: str, work: Path, deadline: float) -> list[str]:
 def run(args) -> int:
     if args.trials_only:
         raise SystemExit("scripts.zoo_gpu run: --trials-only is scripts.zoo_local's")
-    if args.search == "prefix" and args.probe_steps < 4:  # the budget must come before the trials
+    if args.search == "prefix" and args.probe_s <= 0:  # the budget must come before the trials
         raise SystemExit("scripts.zoo_gpu run: a prefix search sets its budget from a throughput probe: "
-                         "--probe-steps 4 or more")
+                         "--probe-s more than 0")
     t_start = time.time()
     deadline = t_start + args.budget_s
     work, out = args.work, args.out
@@ -447,7 +472,15 @@ def _coordinate(args, work: Path, families: list[str], procs: dict, t_start: flo
     budget_written = False
     prefix = args.search == "prefix"
     passes = 1 + (len(parse_grid(args.grid)) - 1) * args.trial_fraction if prefix else 1.0
+    probing = [f for f in families if f != "mini-distilbert"] if prefix else []
     while time.time() < deadline - args.pack_s + 5 and any(p.poll() is None for p in procs.values()):
+        if probing and not (work / PROBE_GO).exists() and all(
+                (work / f / "ready").exists() or procs[f].poll() is not None for f in probing):
+            # every family tokenized (or gone): one window for all, a moment from now
+            (work / "probe-go.tmp").write_text(json.dumps({"at": time.time() + 1.0}), encoding="utf-8")
+            (work / "probe-go.tmp").rename(work / PROBE_GO)
+            print(f"[{time.time() - t_start:5.0f} s] every family tokenized: the probes' {args.probe_s:g} s window "
+                  "starts", flush=True)
         if not budget_written:
             rates = {}
             for f in families:

@@ -166,8 +166,8 @@ def test_distilbert_s_prefix_trials_learn_from_the_finished_mini_bert(tmp_path, 
 def test_the_gpu_schedule_refuses_a_prefix_search_without_a_probe(tmp_path):
     """zoo_gpu sets its budget from throughput: a prefix trial must know that budget's
     schedule before its first step, so without a probe the command says so before it starts."""
-    with pytest.raises(SystemExit, match="--probe-steps 4 or more"):
-        Z.main(["run", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--probe-steps", "0"])
+    with pytest.raises(SystemExit, match="--probe-s more than 0"):
+        Z.main(["run", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--probe-s", "0"])
     assert not (tmp_path / "work").exists()
 
 
@@ -183,16 +183,20 @@ def test_the_gpu_schedule_s_prefix_search_sets_its_budget_from_the_probes_before
         lzma.compress((corpus / "train_ordered.tsv").read_bytes()))
     tiny = [a for a in TINY if a not in ("--trial-tokens", "1500")]
     assert Z.main(["run", "--device", "cpu", "--out", str(out), "--work", str(work), "--pack", str(tmp_path / "pack"),
-                   "--budget-s", "400", "--search", "prefix", "--probe-steps", "4", "--trial-fraction", "0.25",
-                   "--families", "mini-bert", "mini-distilbert", *tiny]) == 0
+                   "--budget-s", "400", "--search", "prefix", "--probe-s", "2", "--trial-fraction", "0.25",
+                   "--families", "mini-bert", "mini-roberta", "mini-distilbert", *tiny]) == 0
     budget = json.loads((work / "budget.json").read_text(encoding="utf-8"))
-    probe = json.loads((work / "mini-bert" / "probe.json").read_text(encoding="utf-8"))
-    assert budget["rates"]["mini-bert"] == probe["tokens_per_s"] > 0
+    probes = {f: json.loads((work / f / "probe.json").read_text(encoding="utf-8")) for f in ("mini-bert", "mini-roberta")}
+    for family, probe in probes.items():
+        assert budget["rates"][family] == probe["tokens_per_s"] > 0 and probe["steps"] >= 1
+    # the probes are timed side by side, as the families train: one window, opened once both were tokenized
+    assert probes["mini-bert"]["window_start"] == probes["mini-roberta"]["window_start"]
+    assert all((work / f / "ready").stat().st_mtime <= probes[f]["window_start"] for f in probes)
     assert not (work / "mini-distilbert" / "probe.json").exists()  # its rate is estimated from its teacher's
     assert budget["passes"] == 1 + 0.25 and budget["trial_tokens"] == int(budget["tokens"] * 0.25)
     assert budget["tokens"] <= 3000  # the --tokens cap
     started = (work / "budget.json").stat().st_mtime
-    for family in ("mini-bert", "mini-distilbert"):
+    for family in ("mini-bert", "mini-roberta", "mini-distilbert"):
         record = json.loads((work / "export" / family / "record.json").read_text(encoding="utf-8"))
         assert record["tuning"]["search_kind"] == "prefix" and record["tuning"]["trial_tokens"] == budget["trial_tokens"]
         assert [t["lr"] for t in record["tuning"]["trials"]] == [1e-3, 2e-3]
@@ -248,3 +252,12 @@ def test_the_allocator_changes_no_weight(tmp_path, corpus):
         assert record["allocator"] == allocator and record["config"]["autocast"] == "bf16"
         weights[allocator] = _weights(work / "export" / "mini-roberta")
     assert weights["tcmalloc"] == weights["glibc"]
+
+
+def test_a_diverged_trial_is_never_chosen():
+    """A larger learning rate can diverge at a GPU's batch (the grid goes up to 8e-3): its NaN
+    loss, which compares false with every number, must not stay chosen when it comes first."""
+    nan, good, worse = {"lr": 8e-3, "piece_loss": float("nan")}, {"lr": 2e-3, "piece_loss": 5.2}, \
+        {"lr": 4e-3, "piece_loss": float("inf")}
+    assert min([nan, good, worse], key=Z.trial_loss) is good
+    assert Z.trial_loss(nan) > Z.trial_loss(good) and not (nan["piece_loss"] > good["piece_loss"])
