@@ -555,16 +555,20 @@ def import_zoo(args) -> int:
     got = sorted(p.name for p in (staging / "zoo").iterdir()) if (staging / "zoo").is_dir() else []
     if not got:
         raise SystemExit("the archive has no trained family")
-    install_folders(staging / "zoo", args.out, got)
+    install_folders(staging / "zoo", args.out, got, args.corpus)
     return 0
 
 
-def install_folders(source: Path, out: Path, families) -> None:
-    """Each family's exported folder in ``source`` replaces its folder in ``out``; then the
-    cards of ``out`` are written and the targets table printed."""
+def install_folders(source: Path, out: Path, families, corpus: Path) -> None:
+    """Each family's exported folder in ``source`` replaces its folder in ``out``; a new
+    mini-albert gets its bag-of-words order reference (from ``corpus``); then the cards of
+    ``out`` are written and the targets table printed."""
     from scripts.train_zoo import clear_backend_state, write_cards_in
+    from scripts.zoo_heads import install_reference, need_corpus
     from models.zoo.cards import targets_table
 
+    if "mini-albert" in families:
+        need_corpus(corpus)  # before anything is replaced
     out.mkdir(parents=True, exist_ok=True)
     for family in families:
         target = out / family
@@ -574,6 +578,9 @@ def install_folders(source: Path, out: Path, families) -> None:
         for path in target.rglob("tokenizer.json"):  # runs exported before save_tokenizer existed
             clear_backend_state(path)
         print(f"{family}: installed into {target}")
+    if "mini-albert" in families:
+        ref = install_reference(out / "mini-albert", corpus)
+        print(f"mini-albert: the bag-of-words order reference, {ref['accuracy']:.1%} on {ref['pairs']:,} held-out pairs")
     write_cards_in(out)
     print(targets_table(out))
 
@@ -634,6 +641,8 @@ def main(argv=None) -> int:
     i.add_argument("source", type=Path)
     i.add_argument("--out", type=Path, default=REPO / "weights" / "zoo")
     i.add_argument("--staging", type=Path, default=REPO / ".gpu" / "import")
+    i.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus",
+                   help="the training corpus (mini-albert's order reference is made from it)")
     b = sub.add_parser("baseline", help="here: add the word-frequency baseline to a zoo's records that lack it")
     b.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     b.add_argument("--zoo", type=Path, default=REPO / "weights" / "zoo")

@@ -143,36 +143,70 @@ def sop_pairs(examples: zd.Examples, idx: list[int], seed: int, n: int = 0):
     return out
 
 
-def _sop(args) -> int:
-    from transformers import AlbertForPreTraining, AutoTokenizer
+def sop_sets(folder: Path, corpus: Path):
+    """(tokenizer, examples, sets) of the ALBERT in ``folder``: its SOP pairs as training builds
+    them, ``sets`` the (training, held-out) chunk indices of every chunk ("all") and of running
+    text alone ("running text")."""
+    from transformers import AutoTokenizer
 
-    folder = ZOO / "mini-albert"
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     record = json.loads((folder / "record.json").read_text(encoding="utf-8"))
     max_len, seed = record["config"]["shape"]["max_len"], record["config"]["seed"]
     names: list[str] = []
-    chunks = zd.corpus_chunks(args.corpus / "train_ordered.tsv", tokenizer, max_len, names=names)
+    chunks = zd.corpus_chunks(corpus / "train_ordered.tsv", tokenizer, max_len, names=names)
     examples = zd.Examples(tokenizer, chunks, max_len, seed)
     running = {i for i, n in enumerate(names) if n in RUNNING_TEXT and len(chunks[i]) >= 2}
     sets = {"all": (examples.train_idx, examples.eval_idx),
             "running text": ([i for i in examples.train_idx if i in running],
                              [i for i in examples.eval_idx if i in running])}
-    model = AlbertForPreTraining.from_pretrained(str(folder), dtype=torch.float32)
-    objective = zm.Objective("mini-albert", {"model": model})
-    print(f"mini-albert's SOP pairs, {len(chunks):,} chunks, {len(running):,} of them running text "
-          f"with two sentences or more")
+    return tokenizer, examples, sets
+
+
+def bag_of_words_reference(tokenizer, examples: zd.Examples, sets: dict, pairs: int) -> dict:
+    """Per set of ``sets``: the bag-of-words order model (trained on ``pairs`` training pairs)
+    on the held-out pairs: {"accuracy", "pairs", "penalty", "training_accuracy"}."""
     found = {}
     for label, (train_idx, eval_idx) in sets.items():
-        shipped = zs.pair_accuracy(objective, examples, "sop", chunks=eval_idx)
-        training = sop_pairs(examples, train_idx, 0, args.pairs)
+        training = sop_pairs(examples, train_idx, 0, pairs)
         bow, chosen = fit_bag_of_words(training, len(tokenizer))
         held = sop_pairs(examples, eval_idx, 1234)
-        found[label] = {"accuracy": accuracy(bow, held), "pairs": len(held), "penalty": chosen["penalty"]}
+        found[label] = {"accuracy": accuracy(bow, held), "pairs": len(held), "penalty": chosen["penalty"],
+                        "training_accuracy": accuracy(bow, training)}
+    return found
+
+
+def need_corpus(corpus: Path) -> None:
+    """An install's first check: the reference needs the corpus the zoo trained on."""
+    if not (corpus / "train_ordered.tsv").is_file():
+        raise SystemExit(f"{corpus / 'train_ordered.tsv'} is missing: mini-albert's record needs the bag-of-words "
+                         "order reference, made from the corpus (build it: python -m scripts.build_corpus)")
+
+
+def install_reference(folder: Path, corpus: Path, pairs: int = 80_000) -> dict:
+    """A newly installed mini-albert's ``pair_reference`` (what its card, Compare and the pair
+    views show beside its SOP head): the installs call this, so no zoo ships without it."""
+    need_corpus(corpus)
+    tokenizer, examples, sets = sop_sets(folder, corpus)
+    return write_reference(folder / "record.json", bag_of_words_reference(tokenizer, examples, sets, pairs), pairs)
+
+
+def _sop(args) -> int:
+    from transformers import AlbertForPreTraining
+
+    folder = ZOO / "mini-albert"
+    tokenizer, examples, sets = sop_sets(folder, args.corpus)
+    running = sets["running text"][0] + sets["running text"][1]
+    model = AlbertForPreTraining.from_pretrained(str(folder), dtype=torch.float32)
+    objective = zm.Objective("mini-albert", {"model": model})
+    print(f"mini-albert's SOP pairs, {len(examples.train_idx) + len(examples.eval_idx):,} chunks, "
+          f"{len(running):,} of them running text with two sentences or more")
+    found = bag_of_words_reference(tokenizer, examples, sets, args.pairs)
+    for label, (_, eval_idx) in sets.items():
+        shipped = zs.pair_accuracy(objective, examples, "sop", chunks=eval_idx)
         print(f"  {label}: {len(eval_idx):,} held-out pairs (majority {shipped['majority']:.1%})")
         print(f"    the shipped SOP head:            {shipped['accuracy']:.1%}")
-        seen = accuracy(bow, training)
         print(f"    bag-of-words order model:        {found[label]['accuracy']:.1%} (trained on {args.pairs:,} pairs, "
-              f"L2 penalty {chosen['penalty']:g}; its training pairs {seen:.1%})")
+              f"L2 penalty {found[label]['penalty']:g}; its training pairs {found[label]['training_accuracy']:.1%})")
     if args.write:
         write_reference(folder / "record.json", found, args.pairs)
         print(f"written: {folder / 'record.json'} (pair_reference)")

@@ -238,7 +238,7 @@ def install(args) -> int:
     if sittings(args.work):  # every sitting has ended now: what ran beside each, read once more
         for family in FAMILIES:
             _record_concurrency(args.work, family)
-    install_folders(args.work / "export", args.out, FAMILIES)
+    install_folders(args.work / "export", args.out, FAMILIES, args.corpus)
     return 0
 
 
@@ -260,6 +260,8 @@ def main(argv=None) -> int:
     i = sub.add_parser("install", help="the finished zoo into weights/zoo/ with its cards")
     i.add_argument("--work", type=Path, default=WORK)
     i.add_argument("--out", type=Path, default=REPO / "weights" / "zoo")
+    i.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus",
+                   help="the training corpus (mini-albert's order reference is made from it)")
     args = p.parse_args(argv)
     return {"run": run, "status": status, "install": install}[args.cmd](args)
 

@@ -261,3 +261,37 @@ def test_a_diverged_trial_is_never_chosen():
         {"lr": 4e-3, "piece_loss": float("inf")}
     assert min([nan, good, worse], key=Z.trial_loss) is good
     assert Z.trial_loss(nan) > Z.trial_loss(good) and not (nan["piece_loss"] > good["piece_loss"])
+
+
+def test_an_imported_zoo_ships_mini_albert_s_order_reference(tmp_path, corpus):
+    """`zoo_gpu import` (as `zoo_local install`) gives a new mini-albert the bag-of-words order
+    reference that its card, Compare and the pair views show beside its SOP head, on the same
+    held-out pairs as the head's own score; without the corpus it stops before it replaces a
+    folder (the GPU zoo's first import lacked the reference and failed two pair-view tests)."""
+    import lzma
+
+    work, out, pack, zoo = tmp_path / "work", tmp_path / "out", tmp_path / "pack", tmp_path / "zoo"
+    # 3,000 of the sample's lines as a novel's running text: enough chunks for held-out pairs
+    # (2 % of them), of running text too (the reference also reads running text alone)
+    lines = [s for s in (REPO / "data" / "train_sample.txt").read_text(encoding="utf-8").splitlines() if s][:3000]
+    text = "".join(f"austen\t{s}\n" for s in lines)
+    (corpus / "train_ordered.tsv").write_text(text, encoding="utf-8")
+    pack.mkdir()
+    (pack / "train_ordered.tsv.xz").write_bytes(lzma.compress(text.encode("utf-8")))
+    tiny = [a for a in TINY if a not in ("--trial-tokens", "1500", "--max-sentences", "400")]
+    assert Z.main(["run", "--device", "cpu", "--out", str(out), "--work", str(work), "--pack", str(pack),
+                   "--budget-s", "300", "--probe-s", "2", "--families", "mini-albert", *tiny]) == 0
+    zoo.mkdir()
+    (zoo / "mini-albert").mkdir()
+    (zoo / "mini-albert" / "old.txt").write_text("the zoo before", encoding="utf-8")
+    with pytest.raises(SystemExit, match="mini-albert's record needs the bag-of-words order reference"):
+        Z.main(["import", str(out), "--out", str(zoo), "--staging", str(tmp_path / "staging"),
+                "--corpus", str(tmp_path / "no-corpus")])
+    assert (zoo / "mini-albert" / "old.txt").is_file()  # nothing replaced
+    assert Z.main(["import", str(out), "--out", str(zoo), "--staging", str(tmp_path / "staging"),
+                   "--corpus", str(corpus)]) == 0
+    record = json.loads((zoo / "mini-albert" / "record.json").read_text(encoding="utf-8"))
+    reference = record["pair_reference"]
+    assert reference["pairs"] == record["pair_heldout"]["pairs"] > 0 and 0.0 <= reference["accuracy"] <= 1.0
+    assert reference["script"] == "scripts.zoo_heads sop" and not (zoo / "mini-albert" / "old.txt").exists()
+    assert "bag-of-words" in (zoo / "mini-albert" / "MODEL_CARD.md").read_text(encoding="utf-8")
