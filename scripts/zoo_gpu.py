@@ -4,7 +4,7 @@ import the result here.
 
     .venv/bin/python -m scripts.zoo_gpu pack --corpus .cache/corpus      # here: .gpu/zoo/ (~7 MB)
     python3 -m scripts.zoo_gpu run --device cuda --out "$OUT"                  # the GPU machine (525 s)
-    .venv/bin/python -m scripts.zoo_gpu import DIR                         # here: DIR -> weights/zoo/
+    .venv/bin/python -m scripts.zoo_gpu import DIR                         # here: DIR -> weights/zoo/ (+ mini-albert's order reference)
 
 ``run`` starts one process per family (separate CUDA contexts on the one GPU; the CPU cores
 shared out), each: (1) tokenizes the packed corpus with the family's tokenizer (the shipped
