@@ -18,6 +18,11 @@ from . import plots
 
 _training_lock = threading.Lock()  # one live training run per server: the CPU is shared
 _stop_requested = threading.Event()  # set by Stop (browser or API); the running loop checks it
+_run = {"owner": None}  # the session that started the run going on: only it can stop it
+
+
+def _session(request: gr.Request | None) -> str | None:
+    return getattr(request, "session_hash", None)
 
 
 @functools.lru_cache(maxsize=1)
@@ -72,7 +77,7 @@ def run_summary(history) -> str:
 
 
 @on_gpu
-def train_now(steps: float, seed: float, progress=gr.Progress()):
+def train_now(steps: float, seed: float, request: gr.Request = None, progress=gr.Progress()):
     """Train a tiny BERT from scratch, streaming the loss curve (the ``train_tiny`` API)."""
     if not _training_lock.acquire(blocking=False):
         raise user_error(
@@ -80,8 +85,9 @@ def train_now(steps: float, seed: float, progress=gr.Progress()):
             "stays quick for everyone). Try again when it has finished."
         )
     _stop_requested.clear()
+    _run["owner"] = _session(request)
     try:
-        steps_done, losses, probes = [], [], []
+        steps_done, losses, probes, status = [], [], [], ""
         with readable_errors("Training"):
             for event in train_tiny(int(steps), int(seed), should_stop=_stop_requested.is_set):
                 progress((event.step, event.steps), desc="Training", unit="steps")
@@ -103,14 +109,28 @@ def train_now(steps: float, seed: float, progress=gr.Progress()):
                     status,
                     plots.probes_frame(probes),
                 )
+        if _stop_requested.is_set() and " Done." not in status:  # the page cancels its stream; API callers see this
+            yield (
+                plots.training_figure(steps_done, losses, title="Tiny BERT, trained now (stopped)"),
+                f"Stopped by Stop after step {steps_done[-1] if steps_done else 0} of {int(steps)}.",
+                plots.probes_frame(probes),
+            )
     finally:
+        _run["owner"] = None
         _training_lock.release()
 
 
-def stop_training() -> str:
-    """Ask the live training run to stop after its current step (the ``stop_training`` API)."""
+def stop_training(request: gr.Request = None) -> str:
+    """Ask the live training run to stop after its current step (the ``stop_training`` API).
+
+    Only the session that started the run can stop it: another visitor's Stop leaves it going.
+    """
     if not _training_lock.locked():
         return "No live training run is going on."
+    owner = _run["owner"]
+    if owner is not None and _session(request) != owner:
+        return ("The run going on was started by another visitor: only they can stop it. "
+                "It ends by itself after its steps.")
     _stop_requested.set()
     return "Stopping after the current step…"
 

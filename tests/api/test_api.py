@@ -152,6 +152,28 @@ def test_stop_training_endpoint_stops_a_run_through_the_api(app_server):
         wait_until(lambda: _train_when_free(other, 10), "the lock to be released", poll_s=0.5)
 
 
+def test_another_visitor_s_stop_leaves_the_run_going(app_server):
+    """Stop is the starter's: a second session's Stop is refused in words and the run goes on;
+    the starter's own Stop through the API then ends it, and its stream says it was stopped."""
+    from models import TINY_MAX_STEPS
+
+    trainer = Client(app_server, verbose=False, download_files=False)
+    other = Client(app_server, verbose=False, download_files=False)
+    job = _running_job(trainer, other)
+    try:
+        answer = other.predict(api_name="/stop_training")
+        assert "another visitor" in answer
+        seen = len(job.outputs())
+        wait_until(lambda: len(job.outputs()) > seen + 1, "the run to go on after another's Stop", poll_s=0.5)
+        assert not job.done()
+        assert "Stopping" in trainer.predict(api_name="/stop_training")
+        plot, status, probes = job.result(timeout=300)
+        assert status.startswith("Stopped by Stop after step") and f"of {TINY_MAX_STEPS}" in status
+    finally:
+        _stop(trainer, job)
+        wait_until(lambda: _train_when_free(other, 10), "the lock to be released", poll_s=0.5)
+
+
 def test_random_sentence_comes_from_the_heldout_file(client):
     heldout = {line.strip() for line in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines()}
     drawn = [client.predict(seed, api_name="/random_sentence") for seed in range(6)]
