@@ -54,8 +54,8 @@ VIEWS_HELP = (
     "head (columns) at a glance; darker = more weight (square-root scale, each pixel the "
     f"largest weight of its block). Click a cell to open that head. Both show at most "
     f"{VIEW_MAX_TOKENS} tokens; a longer input shows its first {VIEW_MAX_TOKENS}.  \n"
-    "On the mini zoo: **mini-modernbert** with a long text shows its local layers (2 and 4) as a "
-    "band, no weight beyond 16 tokens either side, between global layers 1 and 3; "
+    "On the mini zoo: **mini-modernbert** with a long text shows its local layers (L1 and L3) as a "
+    "band, no weight beyond 16 tokens either side, between global layers L0 and L2; "
     "**mini-albert**'s four layers are one shared layer run four times (the grid's rows differ "
     "only because each layer reads the previous one's output)."
 )

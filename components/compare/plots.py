@@ -306,18 +306,34 @@ def _baseline_cell(score: float | None, loss: float | None) -> str:
     return "" if score is None else f"{100 * score:.1f} % / {loss:.2f}"
 
 
+def _curve_words(entries: tuple[ZooEntry, ...]) -> str:
+    """Which words the learning curves score: the tuning split's, or the first held-out sentences'."""
+    words = sorted({e.curve_words for e in entries if e.curve_words})
+    count = "" if not words else f"{words[0]:,}" if len(words) == 1 else f"{words[0]:,}-{words[-1]:,}"
+    where = ("the tuning split" if all(e.curve_on_tuning_split for e in entries)
+             else "the first held-out sentences")
+    return f"{count} words of {where}" if count else where
+
+
 def zoo_curves_figure(entries: tuple[ZooEntry, ...]) -> go.Figure:
-    """Learning curves of every family against tokens seen: the score (top) and the training loss."""
+    """Learning curves of every family against tokens seen: the score (top) and the training loss.
+
+    The curves are scored while training on a small set of held-out words (the tuning split when
+    the run had a search); the table's score is the final model on the other held-out words, drawn
+    as a star at each curve's end, so that chart and table can be read against each other.
+    """
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=(
-        "held-out whole-word top-1 (%): comparable across families",
+        f"whole-word top-1 (%) while training, on {_curve_words(entries)}; "
+        "★ the final score on the other held-out words (the table's)",
         "training loss: each family's own objective (the sum of its parts), not comparable across them",
     ))
     dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid"]
-    baseline_shown = False
+    baseline_shown = final_shown = False
     for k, e in enumerate(entries):
         x = [p[0] / 1e6 for p in e.curve]
+        colour = _ZOO_COLOURS[k % len(_ZOO_COLOURS)]
         style = dict(mode="lines+markers", legendgroup=e.key,
-                     line=dict(dash=dashes[k % len(dashes)], width=2, color=_ZOO_COLOURS[k % len(_ZOO_COLOURS)]))
+                     line=dict(dash=dashes[k % len(dashes)], width=2, color=colour))
         fig.add_trace(go.Scatter(
             x=x, y=[100 * p[1] for p in e.curve], name=escape(e.key), **style,
             hovertemplate=f"{escape(e.key)}<br>%{{x:.2f}} M tokens<br>%{{y:.1f}} % words right<extra></extra>",
@@ -326,11 +342,21 @@ def zoo_curves_figure(entries: tuple[ZooEntry, ...]) -> go.Figure:
             x=x, y=[p[2] for p in e.curve], name=escape(e.key), showlegend=False, **style,
             hovertemplate=f"{escape(e.key)}<br>%{{x:.2f}} M tokens<br>training loss %{{y:.3f}}<extra></extra>",
         ), row=2, col=1)
-        if e.baseline_score is not None and x:  # its word-frequency baseline: a flat dotted line
+        if x:  # the table's score, at the end of the curve
             fig.add_trace(go.Scatter(
-                x=[0, x[-1]], y=[100 * e.baseline_score] * 2, mode="lines", legendgroup="baseline",
+                x=[x[-1]], y=[100 * e.score], mode="markers", legendgroup="final",
+                name="★ final score on the other held-out words (the table's)", showlegend=not final_shown,
+                marker=dict(symbol="star", size=13, color=colour, line=dict(width=1, color="#333")),
+                hovertemplate=(f"{escape(e.key)}, the table's score: %{{y:.1f}} % of the held-out words "
+                               "right<extra></extra>"),
+            ), row=1, col=1)
+            final_shown = True
+        baseline = e.curve_baseline if e.curve_baseline is not None else e.baseline_score
+        if baseline is not None and x:  # its word-frequency baseline on the curve's words: a flat dotted line
+            fig.add_trace(go.Scatter(
+                x=[0, x[-1]], y=[100 * baseline] * 2, mode="lines", legendgroup="baseline",
                 name="word-frequency baseline (dotted, one per tokenizer)", showlegend=not baseline_shown,
-                line=dict(dash="2px,5px", width=1.5, color=_ZOO_COLOURS[k % len(_ZOO_COLOURS)]),
+                line=dict(dash="2px,5px", width=1.5, color=colour),
                 hovertemplate=(f"{escape(e.key)}'s word-frequency baseline: %{{y:.1f}} % words right "
                                "(each piece guessed from its frequency alone)<extra></extra>"),
             ), row=1, col=1)

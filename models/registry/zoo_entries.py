@@ -40,8 +40,8 @@ _ZOO: dict[str, tuple[str, str, str, dict]] = {
                      "relative positions (content-to-position and position-to-content), masked-LM "
                      "objective as DeBERTa-v2 (not v3's replaced-token detection), Unigram vocabulary", {}),
     "mini-modernbert": ("modernbert", "[MASK]", "ModernBertForMaskedLM: rotary positions, GeGLU, "
-                        "global attention in layers 1 and 3 and a 32-token local window in layers 2 "
-                        "and 4, 30 % masking, byte-level BPE", {}),
+                        "global attention in layers 0 and 2 and a 32-token local window in layers 1 "
+                        "and 3 (counting from 0, as the views do), 30 % masking, byte-level BPE", {}),
 }
 ZOO_KEYS: tuple[str, ...] = tuple(_ZOO)
 
@@ -67,13 +67,28 @@ def _provenance(key: str, idea: str) -> str:
     if record is None:
         return (f"Miniature trained by this project, not the published checkpoint: {idea}; not "
                 "trained on this checkout yet (run python -m scripts.train_zoo).")
-    shape = record["config"]["shape"]
+    shape = _shipped_shape(key) or record["config"]["shape"]
     amount = (f"{record['tokens']:,} training tokens, {record['steps']:,} steps, "
               f"{record['wall_minutes']:.0f} minutes on {record['device'].upper()}")
+    start = ("initialised from its teacher as above" if _ZOO[key][0] == "distilbert"
+             else "trained from random init")
     return (f"Miniature trained by this project, not the published checkpoint: {idea}; "
             f"{shape['layers']} layers, {shape['hidden']} wide, {shape['heads']} heads, "
-            f"{shape['vocab']:,}-token vocabulary, trained from random init on the project's "
+            f"{shape['vocab']:,}-token vocabulary, {start} on the project's "
             f"public-domain / permissive English corpus ({amount}). See its MODEL_CARD.md.")
+
+
+def _shipped_shape(key: str) -> dict | None:
+    """Layers, width, heads and vocabulary as the shipped config.json has them (DistilBERT has
+    half its teacher's layers, which the record's shared shape does not say)."""
+    try:
+        config = json.loads((zoo_folder(key) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    names = {"layers": ("num_hidden_layers", "n_layers"), "hidden": ("hidden_size", "dim"),
+             "heads": ("num_attention_heads", "n_heads"), "vocab": ("vocab_size",)}
+    shape = {field: next((config[n] for n in options if n in config), None) for field, options in names.items()}
+    return shape if None not in shape.values() else None
 
 
 def zoo_specs() -> tuple[ModelSpec, ...]:
@@ -130,6 +145,11 @@ class ZooEntry:
     # how much order the pairs show to a model that compares the two segments' words
     pair_reference: float | None = None
     locality_start: bool = False  # its learnt absolute table began with the locality start (models/zoo/locality.py)
+    # the learning curve's words: the tuning split (the held-out file's last 400 sentences) when the run had a
+    # tuning search, else the first held-out sentences; ``score`` is on the other held-out words
+    curve_words: int = 0
+    curve_on_tuning_split: bool = False
+    curve_baseline: float | None = None  # the word-frequency baseline on the curve's words (when recorded)
 
 
 # the families whose positions are a learnt absolute table added to the tokens (the locality
@@ -182,5 +202,8 @@ def zoo_comparison() -> tuple[ZooEntry, ...]:
             rtd_auc=(r.get("rtd_heldout") or {}).get("roc_auc"),
             pair_reference=(r.get("pair_reference") or {}).get("accuracy"),
             locality_start=key in TABLE_FAMILIES and r["config"].get("position_init") == "local",
+            curve_words=int(r["curve"][-1].get("words", 0)) if r["curve"] else 0,
+            curve_on_tuning_split="tuning_split" in r,
+            curve_baseline=(r.get("unigram_tuning_split") or {}).get("word_top1"),
         ))
     return tuple(out)

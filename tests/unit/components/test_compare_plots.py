@@ -121,12 +121,22 @@ def test_zoo_curves_show_score_and_training_loss_against_tokens():
     records = _records()
     figure = views.zoo_curves_figure(entries)
     with_baseline = [e for e in entries if "unigram" in records[e.key]]
-    assert len(figure.data) == 2 * len(entries) + len(with_baseline)
-    for e in with_baseline:  # the word-frequency baseline: flat, over the whole curve, in the family's colour
+    assert len(figure.data) == 3 * len(entries) + len(with_baseline)
+    for e in with_baseline:  # the word-frequency baseline on the curve's own words: flat, in the family's colour
         (flat,) = [t for t in figure.data if t.legendgroup == "baseline" and t.hovertemplate.startswith(e.key)]
-        assert list(flat.y) == [100 * records[e.key]["unigram"]["word_top1"]] * 2
+        same_words = records[e.key].get("unigram_tuning_split") or records[e.key]["unigram"]
+        assert list(flat.y) == [100 * same_words["word_top1"]] * 2
         assert list(flat.x) == [0, records[e.key]["curve"][-1]["tokens"] / 1e6] and flat.yaxis == "y"
     assert sum(bool(t.showlegend) for t in figure.data if t.legendgroup == "baseline") == min(1, len(with_baseline))
+    for e in entries:  # the table's score (the final model on the other held-out words): a star at the curve's end
+        (star,) = [t for t in figure.data if t.legendgroup == "final" and t.hovertemplate.startswith(e.key)]
+        assert list(star.y) == [100 * records[e.key]["heldout"]["word_top1"]]
+        assert list(star.x) == [records[e.key]["curve"][-1]["tokens"] / 1e6] and star.yaxis == "y"
+    top_title = figure.layout.annotations[0].text
+    if all("tuning_split" in r for r in records.values()):  # the curves' words named, not called the table's
+        words = {r["curve"][-1]["words"] for r in records.values()}
+        assert "tuning split" in top_title and f"{min(words):,}" in top_title
+    assert not top_title.startswith("held-out")
     for e in entries:
         score, loss = [t for t in figure.data if t.legendgroup == e.key]
         curve = records[e.key]["curve"]
