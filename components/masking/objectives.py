@@ -34,6 +34,11 @@ def _heldout_pair(model_key: str) -> tuple[float | None, float | None, float | N
                 (None, None, None))
 
 
+def _heldout_rtd_auc(model_key: str) -> float | None:
+    """The ROC AUC of a model's replaced-token detection on held-out corrupted text, from its record."""
+    return next((e.rtd_auc for e in zoo_comparison() if e.key == model_key), None)
+
+
 def pair_answer(model_key: str, a: str, b: str):
     """The chosen model's own pair head: SOP for ALBERT-style models, else NSP."""
     with readable_errors("Sentence-pair prediction"):
@@ -73,7 +78,7 @@ def replaced_view(model_key: str, text: str, swap: float, seed: float):
     """Every token's P(replaced) (the ``detect_replaced`` API)."""
     with readable_errors("Replaced-token detection"):
         result = detect_replaced(model_key, text, int(swap or 0), int(seed or 0))
-        return views.replaced_html(result), views.replaced_rows(result)
+        return views.replaced_html(result, _heldout_rtd_auc(model_key)), views.replaced_rows(result)
 
 
 run_detect_replaced = on_gpu(replaced_view)

@@ -38,14 +38,40 @@ def _shade(p: float) -> str:
     return f"rgb(255,{g},{b})"
 
 
-def replaced_html(result: ReplacedTokens) -> str:
-    """Each token in a box shaded by P(replaced), with the number under it; swaps marked."""
+def replaced_note(result: ReplacedTokens, auc: float | None = None) -> str:
+    """What the generator did, and the discriminator's held-out ROC AUC when its record has one."""
+    parts = []
+    drawn = len(result.swapped) + len(result.drawn_back)
+    if drawn:
+        text = f"The generator sampled at {drawn} position(s): {len(result.swapped)} replaced"
+        if result.swapped:
+            text += " (outlined, “swapped (was …)”)"
+        if result.drawn_back:
+            text += (f"; at {len(result.drawn_back)} it drew the original token back, which is no replacement "
+                     "(ELECTRA labels such a position original: “drawn back: original”)")
+        parts.append(text + ".")
+    if auc is not None:
+        parts.append(
+            f"This discriminator's ROC AUC on held-out text corrupted by its generator: {auc:.3f} "
+            "(the chance that a replaced token gets a higher P(replaced) than an original one; 0.5 = chance, "
+            "1 = every replaced token above every original). The verdict cuts at P(replaced) = 0.5: a weak "
+            "discriminator can rank a replacement above the originals and still stay under that cut, so "
+            "compare the numbers."
+        )
+    return f"<p class='rtd-note'>{' '.join(parts)}</p>" if parts else ""
+
+
+def replaced_html(result: ReplacedTokens, auc: float | None = None) -> str:
+    """Each token in a box shaded by P(replaced), with the number under it; swaps marked;
+    the note of ``replaced_note`` above."""
     swapped = dict(zip(result.swapped, result.originals))
     cells = []
     for i, (tok, p, special) in enumerate(zip(result.tokens, result.p_replaced, result.special)):
         mark = ""
         if i in swapped:
             mark = f"<div class='rtd-was'>swapped (was {escape(swapped[i])})</div>"
+        elif i in result.drawn_back:
+            mark = "<div class='rtd-was'>drawn back: original</div>"
         style = "background:#eee;color:#555" if special else f"background:{_shade(p)};color:#111"
         cells.append(
             f"<span class='rtd-token' style='display:inline-block;margin:3px;padding:3px 6px;"
@@ -53,7 +79,8 @@ def replaced_html(result: ReplacedTokens) -> str:
             f"<span style='font-family:ui-monospace,monospace'>{escape(tok)}</span>"
             f"<div style='font-size:0.8em'>{'special' if special else f'{p:.2f}'}</div>{mark}</span>"
         )
-    return f"<div class='rtd-view' role='group' aria-label='P(replaced) for every token'>{''.join(cells)}</div>"
+    return (f"{replaced_note(result, auc)}"
+            f"<div class='rtd-view' role='group' aria-label='P(replaced) for every token'>{''.join(cells)}</div>")
 
 
 def replaced_rows(result: ReplacedTokens) -> list[list]:

@@ -23,8 +23,11 @@ class ReplacedTokens:
     p_replaced: tuple[float, ...]  # one per token (specials too; read them as such)
     special: tuple[bool, ...]
     text: str  # the text the discriminator read (after any generator swaps)
-    swapped: tuple[int, ...] = ()  # positions the generator replaced (``corrupt_with_generator``)
+    swapped: tuple[int, ...] = ()  # positions the generator replaced (its draw differs from the original)
     originals: tuple[str, ...] = ()  # the pieces that were there before, one per swapped position
+    # positions where the generator drew the original piece back: not a replacement (ELECTRA
+    # labels them "original", as the zoo's training and held-out score do)
+    drawn_back: tuple[int, ...] = ()
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -55,7 +58,9 @@ def detect_replaced(model_key: str, text: str, swap: int = 0, seed: int = 0) -> 
 
     ``swap`` > 0 first lets the model's generator replace that many randomly chosen
     (non-special) tokens with its own samples, drawn at those positions masked (as in
-    ELECTRA's training), so the user sees whether the discriminator finds them.
+    ELECTRA's training), so the user sees whether the discriminator finds them. A sample
+    equal to the original piece is no replacement: ELECTRA labels it original, so it goes
+    to ``drawn_back``, not ``swapped``.
     """
     spec = catalogue.get_spec(model_key)
     text = check_text(text)
@@ -71,7 +76,7 @@ def detect_replaced(model_key: str, text: str, swap: int = 0, seed: int = 0) -> 
     check_token_count(disc, enc["input_ids"].shape[1])
     ids = enc["input_ids"].clone()
     special = enc["special_tokens_mask"][0].bool()
-    swapped, originals = [], []
+    swapped, originals, drawn_back = [], [], []
     if swap:
         gen = load_model(spec, head="mlm")
         candidates = [i for i in range(ids.shape[1]) if not special[i]]
@@ -87,6 +92,9 @@ def detect_replaced(model_key: str, text: str, swap: int = 0, seed: int = 0) -> 
             probs = logits[pos].softmax(-1)
             probs[tok.all_special_ids] = 0
             new = int(torch.multinomial(probs / probs.sum(), 1, generator=g))
+            if new == int(ids[0, pos]):
+                drawn_back.append(pos)
+                continue
             originals.append(tok.convert_ids_to_tokens(int(ids[0, pos])))
             ids[0, pos] = new
             swapped.append(pos)
@@ -102,4 +110,5 @@ def detect_replaced(model_key: str, text: str, swap: int = 0, seed: int = 0) -> 
         text=tok.decode(ids[0], skip_special_tokens=True),
         swapped=tuple(swapped),
         originals=tuple(originals),
+        drawn_back=tuple(drawn_back),
     )

@@ -170,3 +170,26 @@ def test_the_sop_answer_names_the_order_its_pairs_show():
     assert "P(in order)" in text
     bert = pair_answer("mini-bert", "The storm broke at night.", "By morning the river had flooded the town.")
     assert "P(IsNext)" in bert and "bag-of-words" not in bert
+
+
+def test_the_rtd_view_marks_only_real_replacements_and_states_the_heldout_auc():
+    """Typed into the RTD view (the UI's handler): a generator draw equal to the original is
+    not shown as a swap, and the text gives the discriminator's held-out ROC AUC from its
+    record, with what it means."""
+    import json
+
+    from components.masking.objectives import replaced_view
+    from models.registry.zoo_entries import zoo_folder
+
+    auc = json.loads((zoo_folder("mini-electra") / "record.json").read_text())["rtd_heldout"]["roc_auc"]
+    for text, swap in (("The chef cooked a delicious meal.", 1),
+                       ("The chef cooked a delicious meal for the guests.", 10)):
+        html, rows = replaced_view("mini-electra", text, swap, 0)
+        replaced = [(row[1], row[4]) for row in rows if row[4]]
+        assert all(token != before for token, before in replaced)
+        assert html.count("class='rtd-was'>swapped (was") == len(replaced)
+        assert f"ROC AUC on held-out text corrupted by its generator: {auc:.3f}" in html
+        assert "0.5 = chance" in html
+    # on the short sentence the one draw gives back the original ``##ed``: no swap at all
+    html, rows = replaced_view("mini-electra", "The chef cooked a delicious meal.", 1, 0)
+    assert "class='rtd-was'>swapped" not in html and "drew the original token back" in html

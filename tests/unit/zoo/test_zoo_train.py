@@ -209,7 +209,8 @@ def test_detect_replaced_is_the_electra_discriminator():
     assert result.swapped == () and result.special[0] and result.special[-1]
 
     swapped = detect_replaced("mini-electra", text, swap=3, seed=1)
-    assert len(swapped.swapped) == 3 and len(swapped.originals) == 3
+    # three draws; one of them samples the original back, which is no replacement
+    assert len(swapped.swapped) + len(swapped.drawn_back) == 3 and len(swapped.originals) == len(swapped.swapped)
     original_ids = enc["input_ids"][0]
     for pos, orig in zip(swapped.swapped, swapped.originals):
         assert orig == tok.convert_ids_to_tokens(int(original_ids[pos]))
@@ -218,6 +219,28 @@ def test_detect_replaced_is_the_electra_discriminator():
         detect_replaced("mini-electra", text, swap=11)
     with pytest.raises(CapabilityError, match="replaced-token"):
         detect_replaced("mini-roberta", text)
+
+
+def test_a_generator_draw_equal_to_the_original_is_no_replacement():
+    """ELECTRA labels a position original when the generator samples the original token back:
+    such a draw is not "swapped" (on this short sentence, seed 0 draws ``##ed`` back at ``##ed``)."""
+    from transformers import AutoTokenizer
+
+    text = "The chef cooked a delicious meal."
+    tok = AutoTokenizer.from_pretrained(zoo_folder("mini-electra"))
+    before = tok.convert_ids_to_tokens(tok(text)["input_ids"])
+    drawn_back = 0
+    for seed in range(4):
+        for swap in (1, 3):
+            result = detect_replaced("mini-electra", text, swap=swap, seed=seed)
+            assert len(result.swapped) + len(result.drawn_back) == swap
+            assert not set(result.swapped) & set(result.drawn_back)
+            for pos, orig in zip(result.swapped, result.originals):
+                assert orig == before[pos] and result.tokens[pos] != orig
+            for pos in result.drawn_back:
+                assert result.tokens[pos] == before[pos]
+            drawn_back += len(result.drawn_back)
+    assert drawn_back  # the case this test is about occurred
 
 
 def test_whole_word_score_counts_a_word_only_when_every_piece_is_right():
