@@ -7,6 +7,9 @@ from models import ReplacedTokens
 from ..shell.common import escape
 
 
+UNSURE = 0.05  # a pair-head probability within this of 0.5 gives no verdict
+
+
 def pair_markdown(kind: str, p: float, heldout: float | None, majority: float | None = None,
                   reference: float | None = None) -> str:
     """The answer of a sentence-pair head, with the head's held-out accuracy when known.
@@ -15,13 +18,22 @@ def pair_markdown(kind: str, p: float, heldout: float | None, majority: float | 
     it scores), from the training record; the baseline the accuracy is shown against.
     ``reference``: a bag-of-words order model's accuracy on the same pairs (how much order
     they show to a model comparing the segments' words), when the record has it.
+    A head no better than ``majority`` on held-out pairs, or a probability within ``UNSURE``
+    of 0.5, gives no verdict: the text says the head cannot tell.
     """
-    if kind == "nsp":
+    question = "whether B follows A" if kind == "nsp" else "whether A, B are in their original order"
+    head = f"**P(IsNext) = {p:.3f}**" if kind == "nsp" else f"**P(in order) = {p:.3f}**"
+    if heldout is not None and majority is not None and heldout <= majority:
+        text = (f"{head}: this head cannot tell {question}: on held-out pairs it is at chance (no better than "
+                "always guessing the majority label), so this probability is no verdict.")
+    elif abs(p - 0.5) < UNSURE:
+        text = f"{head}: too close to 0.5 to call; the model cannot tell {question} here."
+    elif kind == "nsp":
         verdict = "follows" if p >= 0.5 else "does not follow"
-        text = f"**P(IsNext) = {p:.3f}**: the model thinks B {verdict} A."
+        text = f"{head}: the model thinks B {verdict} A."
     else:
         verdict = "in their original order" if p >= 0.5 else "swapped"
-        text = f"**P(in order) = {p:.3f}**: the model thinks A, B are {verdict}."
+        text = f"{head}: the model thinks A, B are {verdict}."
     if heldout is not None:
         text += f"  \nThis head's accuracy on held-out pairs: {heldout:.1%}"
         text += (f" (always guessing the majority label: {majority:.1%})." if majority is not None else ".")
