@@ -25,6 +25,7 @@ from ..registry import catalogue
 from ..runtime.loading import load_model, require_head
 from ..validation import check_int, check_text
 from .masking_lab import MaskingSimulation
+from .objective_heads import check_pair_length
 
 # The textbook example: four words' logits, the target "cat".
 TEXTBOOK_LOGITS = {"cat": 3.0, "dog": 1.5, "mat": 0.2, "the": 0.1}
@@ -177,6 +178,7 @@ def next_sentence_loss(model_key: str, a: str, b: str, is_next: bool = True) -> 
     a, b = check_text(a, "first sentence"), check_text(b, "second sentence")
     require_head(spec, "nsp")
     loaded = load_model(spec, head="nsp")
+    check_pair_length(loaded, a, b)
     return nsp_arithmetic(loaded.model, loaded.tokenizer, a, b, bool(is_next), model_key)
 
 

@@ -35,12 +35,21 @@ class ReplacedTokens:
         return asdict(self)
 
 
+def check_pair_length(loaded, a: str, b: str) -> None:
+    """An ``InputError`` when the pair, specials included, is longer than the model reads: a
+    pair head scores the whole pair, so it is refused (as fill-mask and RTD refuse a long text)
+    rather than silently cut."""
+    n = len(loaded.tokenizer(a, b)["input_ids"])
+    check_token_count(loaded, n, "The pair (sentence A, sentence B and the special tokens)")
+
+
 def pair_probability(model_key: str, a: str, b: str, head: str) -> float:
     """P(class 0) of a sentence-pair head: "B follows A" (NSP) or "A, B in order" (SOP)."""
     spec = catalogue.get_spec(model_key)
     a, b = check_text(a, "first sentence"), check_text(b, "second sentence")
     require_head(spec, head)
     loaded = load_model(spec, head=head)
+    check_pair_length(loaded, a, b)
     enc = loaded.tokenizer(a, b, return_tensors="pt", truncation=True).to(loaded.device)
     with torch.inference_mode():
         out = loaded.model(**enc)

@@ -223,3 +223,25 @@ def test_a_pair_probability_near_one_half_gives_no_verdict():
         assert "too close to 0.5 to call" in text and "the model thinks" not in text
     assert "the model thinks B follows A" in pair_markdown("nsp", 0.6, 0.97, 0.53)
     assert "the model thinks A, B are swapped" in pair_markdown("sop", 0.3, 0.97, 0.53)
+
+
+def test_a_pair_longer_than_the_model_reads_is_refused_not_cut():
+    """A pair head scores the whole pair: past the model's length (128 tokens for the zoo) the
+    pair is refused with the limit, as fill-mask and RTD refuse a long text, in the pair view
+    and the NSP loss alike, not scored on a silently cut copy."""
+    import gradio as gr
+
+    from components.masking.objectives import pair_answer, run_nsp_loss
+    from models import next_sentence_loss, sentence_order
+
+    long_a = " ".join(["word"] * 2000)
+    for call, key in ((next_sentence, "mini-bert"), (sentence_order, "mini-albert"),
+                      (next_sentence_loss, "mini-bert")):
+        with pytest.raises(InputError, match=rf"is 20\d\d tokens long; {key} reads at most 128 tokens"):
+            call(key, long_a, "It rained.")
+        with pytest.raises(InputError, match="reads at most 128 tokens"):
+            call(key, "It rained.", long_a)
+    for handler in (pair_answer, run_nsp_loss):
+        with pytest.raises(gr.Error, match="reads at most 128 tokens"):
+            handler("mini-bert", long_a, "It rained.", *([True] if handler is run_nsp_loss else []))
+    assert 0 <= next_sentence("mini-bert", " ".join(["word"] * 60), "It rained.") <= 1  # within the limit
