@@ -53,7 +53,7 @@ class MaskingPolicy:
         if abs(total - 1.0) > 1e-6:
             raise InputError(
                 f"The replacement split must add up to 1 (100 %): mask {self.mask} + random "
-                f"{self.random} + keep {self.keep} = {total:.4g}."
+                f"{self.random} + keep {self.keep} = {round(total, 9)}."  # digits enough to show 1.0001 is not 1
             )
 
 

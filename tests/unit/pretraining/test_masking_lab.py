@@ -245,3 +245,10 @@ def test_a_pair_longer_than_the_model_reads_is_refused_not_cut():
         with pytest.raises(gr.Error, match="reads at most 128 tokens"):
             handler("mini-bert", long_a, "It rained.", *([True] if handler is run_nsp_loss else []))
     assert 0 <= next_sentence("mini-bert", " ".join(["word"] * 60), "It rained.") <= 1  # within the limit
+
+
+@pytest.mark.parametrize("keep, total", [(0.1001, "1.0001"), (0.099, "0.999"), (0.1000011, "1.0000011")])
+def test_a_split_off_by_a_little_shows_a_sum_that_is_not_1(mlm_key, keep, total):
+    """The refusal's sum has the digits that show why the split is refused (1.0001, not "1")."""
+    with pytest.raises(InputError, match=rf"mask 0\.8 \+ random 0\.1 \+ keep {keep} = {total}\.$"):
+        simulate_masking(mlm_key, TEXT, rate=0.15, mask=0.8, random=0.1, keep=keep)
