@@ -32,6 +32,7 @@ from . import plots
 from .objectives import build_pair_section, build_rtd_section
 
 STATS_SENTENCES = 1000
+RATE_STEP = 0.05  # the split fields' arrow-key step (Gradio's default, 1, jumps 0 <-> 1)
 
 
 def _simulate(text, model_key, rate, mask, rand, keep, whole_word, epochs, mode, seed):
@@ -144,9 +145,9 @@ def build_masking_tab() -> LinkTarget:
             with gr.Column(scale=2):
                 rate = gr.Slider(0, 1, value=0.15, step=0.01, label="Selection rate")
                 with gr.Row():
-                    mask = gr.Number(value=0.8, minimum=0, maximum=1, label="→ [MASK]")
-                    rand = gr.Number(value=0.1, minimum=0, maximum=1, label="→ random")
-                    keep = gr.Number(value=0.1, minimum=0, maximum=1, label="→ kept")
+                    mask = gr.Number(value=0.8, minimum=0, maximum=1, step=RATE_STEP, label="→ [MASK]")
+                    rand = gr.Number(value=0.1, minimum=0, maximum=1, step=RATE_STEP, label="→ random")
+                    keep = gr.Number(value=0.1, minimum=0, maximum=1, step=RATE_STEP, label="→ kept")
                 with gr.Row():
                     whole_word = gr.Checkbox(value=False, label="Whole-word masking")
                     mode = gr.Radio(["static", "dynamic"], value="dynamic", label="Across epochs")
