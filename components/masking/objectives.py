@@ -93,7 +93,7 @@ def build_pair_section(models, random_b) -> None:
         model = gr.Dropdown([(m.display_name, m.key) for m in listed],
                             value=(pair_models or listed)[0].key if listed else None,
                             label="Model with an NSP or SOP head")
-        seed = gr.Number(value=0, precision=0, minimum=0, label="Seed for a random B")
+        seed = gr.Number(value=0, precision=0, label="Seed for a random B")  # any whole number
     with gr.Row():
         a = gr.Textbox(label="Sentence A", value=copy.PAIR_A)
         b = gr.Textbox(label="Sentence B", value=copy.PAIR_B)
@@ -135,7 +135,7 @@ def build_rtd_section(models) -> None:
                             value=(usable or rtd)[0].key if rtd else None,
                             label="Model with a replaced-token-detection head")
         swap = gr.Slider(0, 10, value=0, step=1, label="Words the generator swaps first")
-        seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
+        seed = gr.Number(value=0, precision=0, label="Seed")  # bounds: detect_replaced's named check
     text = gr.Textbox(label="Sentence", value=copy.RTD_EXAMPLE, max_length=MAX_TEXT_CHARS)
     detect = gr.Button("Detect replaced tokens", variant="primary")
     html, rows = ("", [])

@@ -153,7 +153,7 @@ def build_masking_tab() -> LinkTarget:
                     mode = gr.Radio(["static", "dynamic"], value="dynamic", label="Across epochs")
                 with gr.Row():
                     epochs = gr.Slider(1, MAX_EPOCHS, value=3, step=1, label="Epochs")
-                    seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
+                    seed = gr.Number(value=0, precision=0, label="Seed")  # bounds: the core's own named check
         simulate = gr.Button("Simulate masking", variant="primary")
         summary = gr.Markdown()
         strips = gr.HTML(label="What the model sees, epoch by epoch", elem_id="masking-strips")
@@ -162,7 +162,7 @@ def build_masking_tab() -> LinkTarget:
 
         gr.Markdown(copy.LOSS_HELP)
         with gr.Row():
-            epoch = gr.Number(value=1, precision=0, minimum=1, label="Epoch to score")
+            epoch = gr.Number(value=1, precision=0, label="Epoch to score")  # bounds: checked by name below
             score = gr.Button("Compute the MLM loss")
             compare = gr.Button("Compare 80/10/10, 100 % [MASK], all kept")
         explain = gr.Markdown()
@@ -181,7 +181,7 @@ def build_masking_tab() -> LinkTarget:
         with gr.Row():
             source = gr.Radio(arithmetic_copy.ARITHMETIC_SOURCES, value=arithmetic_copy.ARITHMETIC_SOURCES[0],
                               label="Explain")
-            position = gr.Number(value=0, precision=0, minimum=0,
+            position = gr.Number(value=0, precision=0,  # bounds: the core's named check
                                  label="Token position, for a real position (0: the first selected one)")
             show = gr.Button("Show the arithmetic")
         arithmetic_text = gr.Markdown(elem_id="arithmetic-text")

@@ -26,3 +26,22 @@ def test_the_split_fields_step_by_a_fraction_not_from_0_to_1(fields):
         assert round(0.8 / field.step, 9).is_integer()  # BERT's 80/10/10 lies on the steps
     rate = next(f for f in fields if f.label == "Selection rate")
     assert 0 < rate.step <= 0.05
+
+
+def test_an_out_of_range_seed_or_epoch_is_refused_by_name(fields):
+    """Gradio's own bound check says "Value -3 is less than minimum value 0." without the field;
+    these fields leave the bounds to the handlers, whose refusals name the field."""
+    from components.masking.objectives import replaced_view
+    from components.masking.tab import run_loss, run_simulation
+
+    seeds = [f for f in fields if f.label == "Seed"]
+    epoch = next(f for f in fields if f.label == "Epoch to score")
+    assert len(seeds) == 2  # the masking simulation's and the RTD view's
+    assert [f.preprocess(-3) for f in seeds] == [-3, -3] and epoch.preprocess(0) == 0
+    args = ["The cat sat on the mat.", "mini-bert", 0.15, 0.8, 0.1, 0.1, False, 3, "dynamic"]
+    with pytest.raises(gr.Error, match="seed must be a whole number from 0"):
+        run_simulation(*args, -3)
+    with pytest.raises(gr.Error, match="Choose an epoch between 1 and 3"):
+        run_loss(*args, 0, 0)
+    with pytest.raises(gr.Error, match="seed must be a whole number from 0"):
+        replaced_view("mini-electra", "The cat sat on the mat.", 1, -3)
