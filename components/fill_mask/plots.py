@@ -22,13 +22,14 @@ from ..shell.common import escape, show_token
 COLUMNS = ["mask", "rank", "token", "probability"]
 
 
-def predictions_table(result: FillMaskResult) -> dict:
+def predictions_table(result: FillMaskResult | None) -> dict:
     """The table as rows, ``{"headers": COLUMNS, "data": [[mask, rank, token, probability], ...]}``:
-    what ``gr.Dataframe`` sends for ``predictions_frame`` (a test compares), without pandas."""
+    what ``gr.Dataframe`` sends for ``predictions_frame`` (a test compares), without pandas.
+    No result: the headers and no rows."""
     return {
         "headers": list(COLUMNS),
         "data": [[m.index + 1, rank, show_token(p.token), round(p.score, 6)]
-                 for m in result.masks for rank, p in enumerate(m.predictions, start=1)],
+                 for m in (result.masks if result else ()) for rank, p in enumerate(m.predictions, start=1)],
     }
 
 

@@ -79,9 +79,10 @@ def _outputs(result):
     )
 
 
-def _status_only(message: str) -> tuple:
-    """The outputs with only the status line changed."""
-    return (gr.skip(),) * 3 + (message, gr.skip())
+def _cleared(message: str) -> tuple:
+    """The outputs emptied, ``message`` in the status line: no earlier answer stays on screen
+    as if it answered this text (or this model)."""
+    return (plots.predictions_table(None), None, "", message, "")
 
 
 @on_gpu
@@ -104,11 +105,11 @@ def predict_live(text: str, model_key: str, top_k: float, live: bool, causal: bo
     if not live:
         return (words,) + (gr.skip(),) * N_OUTPUTS
     if not text or not MASK_PATTERN.search(text):
-        return (words,) + _status_only("Add [MASK] to the text to see predictions.")
+        return (words,) + _cleared("Add [MASK] to the text to see predictions.")
     try:
         return (words,) + _predicted(model_key, text, int(top_k), bool(causal))
     except EncoderLabError as exc:
-        return (words,) + _status_only(f"⚠️ {escape(str(exc))}")
+        return (words,) + _cleared(f"⚠️ {escape(str(exc))}")
 
 
 @on_gpu
