@@ -149,8 +149,18 @@ class WordClick(gr.SelectData):
 
 
 def click_word(text: str, evt: WordClick):
-    """Replace the clicked word by [MASK]."""
-    return mask_word(text or "", int(evt.index))
+    """Replace the clicked word by [MASK], if the text still has that word at that place.
+
+    The strip is redrawn with each live answer, so it can still show an earlier text while
+    the box holds a new one: a click there must not mask whatever word of the new text has
+    the clicked one's index. The click carries the word it was on (``evt.value``: word, class).
+    """
+    text, index = text or "", int(evt.index)
+    clicked = evt.value[0] if isinstance(evt.value, (list, tuple)) and evt.value else evt.value
+    segments = text_segments(text)
+    if not 0 <= index < len(segments) or segments[index][0] != clicked:
+        return text  # a strip drawn from another text: nothing to mask
+    return mask_word(text, index)
 
 
 def build_fill_mask_tab() -> LinkTarget:

@@ -48,3 +48,21 @@ def test_a_warning_clears_the_last_answer_instead_of_leaving_it_as_if_current(ca
         text = "" if case == "empty" else "The capital of France is Paris."
         status = _assert_nothing_of_an_answer_is_left(_answered(text), old_filled)
         assert "Add [MASK]" in status
+
+
+def _click(strip_text: str, word: str) -> tab.WordClick:
+    """A click on ``word`` in the strip drawn from ``strip_text``, as the page sends it."""
+    strip = tab.show_words(strip_text)
+    index = next(i for i, (segment, _) in enumerate(strip) if segment == word)
+    return tab.WordClick(None, {"index": index, "value": list(strip[index])})
+
+
+def test_clicking_a_word_of_the_strip_masks_it():
+    assert tab.click_word(TEXT, _click(TEXT, "France")) == "The capital of [MASK] is [MASK]."
+
+
+def test_a_click_on_a_strip_drawn_from_an_earlier_text_masks_nothing():
+    """The box already holds a new text when the old strip's "France" is clicked: the word at
+    the same index of the new text ("long") must not be masked."""
+    new = "My dog likes long walks in the park."
+    assert tab.click_word(new, _click(TEXT, "France")) == new
