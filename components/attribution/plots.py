@@ -128,17 +128,29 @@ def deletion_figure(curves: list[DeletionCurve]) -> go.Figure:
     return fig
 
 
+# Below these, a probability or a deletion area is too small to judge anything by: a gap of
+# 0.00005 in p is negligible whatever p moved by, and an area under 0.001 shows as +0.000 or +0.001.
+NEGLIGIBLE_P, NEGLIGIBLE_GAP, NEGLIGIBLE_AREA = 1e-3, 5e-5, 1e-3
+
+
 def status_markdown(results: list[AttributionResult], curves: list[DeletionCurve]) -> str:
     """What was explained, integrated gradients' baseline and completeness, the best method."""
     if not results:
         return ""
     first = results[0]
     target = html.escape(show_token(first.target_token), quote=False)
+    unlikely = first.target_probability < NEGLIGIBLE_P
     lines = [
         f"Explaining **“{target}”** at mask {first.mask_index + 1} (token position "
         f"{first.mask_position}): p = {first.target_probability:.4f} on your text, "
         f"{sum(first.candidates)} words scored, `{first.model_key}`."
     ]
+    if unlikely:
+        lines.append(
+            f"⚠️ The model gives “{target}” almost no probability at this mask (p = "
+            f"{first.target_probability:.1e}): there is next to nothing to explain, so the scores "
+            "and the deletion check say little here. Leave the target empty for the model's top "
+            "guess, or pick a likelier word.")
     for result in results:
         if result.method == "integrated_gradients":
             total = sum(result.scores)
@@ -149,12 +161,18 @@ def status_markdown(results: list[AttributionResult], curves: list[DeletionCurve
                 f"completeness gap {result.completeness_delta:+.5f}."
             )
             change = abs(result.target_probability - result.baseline_probability)
-            if abs(result.completeness_delta) > 0.05 * change:
+            gap = abs(result.completeness_delta)
+            if gap > 0.05 * change and gap > NEGLIGIBLE_GAP:
                 lines.append("⚠️ The gap is over 5 % of that difference: raise the steps for "
                              "integrated gradients you can trust here.")
     if curves:
         best = max(curves, key=lambda c: c.area)
-        verdict = (f"held up best here (area {best.area:+.3f})" if best.area > 0
-                   else "and no method beat random deletion on this input")
-        lines.append(f"Deletion check: **{label(best.method)}** {verdict}.")
+        if best.area >= NEGLIGIBLE_AREA:
+            lines.append(f"Deletion check: **{label(best.method)}** held up best here (area {best.area:+.3f}).")
+        elif unlikely:
+            lines.append("Deletion check: p(target) has almost nothing to lose, so every area is about 0 "
+                         "and no method stands out.")
+        else:
+            lines.append(f"Deletion check: no method beat random deletion by an area of {NEGLIGIBLE_AREA} "
+                         f"or more on this input (best: {label(best.method)}, {best.area:+.4f}).")
     return "  \n".join(lines)

@@ -8,6 +8,7 @@ import gradio as gr
 from models import (
     ATTRIBUTION_METHODS,
     DEFAULT_IG_STEPS,
+    MASK_PATTERN,
     MAX_IG_STEPS,
     MAX_TEXT_CHARS,
     InputError,
@@ -25,8 +26,16 @@ from . import copy
 from . import plots
 
 
-def _mask_index(mask_number) -> int:
-    return int(mask_number) - 1 if isinstance(mask_number, (int, float)) else 0
+def _mask_index(text, mask_number) -> int:
+    """The core's mask_index (0 is the first mask) for the box's Mask number (1 is the first),
+    a number out of range refused in the box's own numbering."""
+    if not isinstance(mask_number, (int, float)):
+        return 0
+    masks = len(MASK_PATTERN.findall(text)) if isinstance(text, str) else 0
+    if masks and not 1 <= mask_number <= masks:  # no mask at all: the core says so
+        raise InputError(f"The text has {masks} mask(s), so there is no mask number {mask_number:g}: "
+                         f"Mask number takes 1 to {masks} (1 is the first mask).")
+    return int(mask_number) - 1
 
 
 @on_gpu  # the only place this tab runs a model
@@ -34,7 +43,7 @@ def _mask_index(mask_number) -> int:
 def _explain(text, model_key, mask_number, target, n_steps, methods):
     if not methods:
         raise InputError("Tick at least one method.")
-    mask_index, target = _mask_index(mask_number), target or None
+    mask_index, target = _mask_index(text, mask_number), target or None
     results = [attribute_fill_mask(model_key, text, m, mask_index, target, n_steps) for m in methods]
     curves = [deletion_curve(model_key, text, m, mask_index, target, n_steps) for m in methods]
     return results, curves

@@ -22,13 +22,14 @@ from ..shell.common import escape, show_token
 COLUMNS = ["mask", "rank", "token", "probability"]
 
 
-def predictions_table(result: FillMaskResult) -> dict:
+def predictions_table(result: FillMaskResult | None) -> dict:
     """The table as rows, ``{"headers": COLUMNS, "data": [[mask, rank, token, probability], ...]}``:
-    what ``gr.Dataframe`` sends for ``predictions_frame`` (a test compares), without pandas."""
+    what ``gr.Dataframe`` sends for ``predictions_frame`` (a test compares), without pandas.
+    No result: the headers and no rows."""
     return {
         "headers": list(COLUMNS),
         "data": [[m.index + 1, rank, show_token(p.token), round(p.score, 6)]
-                 for m in result.masks for rank, p in enumerate(m.predictions, start=1)],
+                 for m in (result.masks if result else ()) for rank, p in enumerate(m.predictions, start=1)],
     }
 
 
@@ -38,7 +39,8 @@ def predictions_frame(result: FillMaskResult) -> pd.DataFrame:
 
 
 def fill_mask_figure(result: FillMaskResult) -> go.Figure:
-    """Horizontal bars of the top-k probabilities, one panel per mask, best on top.
+    """Horizontal bars of the top-k probabilities, one panel per mask, best on top, every
+    panel on the same 0-100 % axis.
 
     Built as plain dicts on a layout that plotly validated once per panel count
     (``_panels``): validating a fresh ``make_subplots`` figure and its template took
@@ -84,7 +86,9 @@ def _figure(result: FillMaskResult) -> dict:
             "xaxis": f"x{axis}",
             "yaxis": f"y{axis}",
         })
-        layout[f"xaxis{axis}"] = {**skeleton[f"xaxis{axis}"], "range": [0, max(scores) * 1.15 or 1]}
+        # one probability scale, 0 to 100 %, for every mask, as the HTML bars: a panel scaled to its
+        # own best would draw 17 % as long as another's 71 %
+        layout[f"xaxis{axis}"] = {**skeleton[f"xaxis{axis}"], "range": [0, 1]}
     layout["height"] = 80 + n * (40 + 26 * max(len(m.predictions) for m in result.masks))
     return {"data": data, "layout": layout}
 

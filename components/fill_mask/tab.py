@@ -79,9 +79,10 @@ def _outputs(result):
     )
 
 
-def _status_only(message: str) -> tuple:
-    """The outputs with only the status line changed."""
-    return (gr.skip(),) * 3 + (message, gr.skip())
+def _cleared(message: str) -> tuple:
+    """The outputs emptied, ``message`` in the status line: no earlier answer stays on screen
+    as if it answered this text (or this model)."""
+    return (plots.predictions_table(None), None, "", message, "")
 
 
 @on_gpu
@@ -104,11 +105,11 @@ def predict_live(text: str, model_key: str, top_k: float, live: bool, causal: bo
     if not live:
         return (words,) + (gr.skip(),) * N_OUTPUTS
     if not text or not MASK_PATTERN.search(text):
-        return (words,) + _status_only("Add [MASK] to the text to see predictions.")
+        return (words,) + _cleared("Add [MASK] to the text to see predictions.")
     try:
         return (words,) + _predicted(model_key, text, int(top_k), bool(causal))
     except EncoderLabError as exc:
-        return (words,) + _status_only(f"⚠️ {escape(str(exc))}")
+        return (words,) + _cleared(f"⚠️ {escape(str(exc))}")
 
 
 @on_gpu
@@ -148,8 +149,18 @@ class WordClick(gr.SelectData):
 
 
 def click_word(text: str, evt: WordClick):
-    """Replace the clicked word by [MASK]."""
-    return mask_word(text or "", int(evt.index))
+    """Replace the clicked word by [MASK], if the text still has that word at that place.
+
+    The strip is redrawn with each live answer, so it can still show an earlier text while
+    the box holds a new one: a click there must not mask whatever word of the new text has
+    the clicked one's index. The click carries the word it was on (``evt.value``: word, class).
+    """
+    text, index = text or "", int(evt.index)
+    clicked = evt.value[0] if isinstance(evt.value, (list, tuple)) and evt.value else evt.value
+    segments = text_segments(text)
+    if not 0 <= index < len(segments) or segments[index][0] != clicked:
+        return text  # a strip drawn from another text: nothing to mask
+    return mask_word(text, index)
 
 
 def build_fill_mask_tab() -> LinkTarget:

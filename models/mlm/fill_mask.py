@@ -278,20 +278,35 @@ def _decode(
         text=encoded.model_text,
         tokens=tokens,
         masks=tuple(masks),
-        filled_text=_fill_in(text, encoded.spans, [m.predictions[0] for m in masks]),
+        filled_text=_fill_in(text, encoded.spans, [m.predictions[0] for m in masks],
+                             [_starts_word(tokenizer, m.predictions[0].raw_token) for m in masks]),
         causal=causal,
     )
 
 
-def _fill_in(text: str, spans: list[tuple[int, int]], best: list[Prediction]) -> str:
-    """The user's text with each mask replaced by its top prediction."""
+def _starts_word(tokenizer, raw_token: str) -> bool:
+    """Whether the tokenizer's own decoding puts a space before this piece ("paris", "Ġcat",
+    "▁cat": yes; "##ing", a bare BPE piece, punctuation: no)."""
+    return tokenizer.convert_tokens_to_string(["a", raw_token]).startswith("a ")
+
+
+def _fill_in(text: str, spans: list[tuple[int, int]], best: list[Prediction],
+             starts_word: list[bool] | None = None) -> str:
+    """The user's text with each mask replaced by its top prediction.
+
+    A mask glued to the word before ("is[MASK]") is a token of its own for every tokenizer
+    here (the same ids as "is [MASK]"), so a prediction that starts a word is set apart by a
+    space ("is paris", as the fill-mask pipeline's sequence), not run into it ("isparis").
+    """
     out, last = [], 0
-    for (start, end), pred in zip(spans, best):
+    for k, ((start, end), pred) in enumerate(zip(spans, best)):
         word = pred.token.strip()
         before = text[last:start]
         if pred.raw_token.startswith("##"):  # a WordPiece continuation joins the word before
             word = word.removeprefix("##")
             before = before.rstrip(" ")
+        elif starts_word and starts_word[k] and re.match(r"\w", word) and re.search(r"\w$", before or "".join(out)):
+            before += " "
         out += [before, word]
         last = end
     out.append(text[last:])

@@ -54,7 +54,7 @@ def test_hostile_text_stays_text(client):
     "args, message",
     [
         ((TEXT, KEY, 1, "", 16, []), "Tick at least one method"),
-        ((TEXT, KEY, 2, "", 16, ["leave_one_out"]), "mask_index"),
+        ((TEXT, KEY, 2, "", 16, ["leave_one_out"]), r"no mask number 2: Mask number takes 1 to 1 \(1 is the first"),
         ((TEXT, KEY, 1, "unbelievably", 16, ["leave_one_out"]), "not one token"),
         ((TEXT, "minilm-l6", 1, "", 16, ["leave_one_out"]), "no trained masked-LM head"),
     ],

@@ -65,3 +65,32 @@ def test_status_names_the_baseline_and_warns_on_a_large_completeness_gap(delta, 
     assert "replaced by [MASK]" in text and "p(text) − p(baseline) = +0.4000" in text
     assert f"completeness gap {delta:+.5f}" in text
     assert ("raise the steps" in text) is warned
+
+
+def test_a_target_the_model_gives_almost_no_probability_gets_no_advice_and_no_winner():
+    """p(target) ≈ 1e-9: IG's gap compared with a difference of ~0 is no reason to raise the
+    steps, and deletion areas of ~1e-7 crown no method."""
+    from dataclasses import replace
+
+    tiny = [replace(_result(m, [0, -1e-9, 2e-9, 0, -3e-9, 0]), target_probability=1.2e-9)
+            for m in ("integrated_gradients", "leave_one_out")]
+    tiny[0] = replace(tiny[0], baseline="every token replaced by [MASK]", baseline_probability=1.9e-7,
+                      completeness_delta=-1.0e-8, n_steps=32)
+    curves = [DeletionCurve("m", "t", method, TOKENS, order=(2, 4, 1), attributed=(1.2e-9, 9e-10, 8e-10, 7e-10),
+                            random=(1.2e-9, 1.2e-9, 1.1e-9, 1e-9), random_orders=5, area=area,
+                            target_token="door", target_id=7, replacement="[MASK]")
+              for method, area in (("integrated_gradients", 1.2e-7), ("leave_one_out", 1.4e-7))]
+    text = plots.status_markdown(tiny, curves)
+    assert "raise the steps" not in text
+    assert "held up best" not in text
+    assert "almost no probability" in text and "1.2e-09" in text
+    assert "no method stands out" in text
+
+
+def test_areas_too_small_to_read_crown_no_method_on_a_likely_target():
+    curves = [DeletionCurve("m", "t", "leave_one_out", TOKENS, order=(2, 4, 1), attributed=(0.5, 0.5, 0.5, 0.5),
+                            random=(0.5, 0.5, 0.5, 0.5), random_orders=5, area=0.0002, target_token="door",
+                            target_id=7, replacement="[MASK]")]
+    text = plots.status_markdown([_result("leave_one_out", [0, 0.1, 0.2, 0, 0.15, 0])], curves)
+    assert "held up best" not in text and "no method beat random deletion" in text
+    assert "almost no probability" not in text  # p = 0.5

@@ -58,7 +58,7 @@ def _reference_figure(result):
         fig.add_trace(go.Bar(x=scores, y=labels, orientation="h", text=[f"{s:.1%}" for s in scores],
                              textposition="auto", hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>",
                              marker_color="#4c78a8", showlegend=False), row=row, col=1)
-        fig.update_xaxes(range=[0, max(scores) * 1.15], tickformat=".1%", row=row, col=1)
+        fig.update_xaxes(range=[0, 1], tickformat=".1%", row=row, col=1)
         fig.update_yaxes(type="category", row=row, col=1)
     fig.update_layout(height=80 + n * (40 + 26 * max(len(m.predictions) for m in result.masks)),
                       margin=dict(l=10, r=10, t=40, b=10), xaxis_title=None, template="plotly_white")
@@ -80,7 +80,14 @@ def test_fast_figure_is_the_json_plotly_validates():
     first.layout.xaxis.range = [0, 9]
     again = fill_mask_plots.fill_mask_figure(_result([[("cat", 0.5)]]))
     assert again.layout.annotations[0].text == "mask 1 (token position 2)"
-    assert list(again.layout.xaxis.range) == [0, 0.5 * 1.15]
+    assert list(again.layout.xaxis.range) == [0, 1]
+
+
+def test_every_masks_panel_shares_one_probability_scale():
+    """As the HTML bars: 17 % is drawn shorter than 71 % whichever mask each belongs to."""
+    fig = fill_mask_plots.fill_mask_figure(_result([[("door", 0.713), ("window", 0.1)], [("kitchen", 0.171)]]))
+    ranges = [list(fig.layout[f"xaxis{'' if row == 1 else row}"].range) for row in (1, 2)]
+    assert ranges == [[0, 1], [0, 1]]
 
 
 def test_tokens_are_escaped_in_figures():

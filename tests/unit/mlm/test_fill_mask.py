@@ -269,6 +269,37 @@ def test_filled_text_by_hand(text, guesses, expected):
     assert _fill_in(text, spans, [_guess(t, r) for t, r in guesses]) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "guess", "starts_word", "expected"),
+    [
+        # a mask glued to a word is a token of its own: a word the tokenizer starts gets a space
+        ("It is[MASK].", ("paris", "paris"), True, "It is paris."),
+        ("It is<mask>.", (" spoken", "Ġspoken"), True, "It is spoken."),
+        ("[MASK][MASK] go.", ("we", "we"), True, "we we go."),
+        # a piece the tokenizer glues, or punctuation, stays glued
+        ("It is[MASK].", ("s", "s"), False, "It iss."),
+        ("It is[MASK]", (".", "."), False, "It is."),
+    ],
+)
+def test_filled_text_of_a_glued_mask_by_hand(text, guess, starts_word, expected):
+    from models.mlm.fill_mask import MASK_PATTERN, _fill_in
+
+    spans = [m.span() for m in MASK_PATTERN.finditer(text)]
+    assert _fill_in(text, spans, [_guess(*guess)] * len(spans), [starts_word] * len(spans)) == expected
+
+
+@pytest.mark.parametrize("key", ["minilm-mlm", "mini-roberta", "mini-deberta"])
+def test_a_mask_glued_to_the_word_before_reads_and_fills_as_a_word_of_its_own(key):
+    """"is[MASK]" is tokenised as "is [MASK]" (the mask a token of its own): the sentence put
+    back together says what the model read, a separate word, not "isparis"."""
+    glued = fill_mask(key, "The capital of France is[MASK].", top_k=1)
+    spaced = fill_mask(key, "The capital of France is [MASK].", top_k=1)
+    assert glued.tokens == spaced.tokens
+    top = glued.masks[0].predictions[0]
+    assert top.raw_token[:1] in ("Ġ", "▁") or not top.raw_token.startswith("##")  # a word, not a piece
+    assert glued.filled_text == spaced.filled_text == f"The capital of France is {top.token.strip()}."
+
+
 # --- a byte-level BPE model: token strings as the pipeline shows them ----------------------
 
 
