@@ -191,6 +191,22 @@ def test_out_of_range_names_the_range(kwargs, words):
     assert words in str(info.value)
 
 
+def test_picking_a_smaller_model_clamps_the_layer_and_head_and_fits_the_sliders():
+    """minilm-mlm's layer 5, head 11 on screen, then mini-bert (4 layers × 4 heads) picked: the
+    handler wired to the Model picker shows mini-bert at its last layer and head."""
+    import gradio as gr
+
+    from components.inside.tab import build_inside_tab
+
+    with gr.Blocks() as demo, gr.Tabs():
+        model = build_inside_tab().inputs["model"]
+    (picked,) = [d for d in demo.config["dependencies"] if (model._id, "input") in d["targets"]]
+    status, *_, step, layer, head = demo.fns[picked["id"]].fn("mini-bert", TEXT, 5, 11, None, "query")
+    assert "`mini-bert`" in status and "showing layer 3, head 3" in status
+    assert (layer["value"], layer["maximum"]) == (3, 3) and (head["value"], head["maximum"]) == (3, 3)
+    assert step["value"] == "query"
+
+
 def test_text_over_the_limit():
     with pytest.raises(InputError, match="reads at most 128 tokens"):
         forward_steps("mini-bert", "word " * 300)
