@@ -77,6 +77,16 @@ def run_benchmark(model_keys, lengths, batch_size: float, progress=gr.Progress()
         )
 
 
+def default_lengths(model_keys) -> list[str]:
+    """The lengths the Speed section opens with: ``DEFAULT_LENGTHS``, or where a model chosen by
+    default reads fewer tokens, the longest choices that every one of them reads, so each line
+    gets its points instead of notes that the lengths were skipped."""
+    contexts = {f.model_key: f.max_context for f in architecture_table()}
+    shortest = min((contexts[k] for k in model_keys if k in contexts), default=max(DEFAULT_LENGTHS))
+    fitting = [n for n in copy.LENGTH_CHOICES if int(n) <= shortest]
+    return fitting[-len(DEFAULT_LENGTHS):]
+
+
 def show_zoo():
     """Learning curves, table and notes of the mini zoo (the ``zoo_comparison`` API)."""
     with readable_errors("Mini zoo comparison"):
@@ -135,22 +145,24 @@ def build_compare_tab() -> LinkTarget:
                 )
             with gr.Tab(copy.SECTION_SPEED, id="compare-speed"):
                 gr.Markdown(copy.SPEED_HELP)
+                timed = default_selection(models, "any", published_limit=3)
                 bench_models = gr.CheckboxGroup(
                     model_choices(models, by_key=True, usable_first=False),
-                    value=default_selection(models, "any", published_limit=3),
+                    value=timed,
                     label="Models to time (unavailable ones run random-init: timing only)",
                     elem_id="compare-bench-models",
                 )
                 with gr.Row():
                     lengths = gr.CheckboxGroup(
-                        copy.LENGTH_CHOICES, value=[str(n) for n in DEFAULT_LENGTHS], label="Sequence lengths"
+                        copy.LENGTH_CHOICES, value=default_lengths(timed), label="Sequence lengths"
                     )
                     batch = gr.Slider(1, limits_for(get_device()).max_batch, value=1, step=1, label="Batch size")
                     run = gr.Button("Time forward passes", variant="primary")
                 bench_plot = gr.Plot(error_figure(copy.BENCH_WAITING), label="Forward time vs sequence length",
                                      elem_id="compare-bench-plot")
                 bench_notes = gr.HTML(elem_id="compare-bench-notes")
-                bench_table = gr.Dataframe(label="Timings", elem_id="compare-bench-table", interactive=False, wrap=True)
+                bench_table = gr.Dataframe(views.benchmark_frame([]), label="Timings", elem_id="compare-bench-table",
+                                           interactive=False, wrap=True)
             with gr.Tab(copy.SECTION_ZOO, id="compare-zoo"):
                 gr.Markdown(copy.ZOO_HELP)
                 zoo_plot_value, zoo_table_value, zoo_notes_value = show_zoo()

@@ -107,21 +107,26 @@ def span_html(answer: SpanAnswer) -> str:
 
 
 def distill_chart(result: DistillResult) -> go.Figure:
-    """Both students' MLM loss per step and held-out accuracy, on one chart."""
+    """Both students' MLM loss per step (training, thin) and on the held-out sentences (thick:
+    what the title's winner is decided on), with their held-out accuracy (dotted, right axis)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for run, colour in ((result.distilled, "#1f77b4"), (result.mlm_only, "#d62728")):
         steps = list(range(1, len(run.train_mlm_loss) + 1))
         fig.add_trace(go.Scatter(x=steps, y=list(run.train_mlm_loss), mode="lines", line={"color": colour},
                                  opacity=0.45, name=f"{run.label}: training MLM loss"), secondary_y=False)
-        fig.add_trace(go.Scatter(x=list(run.eval_steps), y=list(run.eval_accuracy), mode="lines+markers",
+        fig.add_trace(go.Scatter(x=list(run.eval_steps), y=list(run.eval_loss), mode="lines+markers",
                                  line={"color": colour, "width": 3},
+                                 name=f"{run.label}: held-out MLM loss"), secondary_y=False)
+        fig.add_trace(go.Scatter(x=list(run.eval_steps), y=list(run.eval_accuracy), mode="lines+markers",
+                                 line={"color": colour, "dash": "dot"},
                                  name=f"{run.label}: held-out accuracy"), secondary_y=True)
     fig.update_xaxes(title_text="step")
-    fig.update_yaxes(title_text="training MLM loss", secondary_y=False)
-    fig.update_yaxes(title_text="held-out masked-token accuracy", secondary_y=True, rangemode="tozero")
+    fig.update_yaxes(title_text="MLM loss (nats per masked token)", secondary_y=False)
+    fig.update_yaxes(title_text="held-out masked-token accuracy (dotted)", secondary_y=True, rangemode="tozero")
     fig.update_layout(height=380, margin=_MARGIN, title=escape(
         f"{result.student_shape} students, {result.steps_done} steps each: {result.winner}"
-        f"{' won' if result.winner != 'tie' else ''} on held-out MLM loss by {abs(result.loss_gain):.3f}"))
+        f"{' won' if result.winner != 'tie' else ''} on held-out MLM loss (thick lines) by "
+        f"{abs(result.loss_gain):.3f}"))
     return fig
 
 

@@ -57,11 +57,18 @@ def run_train(model_key: str, task: str, pooling: str, layer: float, freeze: boo
         return plots.training_curves(result), plots.summary_markdown(result), result.head_id
 
 
+def _need_head(head_id: str, then: str) -> None:
+    """An empty head box (nothing trained on this page yet) is a step to take, said as one."""
+    if not head_id:
+        raise user_error(f"Train a head first (the button above), then {then}.")
+
+
 @on_gpu
 @on_gpu
 def run_why_class(head_id: str, text: str):
     """Which words drove the head's class, by each method (the ``why_this_class`` API)."""
     with readable_errors("Why this class"):
+        _need_head(head_id, "ask which words drove its class")
         results = [attribute_classification(head_id, text, m) for m in CLASS_ATTRIBUTION_METHODS]
         return plots.class_attribution_frame(results), plots.class_attribution_note(results)
 
@@ -69,8 +76,7 @@ def run_why_class(head_id: str, text: str):
 def run_classify(head_id: str, text: str):
     """The trained head's answer for one sentence, as HTML (the ``classify`` API)."""
     with readable_errors("Classify"):
-        if not head_id:
-            raise user_error("Train a head first (the button above), then classify a sentence.")
+        _need_head(head_id, "classify a sentence")
         return plots.classification_html(classify(head_id, text), copy.TOKEN_COLOURS)
 
 
@@ -129,7 +135,8 @@ def build_finetune_tab() -> LinkTarget:
         train = gr.Button("Train the head", variant="primary")
         summary = gr.Markdown(elem_id="head-summary")
         curves = gr.Plot(error_figure(copy.TRAIN_WAITING), label="Training curves")
-        head_id = gr.Textbox(label="Trained head (id)", interactive=False)
+        head_id = gr.Textbox(label="Trained head (id)", interactive=False,
+                             placeholder="none yet on this page: train one with the button above")
         with gr.Row():
             sentence = gr.Textbox(label="Classify my sentence", value=DEFAULT_SENTENCE, max_length=MAX_TEXT_CHARS,
                                   scale=4)

@@ -10,7 +10,7 @@ from models import InputError, MAX_TEXT_CHARS, first_capable, forward_steps, lis
 from . import copy
 from . import plots
 from ..shell.common import model_choices, readable_errors
-from ..shell.deep_links import LinkTarget, Section
+from ..shell.deep_links import LinkTarget, Section, model_shape
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
 
@@ -57,6 +57,15 @@ def inside_layer(model_key, text, layer, head, token, step):
             gr.update(maximum=result.num_layers - 1, value=result.layer),
             gr.update(maximum=result.num_heads - 1, value=result.head),
         )
+
+
+def model_changed(model_key, text, layer, head, token, step):
+    """Another model picked: the layer and head clamped to its range first (as a link's are),
+    then the pass, which fits the sliders to the new model."""
+    with readable_errors("Inside one layer"):
+        layers, heads = model_shape(model_key)
+    layer, head = min(max(int(layer or 0), 0), layers - 1), min(max(int(head or 0), 0), heads - 1)
+    return inside_layer(model_key, text, layer, head, token, step)
 
 
 @cached_view()
@@ -139,8 +148,9 @@ def build_inside_tab() -> LinkTarget:
                 grad_plot = gr.Plot(label="Gradient per token", elem_id="inside-gradient")
         source = [model, text, layer, head, token]
         outputs = [status, step_text, figure, row, checks, norms, step, layer, head]
-        gr.on([button.click, text.submit, model.input, layer.release, head.release, token.submit],
+        gr.on([button.click, text.submit, layer.release, head.release, token.submit],
               inside_layer, [*source, step], outputs, api_name="inside_layer", trigger_mode="always_last")
+        model.input(model_changed, [*source, step], outputs, api_visibility="private", trigger_mode="always_last")
         step.input(inside_step, [*source, step], [step_text, figure], api_name="inside_step",
                    trigger_mode="always_last")
         back.click(_walk(-1), [*source, step], [step, step_text, figure], api_visibility="private")

@@ -166,8 +166,8 @@ def build_pretrain_tab() -> LinkTarget:
             stop = gr.Button("Stop")
         live_status = gr.Markdown("")
         live_plot = gr.Plot(error_figure(copy.LIVE_WAITING), label="Live training loss")
-        live_probes = gr.Dataframe(label="Its guesses on probe sentences", interactive=False, wrap=True,
-                                   column_widths=["40%", "60%"])
+        live_probes = gr.Dataframe(plots.probes_frame([]), label="Its guesses on probe sentences", interactive=False,
+                                   wrap=True, column_widths=["40%", "60%"])
         run = start.click(
             train_now,
             [steps, seed],

@@ -12,6 +12,12 @@ from models import LossArithmetic, NSPLoss
 from ..shell.common import quoted
 
 
+def probability(p: float) -> str:
+    """A probability in the text: four decimals, or four significant digits below 0.001 (where
+    four decimals would read 0.0000 and the loss beside it would not follow from it)."""
+    return f"{p:.4f}" if p >= 1e-3 else f"{p:.4g}"
+
+
 def arithmetic_frame(result: LossArithmetic) -> pd.DataFrame:
     """One row per word shown, the rest of the vocabulary folded into one, then the sum."""
     rows = [
@@ -34,10 +40,11 @@ def arithmetic_text(result: LossArithmetic) -> str:
     where = ""
     if result.position is not None:
         where = f"Position {result.position}: the model saw {quoted(result.shown)} where {quoted(result.target)} was.  \n"
+    p = probability(result.p_target)
     return (
         where
         + f"p({quoted(result.target)}) = exp({target.logit:.4g}) / Σ = {target.exp:.6g} / {result.denominator:.6g} "
-        f"= **{result.p_target:.4f}**; loss = −ln {result.p_target:.4f} = **{result.loss:.4f} nats**."
+        f"= **{p}**; loss = −ln {p} = **{result.loss:.4f} nats**."
     )
 
 
@@ -48,8 +55,8 @@ def nsp_loss_text(result: NSPLoss) -> str:
     q = result.p_is_next if result.is_next else 1 - result.p_is_next
     return (
         f"Logits from [CLS] → pooler (dense + tanh) → classifier: IsNext {result.logits[0]:.4f}, "
-        f"NotNext {result.logits[1]:.4f}; softmax: **P(IsNext) = {result.p_is_next:.4f}**.  \n"
-        f"True label **{label}**: loss = {term} = −ln {q:.4f} = **{result.loss:.4f} nats**.  \n"
+        f"NotNext {result.logits[1]:.4f}; softmax: **P(IsNext) = {probability(result.p_is_next)}**.  \n"
+        f"True label **{label}**: loss = {term} = −ln {probability(q)} = **{result.loss:.4f} nats**.  \n"
         f"Recomputed by hand from the [CLS] vector through the pooler: the same logits to within "
         f"{result.pooler_check:.1e}."
     )

@@ -49,6 +49,19 @@ def config_index() -> dict:
     return json.loads((CONFIGS / "index.json").read_text(encoding="utf-8"))
 
 
+def shown_path(path: Path) -> str:
+    """A file's path as the page shows it: from the repository (.cache/models/...) or from
+    site-packages (site-packages/<package>/...), never the server's absolute folders."""
+    parts = path.parts
+    if "site-packages" in parts:  # an installed package (the venv may sit inside the repository)
+        return "/".join(parts[len(parts) - parts[::-1].index("site-packages") - 1:])
+    try:
+        return path.relative_to(catalogue.REPO_ROOT).as_posix()
+    except ValueError:
+        pass
+    return "/".join(parts[-3:])  # elsewhere (an operator's models folder): the last folders only
+
+
 def config_file(model_key: str) -> tuple[Path, str]:
     """(the config.json to read, where it comes from) for a registry key."""
     spec = catalogue.get_spec(model_key)
@@ -67,7 +80,7 @@ def config_file(model_key: str) -> tuple[Path, str]:
             f"{model_key}'s config is read from its installed folder ({folder}), which is "
             "missing; run `make setup` to install the embedded models."
         )
-    return path, f"embedded model folder: {path}"
+    return path, f"embedded model folder: {shown_path(path)}"
 
 
 def raw_config(model_key: str) -> dict:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import CapabilityError, InputError, ModelUnavailableError
-from ..mlm.fill_mask import MASK_PATTERN, MAX_MASKS, MAX_TOP_K, fill_mask
+from ..mlm.fill_mask import MASK_PATTERN, MAX_MASKS, MAX_TOP_K, fill_mask, with_own_mask
 from ..mlm.results import FillMaskResult
 from ..registry import catalogue
-from ..runtime.tokenization import TokenizationResult
+from ..runtime.loading import load_tokenizer
 from ..runtime.tokenization import tokenize
 from ..validation import check_int, check_text
 from .architecture import architecture_facts
@@ -192,7 +192,11 @@ def pieces_that_continue(text: str, spans) -> tuple[bool, ...]:
     return tuple(out)
 
 
-def _pieces(key: str, tokenized: TokenizationResult, text: str) -> ModelPieces:
+def _pieces(key: str, text: str) -> ModelPieces:
+    """``key``'s pieces of ``text`` as it reads it: [MASK] and <mask> as its own mask token, as
+    fill-mask writes them (one piece, not the other spelling's letters)."""
+    text = with_own_mask(text, load_tokenizer(catalogue.get_spec(key)).mask_token)
+    tokenized = tokenize(key, text)
     kind = architecture_facts(key).tokenizer_kind
     own = [k for k, special in enumerate(tokenized.special_tokens_mask) if not special]
     pieces = tuple(tokenized.tokens[k] for k in own)
@@ -211,13 +215,14 @@ def _pieces(key: str, tokenized: TokenizationResult, text: str) -> ModelPieces:
 def compare_tokens(model_keys, text: str) -> CompareTokensResult:
     """Each chosen model's pieces for the same text, with piece counts.
 
-    Tokenizers come with the model files: models not available here are listed in
-    ``skipped`` with the reason.
+    Each model reads [MASK] and <mask> as its own mask token, as fill-mask does. Tokenizers
+    come with the model files: models not available here are listed in ``skipped`` with the
+    reason.
     """
     keys = check_model_keys(model_keys)
     text = check_text(text)
     ok, skipped = _runnable(keys, need_mlm=False)
     if not ok:
         raise _none_ran(skipped)
-    models = _run_each(ok, skipped, lambda key: _pieces(key, tokenize(key, text), text))
+    models = _run_each(ok, skipped, lambda key: _pieces(key, text))
     return CompareTokensResult(text=text, models=tuple(models), skipped=tuple(skipped))

@@ -285,7 +285,8 @@ def _run(loaded, inputs, ids, text, text_pair, layer, head, position, with_head,
 
     head_steps, predictions = (), ()
     if heads is not None:
-        head_steps, predictions = _head(b, family, model, tokenizer, heads, recorder, out, position, top_k)
+        head_steps, predictions = _head(b, family, model, tokenizer, heads, recorder, out, position, top_k,
+                                        layer, n_layers)
     if family == "albert":
         _albert_shared(b, model, mods, recorder, n_layers)
     norms = np.stack([_np(hs[0].float().norm(dim=-1)) for hs in out.hidden_states])
@@ -388,8 +389,30 @@ def _albert_shared(b, model, mods, recorder, n_layers) -> None:
 # --- the MLM head ----------------------------------------------------------------------------------
 
 
-def _head(b, family, model, tokenizer, heads, recorder, out, position, top_k):
+def _head_input(family: str, layer: int, n_layers: int) -> tuple[str, str]:
+    """The MLM head's first formula and a note naming what it reads: the last layer's output
+    (after ModernBERT's final LayerNorm), whichever layer the steps above showed."""
+    last = n_layers - 1
+    if family == "modernbert":
+        if layer == last:
+            return "z = ŷ W_h + b_h  (ŷ: the final LayerNorm's output, the step above; at the chosen position)", ""
+        return ("z = LayerNorm_final(y_last) W_h + b_h  (at the chosen position)",
+                f"The MLM head reads the output of layer {last}, the last, after ModernBERT's final LayerNorm "
+                f"(shown as a step when layer {last} is chosen), not the output of layer {layer} shown above.")
+    if layer == last:
+        return "z = y W_h + b_h  (y: this layer's output, the last; at the chosen position)", ""
+    return ("z = y_last W_h + b_h  (at the chosen position)",
+            f"The MLM head reads y_last, the output of layer {last}, the last, not the output of layer {layer} "
+            "shown above.")
+
+
+def _head(b, family, model, tokenizer, heads, recorder, out, position, top_k, layer, n_layers):
+    formula, note = _head_input(family, layer, n_layers)
+    b.check("head_dense", f"hidden_states[{n_layers}] (the last layer's output, the head's input)",
+            _f(recorder.input(heads.dense)), out.hidden_states[n_layers][0])
     dense = _f(recorder.output(heads.dense))[position]
+    # ALBERT's (and ELECTRA's generator's) head maps d_model down to the embedding size E
+    width = "(d_model,)" if dense.shape[-1] == out.hidden_states[n_layers].shape[-1] else "(E,)"
     act = _f(recorder.input(heads.norm))[position]
     normed = _f(recorder.output(heads.norm))[position]
     embeddings = model.get_input_embeddings().weight
@@ -401,8 +424,8 @@ def _head(b, family, model, tokenizer, heads, recorder, out, position, top_k):
     top = torch.topk(probs, top_k)
     predictions = tuple((tokenizer.convert_ids_to_tokens(int(i)), float(p)) for p, i in zip(top.values, top.indices))
     steps = (
-        Step("head_dense", "MLM head: dense", "z = y W_h + b_h  (at the chosen position)", "(d_model,)", _np(dense)),
-        Step("head_activation", "MLM head: activation", "GELU(z)", "(d_model,)", _np(act)),
+        Step("head_dense", "MLM head: dense", formula, width, _np(dense), note=note),
+        Step("head_activation", "MLM head: activation", "GELU(z)", width, _np(act)),
         Step("head_layernorm", "MLM head: LayerNorm", "u = LayerNorm(GELU(z))", "(E,)", _np(normed)),
         Step("head_logits", "Logits over the vocabulary",
              f"logits = u Eᵀ + b  (E: the word-embedding table{', tied' if tied else ''}; V = {embeddings.shape[0]:,})",

@@ -34,6 +34,13 @@ from .results import FillMaskResult, MaskPrediction, Prediction
 
 # Users may write either spelling, whatever the model's own mask token is.
 MASK_PATTERN = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
+
+
+def with_own_mask(text: str, mask_token: str | None) -> str:
+    """The text as a model reads it: each mask spelling ([MASK], <mask>, any case) as its own
+    mask token (a tokenizer with none keeps the text)."""
+    return MASK_PATTERN.sub(lambda _: mask_token, text) if mask_token else text
+
 MAX_MASKS = 10
 MAX_TOP_K = 50
 
@@ -90,7 +97,7 @@ def encode_masks(loaded: LoadedModel, text: str, spans: list[tuple[int, int]]) -
     mask_token = tokenizer.mask_token
     if mask_token is None or tokenizer.mask_token_id is None:
         raise CapabilityError(f"{loaded.spec.key}'s tokenizer has no mask token.")
-    model_text = MASK_PATTERN.sub(lambda _: mask_token, text)
+    model_text = with_own_mask(text, mask_token)
     inputs = tokenizer(model_text, return_tensors="pt", truncation=False, verbose=False)
     ids = inputs["input_ids"][0]
     check_token_count(loaded, ids.shape[0])

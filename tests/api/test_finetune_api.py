@@ -36,6 +36,10 @@ def test_train_then_classify(client):
 def test_classify_without_a_head_is_a_readable_error(client):
     with pytest.raises(AppError, match="Train a head first"):
         client.predict("", "Hello there.", api_name="/classify")
+    # the explanation's button too: the page's step to take, not an empty id and an API name
+    with pytest.raises(AppError, match=r"Train a head first \(the button above\), then ask which words") as why:
+        client.predict("", "Hello there.", api_name="/why_this_class")
+    assert "''" not in str(why.value) and "train_classifier" not in str(why.value)
 
 
 def test_search_matches_the_core(client):

@@ -76,3 +76,19 @@ def test_continue_a_word_is_one_rule_for_every_tokenizer(key):
             marked = piece.startswith("##") if wordpiece else not piece.startswith(("Ġ", "▁"))
             assert continues == marked, (piece, m.pieces)
     assert m.continuation_count == sum(m.continues) and len(m.continues) == m.piece_count
+
+
+def test_config_column_shows_no_server_folders(table):
+    """The "config" column (and its CSV) names files from the repository or from site-packages,
+    never the server's absolute folders; each names the file the facts were read from."""
+    from models.registry import catalogue
+
+    for key, row in table.items():
+        cell = row["config"]
+        assert str(catalogue.REPO_ROOT) not in cell and ": /" not in cell and ".venv" not in cell, cell
+        if cell.startswith("embedded model folder: "):
+            shown = cell.removeprefix("embedded model folder: ")
+            folder = catalogue.local_path(catalogue.get_spec(key))
+            assert (folder / "config.json").as_posix().endswith(shown), (key, shown)
+    for key in ZOO_KEYS:
+        assert table[key]["config"] == f"embedded model folder: weights/zoo/{key}/config.json"

@@ -231,3 +231,40 @@ def test_zoo_findings_say_how_the_tuning_search_ran():
         views.zoo_findings_md(entries)
     mixed = (dataclasses.replace(entries[0], tuning_search=search_of(older)),) + entries[1:]
     assert "The families' tuning searches differ (each card gives its own); chosen:" in views.zoo_findings_md(mixed)
+
+
+def _built(build) -> dict:
+    """The page's components as built, by elem_id or label: their initial config."""
+    import gradio as gr
+
+    with gr.Blocks() as demo, gr.Tabs():
+        build()
+    found = {}
+    for c in demo.config["components"]:
+        props = c.get("props", {})
+        for name in (props.get("elem_id"), props.get("label")):
+            if name:
+                found[name] = props
+    return found
+
+
+def test_speed_defaults_time_every_default_model_at_every_default_length():
+    """Each default length is one every model checked by default reads (offline: the mini zoo,
+    128 tokens), so no line opens with skipped lengths; the empty Timings table has its columns."""
+    from components.compare.tab import build_compare_tab
+
+    page = _built(build_compare_tab)
+    models, lengths = page["compare-bench-models"]["value"], [int(n) for n in page["Sequence lengths"]["value"]]
+    assert models and len(lengths) >= 3
+    for key in models:
+        assert max(lengths) <= architecture_facts(key).max_context, key
+    empty = page["compare-bench-table"]["value"]
+    assert empty["headers"] == list(views.benchmark_frame([]).columns) and "median ms" in empty["headers"]
+    assert empty["data"] == []
+
+
+def test_pretraining_probe_table_opens_with_its_column_names():
+    from components.pretrain.tab import build_pretrain_tab
+
+    empty = _built(build_pretrain_tab)["Its guesses on probe sentences"]["value"]
+    assert empty["headers"] == ["sentence", "top guesses"] and empty["data"] == []

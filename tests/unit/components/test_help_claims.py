@@ -27,3 +27,18 @@ def test_embeddings_help_describes_the_default_curve():
         assert within > across, layer
     c = result.cosine[3]
     assert round(float((c[0, 1] + c[2, 3]) / 2), 2) == 0.90 and round(float(c[np.ix_([0, 1], [2, 3])].mean()), 2) == 0.79
+
+
+def test_readme_gives_the_recorded_runs_stages():
+    """The README's Pre-training line names as many stages as the recorded run (weights/minilm-mlm)
+    has, and the later ones as the curve's marks."""
+    import re
+    from pathlib import Path
+
+    from models import SHIPPED_RUN, load_history
+
+    stages = len(load_history(SHIPPED_RUN).stage_starts) + 1
+    words = {2: "two", 3: "three", 4: "four", 5: "five"}
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    line = re.search(r"\*\*Pre-training\*\*.*?\(([^)]*stages[^)]*)\)", readme, re.S).group(1)
+    assert line.startswith(f"{words[stages]} stages") and f"stages 2 to {stages}" in line, line

@@ -154,6 +154,15 @@ def test_distillation_step_draws_both_students_over_the_same_steps(live_key):
     assert soft_train["y"][1:] != pytest.approx(mlm_train["y"][1:])  # then the soft targets change the path
     assert "1x64" in note and "4 step(s) of 32 sentences" in note
     assert ("won on held-out MLM loss" in note) or ("tie" in note)
+    # the title's winner is decided on the held-out MLM loss: the chart plots it, and its last
+    # points give the title's margin and the winner the note names
+    title = json.loads(chart.to_json())["layout"]["title"]["text"]
+    soft_held, mlm_held = traces["soft targets + MLM: held-out MLM loss"], traces["MLM alone: held-out MLM loss"]
+    assert soft_held["x"] == soft_eval["x"] and mlm_held["x"] == mlm_eval["x"]
+    margin = mlm_held["y"][-1] - soft_held["y"][-1]
+    assert f"by {abs(margin):.3f}" in title
+    winner = "soft targets + MLM won" if margin > 1e-4 else "MLM alone won" if margin < -1e-4 else "tie"
+    assert winner in title and winner in note
 
 
 def test_the_sentence_order_step_gives_the_order_its_pairs_show():

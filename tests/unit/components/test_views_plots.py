@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from components.views.arithmetic_plots import arithmetic_frame, arithmetic_text, nsp_loss_text
 from components.views.causal_plots import generation_frame
@@ -31,6 +32,26 @@ def test_a_real_position_folds_the_rest_into_one_row():
 def test_nsp_text_says_the_label_and_the_check():
     text = nsp_loss_text(NSPLoss("bert-base", False, (2.0, -1.0), 0.9526, 3.0486, 1e-7))
     assert "NotNext" in text and "−ln (1 − P(IsNext))" in text and "3.0486" in text and "pooler" in text
+
+
+def _shown_p_and_loss(text: str) -> tuple[float, float]:
+    """The p after "−ln " and the loss after "= **" that follows it, as the reader sees them."""
+    import re
+
+    found = re.search(r"−ln (?:\(1 − P\(IsNext\)\) = −ln )?([0-9.e+-]+) = \*\*([0-9.]+) nats", text)
+    return float(found.group(1)), float(found.group(2))
+
+
+def test_a_small_probability_keeps_its_digits_so_the_loss_follows_from_it():
+    import math
+
+    result = explain_loss({"cat": 0.0, "dog": 10.0, "mat": 0.2, "the": 0.1}, "cat")
+    assert result.p_target < 1e-3
+    p, loss = _shown_p_and_loss(arithmetic_text(result))
+    assert p == pytest.approx(result.p_target, rel=1e-3) and -math.log(p) == pytest.approx(loss, abs=1e-3)
+    nsp = nsp_loss_text(NSPLoss("bert-base", False, (6.0, -4.0), 0.9999546, 10.0000, 1e-7))
+    p, loss = _shown_p_and_loss(nsp)
+    assert p == pytest.approx(1 - 0.9999546, rel=1e-3) and -math.log(p) == pytest.approx(loss, abs=1e-3)
 
 
 def test_generation_frame_one_row_per_step():

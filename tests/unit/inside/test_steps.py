@@ -144,6 +144,44 @@ def test_albert_one_shared_layer():
     _close(result.step("layer_output").value, out.hidden_states[3][0])
 
 
+def test_mlm_head_steps_say_they_read_the_last_layer():
+    """Layer 1 chosen: the head's dense step is the head applied to the LAST layer's output
+    (transformers' hidden_states[-1]), and its text names that layer, not layer 1."""
+    model, _, _, out = _reference("mini-bert", TEXT)
+    result = forward_steps("mini-bert", TEXT, layer=1, head=0)
+    dense = result.step("head_dense")
+    with torch.no_grad():
+        _close(dense.value, model.cls.predictions.transform.dense(out.hidden_states[-1][0, result.position]))
+    assert "y_last" in dense.formula and "output of layer 3, the last" in dense.note
+    assert "layer 1" in dense.note and "y W_h" not in dense.formula
+    last = forward_steps("mini-bert", TEXT, layer=3, head=0).step("head_dense")
+    assert "this layer's output, the last" in last.formula and last.note == ""
+
+
+def test_modernbert_head_reads_the_final_norm_whichever_layer_is_shown():
+    model, _, _, out = _reference("mini-modernbert", TEXT)
+    early = forward_steps("mini-modernbert", TEXT, layer=1, head=0)
+    assert "final_norm" not in [s.name for s in early.all_steps]
+    assert "LayerNorm_final(y_last)" in early.step("head_dense").formula
+    assert "final LayerNorm (shown as a step when layer 3 is chosen)" in early.step("head_dense").note
+    late = forward_steps("mini-modernbert", TEXT, layer=3, head=0)
+    names = [s.name for s in late.all_steps]
+    assert names.index("final_norm") + 1 == names.index("head_dense")
+    assert "the final LayerNorm's output, the step above" in late.step("head_dense").formula
+    with torch.no_grad():  # hidden_states[-1] is already after the final norm
+        _close(early.step("head_dense").value, model.head.dense(out.hidden_states[-1][0, early.position]))
+
+
+def test_albert_head_dense_is_the_embedding_size_not_d_model():
+    model, _, _, _ = _reference("mini-albert", TEXT)
+    result = forward_steps("mini-albert", TEXT, layer=0, head=0)
+    e, d = model.config.embedding_size, model.config.hidden_size
+    for name in ("head_dense", "head_activation"):
+        step = result.step(name)
+        assert step.value.shape == (e,) and e != d and step.shape == "(E,)"
+    assert forward_steps("mini-bert", TEXT).step("head_dense").shape == "(d_model,)"
+
+
 def test_roberta_positions_start_after_the_padding_index():
     model, tokenizer, enc, _ = _reference("mini-roberta", TEXT)
     result = forward_steps("mini-roberta", TEXT)
@@ -189,6 +227,22 @@ def test_out_of_range_names_the_range(kwargs, words):
     with pytest.raises(InputError, match=None) as info:
         forward_steps("mini-bert", TEXT, **kwargs)
     assert words in str(info.value)
+
+
+def test_picking_a_smaller_model_clamps_the_layer_and_head_and_fits_the_sliders():
+    """minilm-mlm's layer 5, head 11 on screen, then mini-bert (4 layers × 4 heads) picked: the
+    handler wired to the Model picker shows mini-bert at its last layer and head."""
+    import gradio as gr
+
+    from components.inside.tab import build_inside_tab
+
+    with gr.Blocks() as demo, gr.Tabs():
+        model = build_inside_tab().inputs["model"]
+    (picked,) = [d for d in demo.config["dependencies"] if (model._id, "input") in d["targets"]]
+    status, *_, step, layer, head = demo.fns[picked["id"]].fn("mini-bert", TEXT, 5, 11, None, "query")
+    assert "`mini-bert`" in status and "showing layer 3, head 3" in status
+    assert (layer["value"], layer["maximum"]) == (3, 3) and (head["value"], head["maximum"]) == (3, 3)
+    assert step["value"] == "query"
 
 
 def test_text_over_the_limit():

@@ -133,6 +133,21 @@ def test_lessons_variants_step_shows_the_same_top_3_for_every_miniature(side_by_
         assert list(table[key]) == list(frame[key]), key
 
 
+def test_compare_tokens_read_either_mask_spelling_as_each_models_own_mask():
+    """The tab's default text writes [MASK] once and <mask> once: every model's pieces hold its
+    own mask token twice, as its predictions read the text, and no mask spelling's letters."""
+    text = "The capital of France is [MASK]. Paris is a <mask> city."
+    _, frame, _ = compare_tab.run_compare_tokens(list(ZOO_KEYS), text)
+    for key, row in zip(ZOO_KEYS, frame.to_dict("records")):
+        tok = zoo_reference(key)[0]
+        read = text.replace("[MASK]", tok.mask_token).replace("<mask>", tok.mask_token)
+        enc = tok(read, return_special_tokens_mask=True)
+        pieces = [t for t, s in zip(tok.convert_ids_to_tokens(enc["input_ids"]), enc["special_tokens_mask"]) if not s]
+        assert row["pieces (space separated)"] == " ".join(pieces), key
+        assert pieces.count(tok.mask_token) == 2 and row["pieces"] == len(pieces), key
+        assert row["continue a word"] == 0, key  # whole words only: no mask letters continuing a word
+
+
 def test_compare_tokens_are_each_tokenizers_own():
     text = "Tokenizers split unbelievably long words differently."
     _, frame, _ = compare_tab.run_compare_tokens(list(ZOO_KEYS), text)
