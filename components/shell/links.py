@@ -135,13 +135,14 @@ def _number(param: Param, raw: str) -> tuple[object | None, str | None]:
 def _text(param: Param, raw: str) -> tuple[str | None, str | None]:
     limit = LINK_MAX_WORD if param.kind == "word" else LINK_MAX_TEXT
     what = f"The link's {param.name}"
+    instead = "the default text is shown instead" if param.kind == "text" else "the default is used"
     if len(raw) > limit:
-        return None, f"{what} is longer than {limit:,} characters; the default text is shown instead."
+        return None, f"{what} is longer than {limit:,} characters; {instead}."
     if MARKUP.search(MASK_SPELLING.sub("", raw)):
         return None, (f"{what} contained markup (an HTML tag or a script address), which this app never "
-                      "runs; the default text is shown instead.")
+                      f"runs; {instead}.")
     if CONTROL.search(raw):
-        return None, f"{what} contained control characters; the default text is shown instead."
+        return None, f"{what} contained control characters; {instead}."
     return raw, None
 
 
@@ -217,6 +218,9 @@ def parse_link(params: dict, models=()) -> LinkView:
         raw = params.get(param.name)
         if raw is not None and raw.strip() == "" and param.name == "text_pair":
             values[param.name] = ""  # an empty second text is a choice: one text, no pair
+            continue
+        if raw is not None and raw.strip() == "" and param.kind == "text":
+            notes.append(f"The link's {param.name} is empty; the default text is shown instead.")
             continue
         if raw is None or raw.strip() == "":
             continue

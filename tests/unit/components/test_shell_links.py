@@ -92,7 +92,15 @@ def test_hostile_tab_and_text_get_defaults_and_a_note(payload, models):
 def test_an_empty_second_text_means_no_pair(models):
     assert parse_link({"tab": "attention", "text_pair": ""}, models).values == {"text_pair": ""}
     assert "text_pair=&" in link_query("attention", {"text": "a", "text_pair": "", "layer": 1})
-    assert parse_link({"tab": "attention", "text": ""}, models).values == {}  # an empty text: the default
+    empty = parse_link({"tab": "attention", "text": " "}, models)  # an empty text: the default, and said so
+    assert empty.values == {} and empty.notes == ("The link's text is empty; the default text is shown instead.",)
+
+
+def test_a_refused_word_parameter_says_the_default_is_used_not_a_default_text(models):
+    view = parse_link({"tab": "inside-one-layer", "step": "<img src=x onerror=alert(1)>"}, models)
+    assert view.values == {} and len(view.notes) == 1
+    assert "markup" in view.notes[0] and view.notes[0].endswith("the default is used.")
+    assert "text" not in view.notes[0].replace("The link's step", "")
 
 
 def test_mask_spelling_is_text_not_markup(models):
