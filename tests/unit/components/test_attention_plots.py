@@ -176,3 +176,30 @@ def test_missing_libraries_are_said_in_the_ui(monkeypatch, tmp_path):
             cached.cache_clear()
     assert "assets/vendor/" in out and "<iframe" not in out
     assert html.escape(attention_copy.LIBS_MISSING) in out
+
+
+def _title(figure) -> str:
+    return figure.layout.title.text
+
+
+def test_status_names_no_layer_or_head_that_a_click_would_leave_behind():
+    """The grid, the table and the sliders change the heatmap but not the status line: the
+    status names no layer or head, the heatmap's title says which one is shown."""
+    from components.attention import tab as attention_tab
+
+    _, status, figure, _, shown = attention_tab.attention(
+        "I sat by the river bank.", "", "splade-tiny", 1, 1, "head")
+    assert "layer 1, head 1" in _title(figure)
+    assert "tokens" in status and not re.search(r"(layer|head) \d", status)
+    *_, plot = attention_tab._open(shown, 0, 1)  # a grid cell or a table row opened later
+    assert "layer 0, head 1" in _title(plot)
+
+
+def test_status_says_an_asked_layer_or_head_beyond_the_model():
+    from components.attention import tab as attention_tab
+
+    _, status, figure, _, _ = attention_tab.attention("A text.", "", "splade-tiny", 7, 30, "head")
+    assert "There is no layer 7 in this model (layers 0–1): layer 1 was opened." in status
+    assert "no head 30" in status and "head 1 was opened" in status
+    assert "layer 1, head 1" in _title(figure)
+
