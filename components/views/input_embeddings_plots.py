@@ -86,6 +86,13 @@ def input_embeddings_summary(result: InputEmbeddings) -> str:
             cos = float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12))
             lines.append(f"The two segment vectors differ: cosine {cos:.3f}, lengths "
                          f"{np.linalg.norm(a):.3f} and {np.linalg.norm(b):.3f}.")
+        elif result.text_pair and result.segment_rows == 1:
+            lines.append("This model's segment table has a single row (type_vocab_size 1, as in the "
+                         "RoBERTa family), so both texts add the same segment-A vector: the pair is told "
+                         "apart by its separator tokens and positions, not by a segment B.")
+        elif result.text_pair:
+            lines.append("Both texts add the same segment-A vector: this model's tokenizer gives the "
+                         "second text no segment B.")
         else:
             lines.append("One text: every token adds the same segment-A vector. Add a second text to see B.")
     if result.position_ids and result.position_ids[0] != 0:

@@ -203,3 +203,17 @@ def test_status_says_an_asked_layer_or_head_beyond_the_model():
     assert "no head 30" in status and "head 1 was opened" in status
     assert "layer 1, head 1" in _title(figure)
 
+
+def test_input_embeddings_of_a_pair_on_a_one_row_segment_table_say_so():
+    """RoBERTa-style models have one segment row (type_vocab_size 1): a pair uses segment A
+    for both texts, and the summary says why instead of asking for a second text."""
+    from components.attention import tab as attention_tab
+
+    a, b = "I sat by the river bank.", "I deposited cash at the bank."
+    *_, summary = attention_tab.show_input_embeddings(a, b, "mini-roberta")
+    assert "Add a second text" not in summary
+    assert "single row (type_vocab_size 1" in summary and "both texts add the same segment-A vector" in summary
+    *_, one_text = attention_tab.show_input_embeddings(a, "", "mini-roberta")
+    assert "Add a second text to see B." in one_text
+    *_, bert_pair = attention_tab.show_input_embeddings(a, b, "mini-bert")
+    assert "The two segment vectors differ" in bert_pair and "single row" not in bert_pair
