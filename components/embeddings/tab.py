@@ -66,7 +66,7 @@ def _verdict(scores) -> str:
     )
     s = scores[best]
     return (
-        f"**{plots.POOLING_NAMES[best].capitalize()} separates the groups better here**: ROC AUC "
+        f"**{plots.POOLING_NAMES[best][:1].upper() + plots.POOLING_NAMES[best][1:]} separates the groups better here**: ROC AUC "
         f"{s.auc:.3f} (gap {s.gap:.3f}) vs {others}, over {s.same_pairs} same-group and "
         f"{s.different_pairs} different-group pairs."
     )
@@ -87,7 +87,7 @@ def run_similarity(text: str, model_key: str, layer: float):
                 "No separation score: separate the sentences into groups with blank lines "
                 "(at least one group of two or more, and two groups)."
             )
-            table = None
+            table = plots.separation_frame({})  # no rows, the columns named
         note = f"  \n{len(sentences)} sentences, `{model_key}`, layer {results[0].layer}."  # a validated key
         return (
             plots.similarity_heatmaps(results, groups),
