@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from playwright.sync_api import expect
 
+from components.attention import copy as attention_copy
 from helpers import SCREENSHOTS, TIMEOUT, open_section, screenshot, settle
 from models import AttentionResult, head_statistics, extract_attention, filter_heads, first_capable
 
@@ -60,6 +61,24 @@ def test_heatmap_grid_and_statistics(page):
     # rollout mode
     page.get_by_label("rollout").check()
     expect(heatmap_title(page)).to_contain_text("rollout through layers 0–3", timeout=TIMEOUT)
+
+    # sorting as the help says: the header's ⋮ button, then "Sort descending" (a click on the
+    # header itself does not sort in this Gradio); a row clicked then opens its own head
+    assert "⋮ button of a column's header" in attention_copy.STATS_HELP
+    assert "clicking a column header" not in attention_copy.STATS_HELP
+    page.get_by_label("all heads", exact=True).check()
+    expect(grid_role).to_have_attribute("aria-rowcount", str(1 + 6 * 12), timeout=TIMEOUT)
+    header = table.get_by_role("columnheader").filter(has_text="→ previous")
+    header.hover()
+    header.get_by_role("button", name="Open cell menu").click()
+    page.get_by_role("menuitem", name="Sort descending").click()
+    stats = head_statistics(result)
+    top = np.unravel_index(np.argmax(stats.to_prev), stats.to_prev.shape)
+    first_row = table.get_by_role("row").nth(1).get_by_role("gridcell")
+    expect(first_row.nth(0)).to_have_text(str(top[0]), timeout=TIMEOUT)
+    expect(first_row.nth(1)).to_have_text(str(top[1]))
+    first_row.nth(3).click()
+    expect(heatmap_title(page)).to_contain_text(f"layer {top[0]}, head {top[1]}", timeout=TIMEOUT)
     assert page.external_requests == [] and page.dialogs == []
 
 
