@@ -16,7 +16,7 @@ from models import (
     list_models,
 )
 
-from ..shell.common import api_only, model_choices, readable_errors
+from ..shell.common import api_only, model_choices, readable_errors, show_piece
 from ..shell.deep_links import LinkTarget, Section
 from ..shell.files import TEMP, kept_file
 from ..shell.server import on_gpu
@@ -70,8 +70,8 @@ def status_line(result, layer=0, head=0) -> str:
 
 
 def token_segments(result) -> list[tuple[str, str]]:
-    """Tokens for HighlightedText, labelled with their segment."""
-    return [(f"{tok} ", f"segment {'AB'[seg]}") for tok, seg in zip(result.tokens, result.segment_ids)]
+    """Tokens for HighlightedText (as the heatmap's axes show them), labelled with their segment."""
+    return [(f"{show_piece(tok)} ", f"segment {'AB'[seg]}") for tok, seg in zip(result.tokens, result.segment_ids)]
 
 
 GRID_FOLDER = TEMP / "encoder-lab-grids"  # the grids' PNG files (components.shell.files)

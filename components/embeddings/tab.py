@@ -24,7 +24,7 @@ from models import (
     word_in_context,
 )
 
-from ..shell.common import api_only, changed_choices, encoder_choices, quoted, readable_errors
+from ..shell.common import api_only, changed_choices, encoder_choices, quoted, readable_errors, show_piece
 from ..shell.deep_links import LinkTarget, Section
 from ..shell.files import TEMP, kept_file
 from ..shell.server import on_gpu
@@ -109,7 +109,8 @@ def run_word(text: str, word: str, model_key: str, layer: float):
         points = project_2d(result.vectors[:, shown])
         title = f"“{result.word}” at layer {shown}: its occurrences projected with PCA"
         mean = result.mean_cosine()
-        pieces = "; ".join(f"{k + 1}: {' + '.join(map(quoted, p))}" for k, p in enumerate(result.pieces))
+        pieces = "; ".join(f"{k + 1}: {' + '.join(quoted(show_piece(t)) for t in p)}"
+                                  for k, p in enumerate(result.pieces))
         summary = (
             f"Mean cosine between the occurrences: **{mean[0]:.3f} at layer 0** (input embeddings), "
             f"**{mean[-1]:.3f} at layer {n_layers}** (last). Pieces averaged per sentence: "

@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from models import InputEmbeddings
 
-from ..shell.common import escape, show_token
+from ..shell.common import escape, show_piece
 
 SHOWN_DIMS = 48  # the first dimensions drawn: enough to see the pattern, light to ship
 SHOWN_TOKENS = 64
@@ -30,7 +30,7 @@ def input_embeddings_figure(result: InputEmbeddings) -> go.Figure:
     """One heatmap per vector (rows = tokens, columns = the first dimensions), one colour scale."""
     n, d = min(len(result.tokens), SHOWN_TOKENS), min(result.token.shape[1], SHOWN_DIMS)
     labels = [
-        f"{i} {escape(show_token(t))}" + (f" ·{'AB'[s]}" if result.segment_ids and result.text_pair else "")
+        f"{i} {escape(show_piece(t))}" + (f" ·{'AB'[s]}" if result.segment_ids and result.text_pair else "")
         for i, (t, s) in enumerate(zip(result.tokens[:n], result.segment_ids or [0] * n))
     ]
     parts = _parts(result)
@@ -57,7 +57,7 @@ def input_embeddings_frame(result: InputEmbeddings) -> pd.DataFrame:
     norm = lambda v: np.linalg.norm(v, axis=-1)  # noqa: E731
     rows = {
         "position": list(range(len(result.tokens))),
-        "token": [show_token(t) for t in result.tokens],
+        "token": [show_piece(t) for t in result.tokens],
         "token id": result.token_ids,
         "position row": result.position_ids,
     }

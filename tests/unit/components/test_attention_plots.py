@@ -217,3 +217,23 @@ def test_input_embeddings_of_a_pair_on_a_one_row_segment_table_say_so():
     assert "Add a second text to see B." in one_text
     *_, bert_pair = attention_tab.show_input_embeddings(a, b, "mini-bert")
     assert "The two segment vectors differ" in bert_pair and "single row" not in bert_pair
+
+
+def test_byte_level_space_mark_shows_as_fill_mask_shows_a_space():
+    """mini-roberta's byte-level BPE writes "Ġsat" for " sat": the axes, the token strip and
+    the input-embeddings table show it "␣sat", as fill-mask's guesses do; bertviz and the core
+    keep the vocabulary entry."""
+    from components.attention import tab as attention_tab
+
+    text = "I sat by the river bank."
+    tokens, _, figure, _, _ = attention_tab.attention(text, "", "mini-roberta", 0, 0, "head")
+    assert "Ġsat" in attention_tab._result(text, "", "mini-roberta").tokens
+    assert "2 ␣sat" in figure.data[0].x and "2 ␣sat" in figure.data[0].y
+    assert not any("Ġ" in label for label in figure.data[0].x)
+    assert ("␣sat ", "segment A") in tokens and not any("Ġ" in t for t, _ in tokens)
+    embeddings_figure, frame, _ = attention_tab.show_input_embeddings(text, "", "mini-roberta")
+    assert "␣sat" in list(frame["token"]) and not any("Ġ" in t for t in frame["token"])
+    assert "2 ␣sat" in embeddings_figure.data[0].y
+    # WordPiece tokens are unchanged
+    tokens, _, figure, _, _ = attention_tab.attention(text, "", "mini-bert", 0, 0, "head")
+    assert ("sat ", "segment A") in tokens and "2 sat" in figure.data[0].x
