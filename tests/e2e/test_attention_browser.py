@@ -235,3 +235,28 @@ def test_the_attention_bench_measures_a_paint_on_the_running_app(app_server):
     assert set(paint) == {"cold median", "cold max", "warm median", "warm max"}
     assert all(0 < ms < 60_000 for ms in paint.values()), paint
     assert paint["cold max"] >= paint["cold median"] and paint["warm max"] >= paint["warm median"]
+
+
+BLOCK_LABELS_JS = """() => {
+  const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const g = document.querySelector('#attention-grid'), h = document.querySelector('#attention-heatmap');
+  const label = (e) => e.querySelector('label, [data-testid=block-label]');
+  return {gridLabel: box(label(g)), grid: box(g.querySelector('img')),
+          plotLabel: box(label(h)), title: box(h.querySelector('.gtitle'))};
+}"""
+
+
+def test_block_labels_cover_neither_the_grid_nor_the_heatmap_title(page):
+    """The grid's and the heatmap's block labels float over their blocks' tops: the grid image
+    (its H0.. column labels) and the heatmap's title start below them, on a laptop and a phone."""
+    open_tab(page)
+    for width, height in ((1280, 800), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.locator("#attention-grid").scroll_into_view_if_needed()
+        expect(page.locator("#attention-grid img")).to_be_visible(timeout=TIMEOUT)
+        expect(heatmap_title(page)).to_contain_text("layer 0, head 0", timeout=TIMEOUT)
+        settle(page)
+        boxes = page.evaluate(BLOCK_LABELS_JS)
+        assert boxes["grid"][1] >= boxes["gridLabel"][3] - 1, (width, boxes)
+        assert _apart(boxes["title"], boxes["plotLabel"]), (width, boxes)
+        screenshot(page, f"attention-block-labels-{width}")
