@@ -10,12 +10,13 @@ from .errors import InputError
 MAX_TEXT_CHARS = 20_000
 
 
-def check_text(text, what: str = "text") -> str:
-    """A non-empty string of at most MAX_TEXT_CHARS characters, or an InputError."""
+def check_text(text, what: str = "text", empty: str = "type a sentence first") -> str:
+    """A non-empty string of at most MAX_TEXT_CHARS characters, or an InputError (``empty``:
+    what the message of an empty one asks the user to do)."""
     if not isinstance(text, str):
         raise InputError(f"The {what} must be a string, not {type(text).__name__}.")
     if not text.strip():
-        raise InputError(f"The {what} is empty: type a sentence first.")
+        raise InputError(f"The {what} is empty: {empty}.")
     if len(text) > MAX_TEXT_CHARS:
         raise InputError(
             f"The {what} is {len(text):,} characters long; the limit is {MAX_TEXT_CHARS:,}. "

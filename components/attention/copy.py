@@ -64,8 +64,9 @@ STATS_HELP = (
     "**Per-head statistics** (averages over the rows): entropy in bits (0 = every row on "
     "one token; entropy / max = 1 for a uniform head), the share of weight on [CLS], on "
     "[SEP], on the token itself, on the previous and the next token, and the mean of the "
-    "rows' largest weight. Sort by clicking a column header; filters keep heads whose share "
-    "is at least 0.5 (broad: entropy / max at least 0.75). Click a row to open that head."
+    "rows' largest weight. Sort with the ⋮ button of a column's header (it shows on hover): "
+    "**Sort descending** or **Sort ascending**; filters keep heads whose share is at least 0.5 "
+    "(broad: entropy / max at least 0.75). Click a row to open that head."
 )
 
 BERTVIZ_HELP = (

@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 
 from models import STAT_NAMES, AttentionResult, HeadStatistics, attention_rollout
 
-from ..shell.common import escape, show_token
+from ..shell.common import escape, show_piece
 
 VIEW_MAX_TOKENS = 128  # heatmap and grid: the first 128 tokens of a longer input
 BERTVIZ_MAX_TOKENS = 64  # bertviz: JSON text of every weight, one SVG line each
@@ -51,7 +51,7 @@ def token_labels(result: AttentionResult, n: int) -> list[str]:
     """Unique, escaped axis labels: position, token, and the segment for a pair."""
     pair = result.text_pair is not None
     return [
-        f"{i} {escape(show_token(tok))}" + (f" ·{'AB'[seg]}" if pair else "")
+        f"{i} {escape(show_piece(tok))}" + (f" ·{'AB'[seg]}" if pair else "")
         for i, (tok, seg) in enumerate(zip(result.tokens[:n], result.segment_ids[:n]))
     ]
 

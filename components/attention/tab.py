@@ -16,7 +16,7 @@ from models import (
     list_models,
 )
 
-from ..shell.common import api_only, model_choices, readable_errors
+from ..shell.common import api_only, model_choices, readable_errors, show_piece
 from ..shell.deep_links import LinkTarget, Section
 from ..shell.files import TEMP, kept_file
 from ..shell.server import on_gpu
@@ -44,7 +44,10 @@ def _in_range(value, top: int) -> int:
     return max(0, min(int(value or 0), top))
 
 
-def status_line(result, layer: int, head: int) -> str:
+def status_line(result, layer=0, head=0) -> str:
+    """What the tab shows for a result. It names no layer or head (the heatmap's title does,
+    and the clicks that change it do not update this line); only an asked layer or head beyond
+    the model's is said, with the one opened instead."""
     seg = {
         "single text": "one text, segment 0",
         "token_type_ids": "a pair: segments from the tokenizer's token_type_ids",
@@ -53,9 +56,13 @@ def status_line(result, layer: int, head: int) -> str:
     }[result.segment_source]
     notes = [
         f"**{len(result.tokens)} tokens**, {result.num_layers} layers × {result.num_heads} heads "
-        f"(`{result.model_key}`, {result.attn_implementation} attention); {seg}. "
-        f"Showing layer {layer}, head {head}."
+        f"(`{result.model_key}`, {result.attn_implementation} attention); {seg}."
     ]
+    for what, asked, count in (("layer", layer, result.num_layers), ("head", head, result.num_heads)):
+        opened = _in_range(asked, count - 1)
+        if opened != int(asked or 0):
+            notes.append(f"There is no {what} {int(asked)} in this model ({what}s 0–{count - 1}): "
+                         f"{what} {opened} was opened.")
     if result.causal:
         notes.append(copy.CAUSAL_NOTE)
     notes.append(plots.truncation_note(result, plots.VIEW_MAX_TOKENS, "the heatmap and the grid"))
@@ -63,8 +70,8 @@ def status_line(result, layer: int, head: int) -> str:
 
 
 def token_segments(result) -> list[tuple[str, str]]:
-    """Tokens for HighlightedText, labelled with their segment."""
-    return [(f"{tok} ", f"segment {'AB'[seg]}") for tok, seg in zip(result.tokens, result.segment_ids)]
+    """Tokens for HighlightedText (as the heatmap's axes show them), labelled with their segment."""
+    return [(f"{show_piece(tok)} ", f"segment {'AB'[seg]}") for tok, seg in zip(result.tokens, result.segment_ids)]
 
 
 GRID_FOLDER = TEMP / "encoder-lab-grids"  # the grids' PNG files (components.shell.files)
@@ -84,12 +91,11 @@ def _attention_views(text, text_pair, model_key, layer, head, mode, causal=False
     and the last few texts shown), the file made from them on each call."""
     with readable_errors("Attention"):
         result = _result(text, text_pair, model_key, causal)
-        layer = _in_range(layer, result.num_layers - 1)
-        head = _in_range(head, result.num_heads - 1)
         return (
             token_segments(result),
             status_line(result, layer, head),
-            plots.attention_heatmap(result, layer, head, mode or "head"),
+            plots.attention_heatmap(result, _in_range(layer, result.num_layers - 1),
+                                    _in_range(head, result.num_heads - 1), mode or "head"),
             plots.grid_png(result),
             (text, text_pair, model_key, bool(causal)),  # what is on screen: later clicks read this
         )

@@ -68,23 +68,21 @@ def similarity_heatmaps(results: Sequence[SimilarityResult], groups: Sequence[in
     return fig
 
 
+SEPARATION_COLUMNS = ["pooling", "within groups", "across groups", "gap", "ROC AUC"]
+
+
 def separation_frame(scores: dict[str, SeparationScore]) -> pd.DataFrame:
     """One row per pooling: mean cosine within and across groups, the gap, the ROC AUC."""
     rows = []
     for pooling, s in scores.items():
-        row = {
-            "pooling": POOLING_NAMES[pooling],
-            "within groups": round(s.within, 4),
-            "across groups": round(s.across, 4),
-            "gap": round(s.gap, 4),
-            "ROC AUC": round(s.auc, 4),
-        }
+        values = (POOLING_NAMES[pooling], *(round(v, 4) for v in (s.within, s.across, s.gap, s.auc)))
+        row = dict(zip(SEPARATION_COLUMNS, values))
         if s.same_topic is not None:
             row["same topic, other group"] = round(s.same_topic, 4)
         if s.unrelated is not None:
             row["unrelated (other topic)"] = round(s.unrelated, 4)
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=SEPARATION_COLUMNS)
 
 
 def _csv_safe(text: str) -> str:
@@ -102,7 +100,7 @@ def matrix_frame(results: Sequence[SimilarityResult]) -> pd.DataFrame:
                    "index": i + 1, "sentence": _csv_safe(sentence)}
             row.update({str(j + 1): float(result.matrix[i, j]) for j in range(n)})
             rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=SEPARATION_COLUMNS)
 
 
 def layer_chart(result: WordInContextResult) -> go.Figure:

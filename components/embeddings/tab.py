@@ -24,7 +24,7 @@ from models import (
     word_in_context,
 )
 
-from ..shell.common import api_only, changed_choices, encoder_choices, quoted, readable_errors
+from ..shell.common import api_only, changed_choices, encoder_choices, quoted, readable_errors, show_piece
 from ..shell.deep_links import LinkTarget, Section
 from ..shell.files import TEMP, kept_file
 from ..shell.server import on_gpu
@@ -66,7 +66,7 @@ def _verdict(scores) -> str:
     )
     s = scores[best]
     return (
-        f"**{plots.POOLING_NAMES[best].capitalize()} separates the groups better here**: ROC AUC "
+        f"**{plots.POOLING_NAMES[best][:1].upper() + plots.POOLING_NAMES[best][1:]} separates the groups better here**: ROC AUC "
         f"{s.auc:.3f} (gap {s.gap:.3f}) vs {others}, over {s.same_pairs} same-group and "
         f"{s.different_pairs} different-group pairs."
     )
@@ -87,7 +87,7 @@ def run_similarity(text: str, model_key: str, layer: float):
                 "No separation score: separate the sentences into groups with blank lines "
                 "(at least one group of two or more, and two groups)."
             )
-            table = None
+            table = plots.separation_frame({})  # no rows, the columns named
         note = f"  \n{len(sentences)} sentences, `{model_key}`, layer {results[0].layer}."  # a validated key
         return (
             plots.similarity_heatmaps(results, groups),
@@ -109,7 +109,8 @@ def run_word(text: str, word: str, model_key: str, layer: float):
         points = project_2d(result.vectors[:, shown])
         title = f"“{result.word}” at layer {shown}: its occurrences projected with PCA"
         mean = result.mean_cosine()
-        pieces = "; ".join(f"{k + 1}: {' + '.join(map(quoted, p))}" for k, p in enumerate(result.pieces))
+        pieces = "; ".join(f"{k + 1}: {' + '.join(quoted(show_piece(t)) for t in p)}"
+                                  for k, p in enumerate(result.pieces))
         summary = (
             f"Mean cosine between the occurrences: **{mean[0]:.3f} at layer 0** (input embeddings), "
             f"**{mean[-1]:.3f} at layer {n_layers}** (last). Pieces averaged per sentence: "

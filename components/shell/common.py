@@ -42,6 +42,15 @@ def show_token(token: str) -> str:
     return token.replace(" ", "␣") if token.strip() != token else token
 
 
+BYTE_LEVEL_SPACE = "\u0120"  # "Ġ": byte-level BPE's (RoBERTa, ModernBERT) spelling of a space
+
+
+def show_piece(token: str) -> str:
+    """A vocabulary entry (a raw token, e.g. "Ġsat") as ``show_token`` shows the decoded one
+    (" sat" as "␣sat", as fill-mask's guesses read): byte-level BPE's space mark "Ġ" as a space."""
+    return show_token(token.replace(BYTE_LEVEL_SPACE, " "))
+
+
 def over_white(rgb: tuple[int, int, int], alpha: float) -> tuple[int, int, int]:
     """The opaque colour that ``rgb`` at opacity ``alpha`` shows on white: a shade that looks
     the same on the light and the dark theme (a translucent one would darken on dark)."""

@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from models import InputEmbeddings
 
-from ..shell.common import escape, show_token
+from ..shell.common import escape, show_piece
 
 SHOWN_DIMS = 48  # the first dimensions drawn: enough to see the pattern, light to ship
 SHOWN_TOKENS = 64
@@ -30,7 +30,7 @@ def input_embeddings_figure(result: InputEmbeddings) -> go.Figure:
     """One heatmap per vector (rows = tokens, columns = the first dimensions), one colour scale."""
     n, d = min(len(result.tokens), SHOWN_TOKENS), min(result.token.shape[1], SHOWN_DIMS)
     labels = [
-        f"{i} {escape(show_token(t))}" + (f" ·{'AB'[s]}" if result.segment_ids and result.text_pair else "")
+        f"{i} {escape(show_piece(t))}" + (f" ·{'AB'[s]}" if result.segment_ids and result.text_pair else "")
         for i, (t, s) in enumerate(zip(result.tokens[:n], result.segment_ids or [0] * n))
     ]
     parts = _parts(result)
@@ -57,7 +57,7 @@ def input_embeddings_frame(result: InputEmbeddings) -> pd.DataFrame:
     norm = lambda v: np.linalg.norm(v, axis=-1)  # noqa: E731
     rows = {
         "position": list(range(len(result.tokens))),
-        "token": [show_token(t) for t in result.tokens],
+        "token": [show_piece(t) for t in result.tokens],
         "token id": result.token_ids,
         "position row": result.position_ids,
     }
@@ -86,6 +86,13 @@ def input_embeddings_summary(result: InputEmbeddings) -> str:
             cos = float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12))
             lines.append(f"The two segment vectors differ: cosine {cos:.3f}, lengths "
                          f"{np.linalg.norm(a):.3f} and {np.linalg.norm(b):.3f}.")
+        elif result.text_pair and result.segment_rows == 1:
+            lines.append("This model's segment table has a single row (type_vocab_size 1, as in the "
+                         "RoBERTa family), so both texts add the same segment-A vector: the pair is told "
+                         "apart by its separator tokens and positions, not by a segment B.")
+        elif result.text_pair:
+            lines.append("Both texts add the same segment-A vector: this model's tokenizer gives the "
+                         "second text no segment B.")
         else:
             lines.append("One text: every token adds the same segment-A vector. Add a second text to see B.")
     if result.position_ids and result.position_ids[0] != 0:

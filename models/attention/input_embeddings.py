@@ -47,6 +47,7 @@ class InputEmbeddings:
     total: np.ndarray  # (T, d) token + position + segment
     model_input: np.ndarray  # (T, d) what the model's embedding LayerNorm received
     normalized: np.ndarray  # (T, d) what that LayerNorm gave: BERT's layer-0 hidden state
+    segment_rows: int | None = None  # rows of the segment table (type_vocab_size: 1 for RoBERTa's)
 
     @property
     def max_difference(self) -> float:
@@ -115,4 +116,5 @@ def input_embeddings(model_key: str, text: str, text_pair: str | None = None) ->
         segment_ids=ids(segment) if seg is not None else None,
         token=token, position=pos, segment=seg, total=total.astype(np.float32),
         model_input=rows(norm, output=False), normalized=rows(norm),
+        segment_rows=int(segment.num_embeddings) if seg is not None else None,
     )

@@ -355,7 +355,7 @@ def word_in_context(model_key: str, sentences, word: str) -> WordInContextResult
     """
     spec = catalogue.get_spec(model_key)
     sentences = check_sentences(sentences)
-    word = check_text(word, what="word").strip()
+    word = check_text(word, what="word", empty="type the word to trace, one that occurs in every sentence").strip()
     spans = _word_spans(sentences, word)
     loaded = load_model(spec, head="base")
     enc = encode_unpadded(loaded, sentences, offsets=True)

@@ -62,7 +62,7 @@ def test_long_input_is_cut_for_the_views(client):
 
 def test_layer_out_of_range_is_clamped_and_said(client):
     _, status, plot, _ = client.predict(A, "", KEY, 40, 0, "rollout", api_name="/attention")
-    assert "Showing layer 5" in status
+    assert "There is no layer 40 in this model (layers 0–5): layer 5 was opened." in status
     assert "rollout through layers 0–5" in _figure(plot)["layout"]["title"]["text"]
 
 

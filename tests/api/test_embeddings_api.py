@@ -55,6 +55,23 @@ def test_word_in_context_endpoint(client):
     assert f"{mean[0]:.3f} at layer 0" in summary and f"{mean[-1]:.3f} at layer 6" in summary
 
 
+def test_the_verdict_keeps_cls_in_capitals(client):
+    """The default sentence groups on minilm-mlm, whose [CLS] pooling separates them best."""
+    from components.embeddings import copy
+    from models import groups_text
+
+    _, summary, _, _ = client.predict(groups_text(copy.SIMILARITY_DEFAULT_SET), "minilm-mlm", -1,
+                                      api_name="/similarity")
+    assert summary.startswith("**[CLS] pooling separates the groups better here**")
+
+
+def test_no_groups_gives_an_empty_table_with_its_column_names(client):
+    _, summary, table, _ = client.predict("A.\nB.", ENCODER_KEY, -1, api_name="/similarity")
+    assert "No separation score" in summary
+    assert table["headers"] == ["pooling", "within groups", "across groups", "gap", "ROC AUC"]
+    assert not any(table["data"]) or table["data"] == [[]]
+
+
 @pytest.mark.parametrize(
     ("api", "args", "words"),
     [
@@ -62,7 +79,7 @@ def test_word_in_context_endpoint(client):
         ("/similarity", ("\n".join(f"S {i}." for i in range(51)), ENCODER_KEY, -1), "limit is 50"),
         ("/similarity", (GROUPS, ENCODER_KEY, 9), "from -7 to 6"),
         ("/word_in_context", ("The bank.\nThe shore.", "bank", ENCODER_KEY, -1), "not in sentence 2"),
-        ("/word_in_context", ("The bank.\nA bank.", "", ENCODER_KEY, -1), "word is empty"),
+        ("/word_in_context", ("The bank.\nA bank.", "", ENCODER_KEY, -1), "word is empty: type the word to trace"),
         # The layer is checked first, before the sentences and the forward pass.
         ("/word_in_context", ("The bank.\nThe shore.", "bank", ENCODER_KEY, 9), "from -7 to 6"),
     ],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from playwright.sync_api import expect
 
+from components.attention import copy as attention_copy
 from helpers import SCREENSHOTS, TIMEOUT, open_section, screenshot, settle
 from models import AttentionResult, head_statistics, extract_attention, filter_heads, first_capable
 
@@ -60,6 +61,24 @@ def test_heatmap_grid_and_statistics(page):
     # rollout mode
     page.get_by_label("rollout").check()
     expect(heatmap_title(page)).to_contain_text("rollout through layers 0–3", timeout=TIMEOUT)
+
+    # sorting as the help says: the header's ⋮ button, then "Sort descending" (a click on the
+    # header itself does not sort in this Gradio); a row clicked then opens its own head
+    assert "⋮ button of a column's header" in attention_copy.STATS_HELP
+    assert "clicking a column header" not in attention_copy.STATS_HELP
+    page.get_by_label("all heads", exact=True).check()
+    expect(grid_role).to_have_attribute("aria-rowcount", str(1 + 6 * 12), timeout=TIMEOUT)
+    header = table.get_by_role("columnheader").filter(has_text="→ previous")
+    header.hover()
+    header.get_by_role("button", name="Open cell menu").click()
+    page.get_by_role("menuitem", name="Sort descending").click()
+    stats = head_statistics(result)
+    top = np.unravel_index(np.argmax(stats.to_prev), stats.to_prev.shape)
+    first_row = table.get_by_role("row").nth(1).get_by_role("gridcell")
+    expect(first_row.nth(0)).to_have_text(str(top[0]), timeout=TIMEOUT)
+    expect(first_row.nth(1)).to_have_text(str(top[1]))
+    first_row.nth(3).click()
+    expect(heatmap_title(page)).to_contain_text(f"layer {top[0]}, head {top[1]}", timeout=TIMEOUT)
     assert page.external_requests == [] and page.dialogs == []
 
 
@@ -216,3 +235,28 @@ def test_the_attention_bench_measures_a_paint_on_the_running_app(app_server):
     assert set(paint) == {"cold median", "cold max", "warm median", "warm max"}
     assert all(0 < ms < 60_000 for ms in paint.values()), paint
     assert paint["cold max"] >= paint["cold median"] and paint["warm max"] >= paint["warm median"]
+
+
+BLOCK_LABELS_JS = """() => {
+  const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const g = document.querySelector('#attention-grid'), h = document.querySelector('#attention-heatmap');
+  const label = (e) => e.querySelector('label, [data-testid=block-label]');
+  return {gridLabel: box(label(g)), grid: box(g.querySelector('img')),
+          plotLabel: box(label(h)), title: box(h.querySelector('.gtitle'))};
+}"""
+
+
+def test_block_labels_cover_neither_the_grid_nor_the_heatmap_title(page):
+    """The grid's and the heatmap's block labels float over their blocks' tops: the grid image
+    (its H0.. column labels) and the heatmap's title start below them, on a laptop and a phone."""
+    open_tab(page)
+    for width, height in ((1280, 800), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.locator("#attention-grid").scroll_into_view_if_needed()
+        expect(page.locator("#attention-grid img")).to_be_visible(timeout=TIMEOUT)
+        expect(heatmap_title(page)).to_contain_text("layer 0, head 0", timeout=TIMEOUT)
+        settle(page)
+        boxes = page.evaluate(BLOCK_LABELS_JS)
+        assert boxes["grid"][1] >= boxes["gridLabel"][3] - 1, (width, boxes)
+        assert _apart(boxes["title"], boxes["plotLabel"]), (width, boxes)
+        screenshot(page, f"attention-block-labels-{width}")

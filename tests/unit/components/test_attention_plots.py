@@ -176,3 +176,64 @@ def test_missing_libraries_are_said_in_the_ui(monkeypatch, tmp_path):
             cached.cache_clear()
     assert "assets/vendor/" in out and "<iframe" not in out
     assert html.escape(attention_copy.LIBS_MISSING) in out
+
+
+def _title(figure) -> str:
+    return figure.layout.title.text
+
+
+def test_status_names_no_layer_or_head_that_a_click_would_leave_behind():
+    """The grid, the table and the sliders change the heatmap but not the status line: the
+    status names no layer or head, the heatmap's title says which one is shown."""
+    from components.attention import tab as attention_tab
+
+    _, status, figure, _, shown = attention_tab.attention(
+        "I sat by the river bank.", "", "splade-tiny", 1, 1, "head")
+    assert "layer 1, head 1" in _title(figure)
+    assert "tokens" in status and not re.search(r"(layer|head) \d", status)
+    *_, plot = attention_tab._open(shown, 0, 1)  # a grid cell or a table row opened later
+    assert "layer 0, head 1" in _title(plot)
+
+
+def test_status_says_an_asked_layer_or_head_beyond_the_model():
+    from components.attention import tab as attention_tab
+
+    _, status, figure, _, _ = attention_tab.attention("A text.", "", "splade-tiny", 7, 30, "head")
+    assert "There is no layer 7 in this model (layers 0–1): layer 1 was opened." in status
+    assert "no head 30" in status and "head 1 was opened" in status
+    assert "layer 1, head 1" in _title(figure)
+
+
+def test_input_embeddings_of_a_pair_on_a_one_row_segment_table_say_so():
+    """RoBERTa-style models have one segment row (type_vocab_size 1): a pair uses segment A
+    for both texts, and the summary says why instead of asking for a second text."""
+    from components.attention import tab as attention_tab
+
+    a, b = "I sat by the river bank.", "I deposited cash at the bank."
+    *_, summary = attention_tab.show_input_embeddings(a, b, "mini-roberta")
+    assert "Add a second text" not in summary
+    assert "single row (type_vocab_size 1" in summary and "both texts add the same segment-A vector" in summary
+    *_, one_text = attention_tab.show_input_embeddings(a, "", "mini-roberta")
+    assert "Add a second text to see B." in one_text
+    *_, bert_pair = attention_tab.show_input_embeddings(a, b, "mini-bert")
+    assert "The two segment vectors differ" in bert_pair and "single row" not in bert_pair
+
+
+def test_byte_level_space_mark_shows_as_fill_mask_shows_a_space():
+    """mini-roberta's byte-level BPE writes "Ġsat" for " sat": the axes, the token strip and
+    the input-embeddings table show it "␣sat", as fill-mask's guesses do; bertviz and the core
+    keep the vocabulary entry."""
+    from components.attention import tab as attention_tab
+
+    text = "I sat by the river bank."
+    tokens, _, figure, _, _ = attention_tab.attention(text, "", "mini-roberta", 0, 0, "head")
+    assert "Ġsat" in attention_tab._result(text, "", "mini-roberta").tokens
+    assert "2 ␣sat" in figure.data[0].x and "2 ␣sat" in figure.data[0].y
+    assert not any("Ġ" in label for label in figure.data[0].x)
+    assert ("␣sat ", "segment A") in tokens and not any("Ġ" in t for t, _ in tokens)
+    embeddings_figure, frame, _ = attention_tab.show_input_embeddings(text, "", "mini-roberta")
+    assert "␣sat" in list(frame["token"]) and not any("Ġ" in t for t in frame["token"])
+    assert "2 ␣sat" in embeddings_figure.data[0].y
+    # WordPiece tokens are unchanged
+    tokens, _, figure, _, _ = attention_tab.attention(text, "", "mini-bert", 0, 0, "head")
+    assert ("sat ", "segment A") in tokens and "2 sat" in figure.data[0].x
