@@ -64,7 +64,6 @@ def _need_head(head_id: str, then: str) -> None:
 
 
 @on_gpu
-@on_gpu
 def run_why_class(head_id: str, text: str):
     """Which words drove the head's class, by each method (the ``why_this_class`` API)."""
     with readable_errors("Why this class"):

@@ -45,12 +45,12 @@ def require_causal(model: str | ModelSpec) -> ModelSpec:
     can run causally."""
     spec = catalogue.resolve(model)
     if not spec.can("causal"):
-        able = [s.key for s in catalogue.SPECS if s.can("causal")]
+        able = catalogue.named_by_availability([s for s in catalogue.SPECS if s.can("causal")])
         raise CapabilityError(
             f"{spec.display_name} ({spec.key}, family {spec.family}) cannot take a causal mask "
             "here: its attention builds its own mask from the padding mask (DeBERTa's "
             "disentangled attention, for one), so a left-only view cannot be imposed honestly. "
-            f"Models that can: {', '.join(able)}."
+            f"Models that can: {able}."
         )
     return spec
 

@@ -398,6 +398,14 @@ def availability(spec: ModelSpec) -> tuple[bool, str]:
     )
 
 
+def named_by_availability(specs) -> str:
+    """Registry keys for a message: those that load on this machine, then the others, marked."""
+    here = [s.key for s in specs if availability(s)[0]]
+    elsewhere = [s.key for s in specs if s.key not in here]
+    text = ", ".join(here) or "none on this machine"
+    return text + (f" (not available here: {', '.join(elsewhere)})" if elsewhere else "")
+
+
 def list_models() -> tuple[ModelSpec, ...]:
     """Every registry model with its availability now; exactly one available MLM is default."""
     specs = all_specs()

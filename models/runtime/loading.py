@@ -285,8 +285,8 @@ def require_head(spec: ModelSpec, head: str) -> None:
     if head == "base" or spec.can(head):
         return
     lacks, which = _HEAD_MISSING[head]
-    having = [s.key for s in catalogue.SPECS if s.can(head)]
-    raise CapabilityError(f"{spec.display_name} ({spec.key}) has {lacks}. {which}: {', '.join(having)}.")
+    having = catalogue.named_by_availability([s for s in catalogue.SPECS if s.can(head)])
+    raise CapabilityError(f"{spec.display_name} ({spec.key}) has {lacks}. {which}: {having}.")
 
 
 def load_model(model: str | ModelSpec, head: str = "base", attn_implementation: str | None = None):

@@ -166,8 +166,9 @@ def test_families_without_a_mask_input_are_refused():
         causal_attention_mask(model, torch.ones(1, 5, dtype=torch.long))
     deberta = get_spec("deberta-v3-base")
     assert not deberta.can("causal")
-    with pytest.raises(CapabilityError, match="Models that can"):
+    with pytest.raises(CapabilityError, match="Models that can") as refused:
         require_causal("deberta-v3-base")
+    _lists_the_usable_ones_first(str(refused.value), [s for s in SPECS if s.can("causal")])
     with pytest.raises(CapabilityError):
         extract_attention("deberta-v3-base", "Hello there.", causal=True)
     assert all(s.can("causal") for s in SPECS if s.family in ("bert", "roberta", "distilbert"))
@@ -231,3 +232,26 @@ def test_generation_refuses_bad_input(mlm_key, kwargs, words):
 def test_generation_needs_an_mlm_head():
     with pytest.raises(CapabilityError, match="masked-LM head"):
         generate_left_to_right("minilm-l6", "Hello", 2)
+
+
+def _lists_the_usable_ones_first(message: str, able) -> None:
+    """The models named after "Models that can"/"have one": those that load here, then the
+    others marked as not available here (not one list that sends a user to a model that fails)."""
+    from models.registry.catalogue import availability
+
+    here = [s.key for s in able if availability(s)[0]]
+    elsewhere = [s.key for s in able if not availability(s)[0]]
+    listed = message.split("Models that", 1)[1].split(": ", 1)[1]
+    assert listed.startswith(", ".join(here) or "none on this machine")
+    if elsewhere:
+        assert listed.rstrip(".").endswith(f"(not available here: {', '.join(elsewhere)})")
+
+
+def test_a_missing_head_names_the_models_that_have_one_here_first():
+    from models.errors import CapabilityError as Refused
+    from models.registry.catalogue import get_spec
+    from models.runtime.loading import require_head
+
+    with pytest.raises(Refused, match="Models that can") as refused:
+        require_head(get_spec("minilm-l6"), "mlm")
+    _lists_the_usable_ones_first(str(refused.value), [s for s in SPECS if s.can("mlm")])
