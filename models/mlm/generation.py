@@ -19,6 +19,7 @@ from ..errors import CapabilityError, InputError
 from ..registry import catalogue
 from ..runtime.loading import check_token_count, load_model, require_head
 from ..validation import check_int, check_text
+from .fill_mask import MASK_PATTERN
 from .masked_head import masked_logits
 from .results import Prediction
 
@@ -63,6 +64,9 @@ def generate_left_to_right(model_key: str, prompt: str, steps: int = 8, seed: in
     spec = catalogue.get_spec(model_key)
     require_head(spec, "mlm")
     prompt = check_text(prompt, "prompt")
+    if MASK_PATTERN.search(prompt):  # generation appends its own mask; one inside is never filled
+        raise InputError("Generation appends its own mask after the prompt, one token at a time: type the "
+                         "prompt without [MASK] (to fill a mask inside a text, use Fill-mask).")
     steps = check_int(steps, "steps", 1, MAX_STEPS)
     seed = check_int(seed, "seed", 0, 2**31 - 1)
     top_k = check_int(top_k, "top_k", 1, MAX_CANDIDATES)

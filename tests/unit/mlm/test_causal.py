@@ -223,6 +223,8 @@ def test_steps_chain_and_are_seeded(mlm_key):
     (dict(prompt="", steps=3), "empty"),
     (dict(prompt="Hi", steps=0), "steps"),
     (dict(prompt="Hi", steps=3, top_k=0), "top_k"),
+    (dict(prompt="The [MASK] is", steps=3), "without \\[MASK\\]"),  # it would stay unfilled
+    (dict(prompt="The <mask> is", steps=3), "use Fill-mask"),
 ])
 def test_generation_refuses_bad_input(mlm_key, kwargs, words):
     with pytest.raises(InputError, match=words):
