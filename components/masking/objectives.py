@@ -51,6 +51,12 @@ def pair_answer(model_key: str, a: str, b: str):
 run_pair = on_gpu(pair_answer)
 
 
+def rescore_pair(model_key: str, a: str, b: str):
+    """Another model picked: its own answer for the pair on screen, and the NSP loss shown (the
+    other model's) cleared, so no answer stays under a model that did not give it."""
+    return run_pair(model_key, a, b), ""
+
+
 @on_gpu
 def run_nsp_loss(model_key: str, a: str, b: str, is_next: bool):
     """P(IsNext) and the NSP loss against the true label (the ``nsp_loss`` API)."""
@@ -112,6 +118,8 @@ def build_pair_section(models, random_b) -> None:
         not_next, None, is_next, api_visibility="private")
     swap.click(swap_pair, [a, b], [a, b], api_visibility="private")
     score.click(run_pair, [model, a, b], out, api_name="score_pair")
+    model.input(rescore_pair, [model, a, b], [out, nsp_loss_out], api_visibility="private",
+                trigger_mode="always_last")
     nsp_loss.click(run_nsp_loss, [model, a, b, is_next], nsp_loss_out, api_name="nsp_loss")
     # each head as its own endpoint too, for API users
     gr.api(next_sentence_answer, api_name="next_sentence")

@@ -45,3 +45,21 @@ def test_an_out_of_range_seed_or_epoch_is_refused_by_name(fields):
         run_loss(*args, 0, 0)
     with pytest.raises(gr.Error, match="seed must be a whole number from 0"):
         replaced_view("mini-electra", "The cat sat on the mat.", 1, -3)
+
+
+def test_picking_another_pair_model_answers_with_it_and_clears_the_last_nsp_loss():
+    """mini-bert's NSP answer on screen, then mini-albert picked: the handler wired to the picker
+    gives mini-albert's own sentence-order answer (not mini-bert's left standing) and clears the
+    NSP loss computed with mini-bert."""
+    from components.masking import objectives_copy as copy
+    from components.masking.objectives import build_pair_section
+    from models import list_models, sentence_order
+
+    with gr.Blocks() as demo:
+        build_pair_section(list_models(), lambda seed: "")
+    picker = next(b for b in demo.blocks.values()
+                  if isinstance(b, gr.Dropdown) and b.label == "Model with an NSP or SOP head")
+    (picked,) = [d for d in demo.config["dependencies"] if (picker._id, "input") in d["targets"]]
+    answer, loss = demo.fns[picked["id"]].fn("mini-albert", copy.PAIR_A, copy.PAIR_B)
+    assert "P(in order)" in answer and "IsNext" not in answer and loss == ""
+    assert f"{sentence_order('mini-albert', copy.PAIR_A, copy.PAIR_B):.3f}" in answer
