@@ -100,7 +100,7 @@ def matrix_frame(results: Sequence[SimilarityResult]) -> pd.DataFrame:
                    "index": i + 1, "sentence": _csv_safe(sentence)}
             row.update({str(j + 1): float(result.matrix[i, j]) for j in range(n)})
             rows.append(row)
-    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=SEPARATION_COLUMNS)
+    return pd.DataFrame(rows)
 
 
 def layer_chart(result: WordInContextResult) -> go.Figure:

@@ -41,6 +41,7 @@ def with_own_mask(text: str, mask_token: str | None) -> str:
     mask token (a tokenizer with none keeps the text)."""
     return MASK_PATTERN.sub(lambda _: mask_token, text) if mask_token else text
 
+
 MAX_MASKS = 10
 MAX_TOP_K = 50
 
