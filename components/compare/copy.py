@@ -75,7 +75,7 @@ ZOO_HELP = (
     "tokenizer's **word-frequency baseline**, what guessing by frequency alone scores on the "
     "same words: a model near its line has not learnt to use context. The curves are scored "
     "while training on the tuning split's words; the table's score (the stars) is the final model "
-    "on the other held-out words, so the two differ by a point or so. ELECTRA and DistilBERT do extra work per "
+    "on the other held-out words, so the two need not agree exactly. ELECTRA and DistilBERT do extra work per "
     "token (a generator; a teacher's forward pass): the FLOPs count the first training step's "
     "forward and backward in one count, the teacher's forward included, and *tokens/s* is "
     "training tokens over the run's wall-clock seconds. The chart's lower panel is each "
