@@ -222,14 +222,19 @@ STEPS = (
         "type) embedding** to every token: 0 for A's, 1 for B's. Attention then mixes the two "
         "sentences in every layer, and one linear head on the [CLS] state gives the label (C × d + C "
         "parameters, as transformers' `*ForSequenceClassification`). Here the task is "
-        "*definition-match*: does WordNet give B as a sense of the word A? The negatives are other "
-        "words' definitions, and the held-out words are never trained on. A head must beat its "
-        "**majority baseline**, the score of always answering the most frequent label. This is a "
+        "*same-source*: do A and B come from the same one of the corpus's six sources (Jane Austen, "
+        "Moby-Dick, State of the Union addresses, the World English Bible, WordNet's usage examples, "
+        "the Jargon File)? Half the pairs share a source; the held-out pairs are built from other "
+        "sentences than the training pairs (the encoder read all of them in its masked-LM "
+        "pre-training, but never their sources). A head must beat its **majority baseline**, the "
+        "score of always answering the most frequent label. This is a "
         f"short run: a probe on the frozen encoder, {PAIR_EPOCHS} epochs over {PAIR_TRAIN} training "
         "pairs, a few seconds on two CPU cores.",
-        "Give A a word and B the definition of a different word: does the head say “other”?",
+        "Keep A and give B a sentence from a State of the Union address (“We must work together in "
+        "this Congress to lower taxes for American families.”): does the head say “different”? Then "
+        "try a verse of the Bible against a line of Moby-Dick: which sources does the head confuse?",
         "The model's hidden size is d = 128 and the task has 2 labels. How many parameters does the "
-        "head have? If 50 % of the held-out pairs are “match”, what accuracy shows the head read "
+        "head have? If 50 % of the held-out pairs are “same”, what accuracy shows the head read "
         "nothing from the pair?",
         "2 × 128 + 2 = 258 (a weight per label and dimension, one bias per label). 50 %: always "
         "answering one label scores exactly its share, so only the points above 50 % come from "
@@ -302,8 +307,8 @@ SENTENCE_GROUPS = (
     "He paid the cheque into the bank.\nThe bank lent them money for a house.\n\n"
     "The plant needs water every day.\nShe grew tomatoes in the garden."
 )
-PAIR_TASK = "definition-match"
-PAIR_A = "volcano"
-PAIR_B = "a mountain formed by lava and ash"
+PAIR_TASK = "same-source"
+PAIR_A = "A program that crashes the system whenever it runs out of memory is said to be buggy."
+PAIR_B = "Hackers often use this term for any software that is badly designed."
 SPAN_QUESTION = "What is the capital of Peru?"
 SPAN_CONTEXT = "Peru lies in South America, and its capital is Lima."

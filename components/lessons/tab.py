@@ -150,9 +150,9 @@ def _build_views(keys: dict):
     yield s
 
     s = StepView("sentence-pairs", _bound(views.sentence_pair_head, keys["live"]))
-    s.main_text = _text("A (a word)", copy.PAIR_A)
+    s.main_text = _text("A", copy.PAIR_A)
     s.inputs = [gr.Textbox(value=copy.PAIR_TASK, visible=False), s.main_text,
-                _text("B (a definition)", copy.PAIR_B)]
+                _text("B", copy.PAIR_B)]
     s.outputs = [gr.Plot(label="Pair head: training and held-out accuracy"), gr.Markdown(), gr.HTML()]
     yield s
 

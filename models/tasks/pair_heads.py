@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from ..embeddings.pooling import layer_index, pool_hidden
 from ..errors import InputError
 from ..registry import catalogue
-from ..runtime.loading import BUILD_LOCK, check_token_count, load_model
+from ..runtime.loading import BUILD_LOCK, check_token_count, load_model, max_input_tokens
 from ..runtime.run_store import register_kind
 from ..validation import check_int, check_text
 from .classifier import _fit_probe, _majority, _subset
@@ -174,14 +174,29 @@ def list_pair_tasks() -> tuple[PairTaskInfo, ...]:
 # --- encoding pairs ----------------------------------------------------------------------
 
 
-def _encode_pairs(loaded, pairs) -> list[dict]:
-    """Per pair: input_ids and token_type_ids ([CLS] A [SEP] B [SEP], segment 0 then 1)."""
-    enc = loaded.tokenizer([a for a, _ in pairs], [b for _, b in pairs], truncation=False,
-                           return_attention_mask=False, return_token_type_ids=True, verbose=False)
+def _encode_pairs(loaded, pairs, truncate: bool = False) -> list[dict]:
+    """Per pair: input_ids and token_type_ids ([CLS] A [SEP] B [SEP], segment 0 then 1).
+
+    truncate=False (a pair typed by the user): a pair longer than the model reads is refused.
+    truncate=True (the task's own training and validation pairs): cut to the model's limit,
+    the longer text first (the tokenizer's ``longest_first``, as transformers' examples do).
+    """
+    limit = max_input_tokens(loaded) if truncate else None
+    enc = loaded.tokenizer([a for a, _ in pairs], [b for _, b in pairs], truncation="longest_first" if truncate else False,
+                           max_length=limit, return_attention_mask=False, return_token_type_ids=True, verbose=False)
     types = enc.get("token_type_ids") or [[0] * len(ids) for ids in enc["input_ids"]]
-    for number, ids in enumerate(enc["input_ids"], start=1):
-        check_token_count(loaded, len(ids), f"Pair {number}")
+    if not truncate:
+        for number, ids in enumerate(enc["input_ids"], start=1):
+            check_token_count(loaded, len(ids), f"Pair {number}")
     return [{"input_ids": i, "token_type_ids": t} for i, t in zip(enc["input_ids"], types)]
+
+
+def _cut_pairs(loaded, pairs) -> int:
+    """How many of the task's pairs are longer than the model reads (and so are cut)."""
+    enc = loaded.tokenizer([a for a, _ in pairs], [b for _, b in pairs], truncation=False,
+                           return_attention_mask=False, verbose=False)
+    limit = max_input_tokens(loaded)
+    return sum(len(ids) > limit for ids in enc["input_ids"])
 
 
 def _reads_segments(model) -> bool:
@@ -305,7 +320,8 @@ def train_pair_classifier(model_key: str, task: str = "definition-match", poolin
                         tuple(data.train_labels[i] for i in subset), data.validation_pairs, data.validation_labels)
     with exclusive_run(f"training a pair head on {model_key}"):
         budget = Budget(seconds)
-        rows = {"train": _encode_pairs(loaded, data.train_pairs), "validation": _encode_pairs(loaded, data.validation_pairs)}
+        rows = {"train": _encode_pairs(loaded, data.train_pairs, truncate=True),
+                "validation": _encode_pairs(loaded, data.validation_pairs, truncate=True)}
         y_train, y_val = np.asarray(data.train_labels), np.asarray(data.validation_labels)
         if freeze:
             feats = _frozen_features(loaded, data, pooling, layer, rows)
@@ -325,6 +341,11 @@ def train_pair_classifier(model_key: str, task: str = "definition-match", poolin
     note = (f"{how}, {budget.elapsed():.0f} s, on {len(data.train_pairs):,} training pairs of '{task}' "
             f"({data.info.label_source}) Pairs read as [CLS] A [SEP] B [SEP]"
             f"{' with segment ids 0 / 1' if segments else ' (this model has no segment embeddings)'}.")
+    cut = _cut_pairs(loaded, data.train_pairs + data.validation_pairs)
+    if cut:
+        note += (f" {cut:,} of the {len(rows['train']) + len(rows['validation']):,} pairs are longer than the "
+                 f"{max_input_tokens(loaded)} tokens {model_key} reads; they were cut to that length, the "
+                 "longer text first.")
     return PairClassifierResult(
         head_id=head_id, model_key=model_key, task=task, labels=labels, pooling=pooling, layer=layer,
         freeze=freeze, epochs=len(curves[0]), seed=seed, head_parameters=parameter_count(model.head),

@@ -91,7 +91,8 @@ def test_sentence_encoder_step_bad_input_fails_before_training(live_key):
 
 
 def test_pair_step_classifies_your_pair_with_its_head_against_the_baseline(live_key):
-    curves, summary, answer_html = views.sentence_pair_head(live_key, copy.PAIR_TASK, "<b>volcano</b>", copy.PAIR_B)
+    typed = "<b>Hackers</b> say a program that crashes is buggy."
+    curves, summary, answer_html = views.sentence_pair_head(live_key, copy.PAIR_TASK, typed, copy.PAIR_B)
     result = views._pair_run(live_key, copy.PAIR_TASK)
     assert result.head_id in live_heads() and result.train_examples == copy.PAIR_TRAIN
     assert result.epochs == copy.PAIR_EPOCHS and result.segment_ids
@@ -99,10 +100,23 @@ def test_pair_step_classifies_your_pair_with_its_head_against_the_baseline(live_
     assert accuracy["y"][-1] == pytest.approx(result.final_validation_accuracy)
     assert f"{result.majority_baseline:.1%}" in summary and result.majority_baseline == pytest.approx(0.5)
     assert "258 parameters" in summary  # 2 labels x 128 + 2
-    expected = classify_pair(result.head_id, "<b>volcano</b>", copy.PAIR_B)
+    expected = classify_pair(result.head_id, typed, copy.PAIR_B)
     assert f"<b>{expected.predicted}</b>" in answer_html
     assert all(f"{label}: {p:.1%}" in answer_html for label, p in zip(expected.labels, expected.probabilities))
-    assert "<b>volcano</b>" not in answer_html and "&lt;b&gt;volcano" in answer_html
+    assert "<b>Hackers</b>" not in answer_html and "&lt;b&gt;Hackers" in answer_html
+
+
+def test_pair_step_head_reads_the_pair_well_above_its_baseline(live_key):
+    # the step exists to show a head that reads A and B together: held out, it must be clearly
+    # above always answering one label (definition-match, the step's task before, was at 52 %)
+    result = views._pair_run(live_key, copy.PAIR_TASK)
+    assert result.final_validation_accuracy >= result.majority_baseline + 0.1
+    # the step's default pair (both from the Jargon File) and the one its "try" proposes (a State
+    # of the Union sentence as B): the labels the corpus gives them
+    assert classify_pair(result.head_id, copy.PAIR_A, copy.PAIR_B).predicted == "same"
+    sotu = "We must work together in this Congress to lower taxes for American families."
+    assert sotu in copy.STEPS[[s.slug for s in copy.STEPS].index("sentence-pairs")].try_this
+    assert classify_pair(result.head_id, copy.PAIR_A, sotu).predicted == "different"
 
 
 def test_span_step_shows_start_and_end_probabilities_over_the_context(live_key):

@@ -213,6 +213,29 @@ def test_pair_bad_input(pair):
         classify_pair("pair:nothing/1", "a", "b")
 
 
+def test_same_source_pairs_longer_than_the_model_reads_are_cut_not_refused():
+    # the task's own pairs (some over 128 tokens) train every 128-token model here; typed pairs
+    # that long are still refused
+    from models.tasks.pair_heads import _encode_pairs, load_pair_task
+
+    loaded = load_model(SMALL)
+    limit = loaded.model.config.max_position_embeddings
+    task = load_pair_task("same-source")
+    pairs = task.train_pairs + task.validation_pairs
+    full = [loaded.tokenizer(a, b)["input_ids"] for a, b in pairs]
+    too_long = [i for i, ids in enumerate(full) if len(ids) > limit]
+    assert too_long  # else this test tests nothing
+    result = train_pair_classifier(SMALL, "same-source", freeze=True, epochs=1)
+    assert f"{len(too_long)} of the {len(pairs):,} pairs are longer than the {limit} tokens" in result.note
+    rows = _encode_pairs(loaded, [pairs[i] for i in too_long], truncate=True)
+    reference = loaded.tokenizer([pairs[i][0] for i in too_long], [pairs[i][1] for i in too_long],
+                                 truncation="longest_first", max_length=limit)
+    assert [r["input_ids"] for r in rows] == reference["input_ids"]
+    assert all(len(r["input_ids"]) == limit and r["token_type_ids"][-1] == 1 for r in rows)
+    with pytest.raises(InputError, match=f"reads at most {limit} tokens"):
+        classify_pair(result.head_id, *pairs[too_long[0]])
+
+
 # --- the span head ---------------------------------------------------------------------------
 
 
