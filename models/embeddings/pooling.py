@@ -269,6 +269,16 @@ def _pooled(loaded: LoadedModel, sentences: Sequence[str], poolings: Sequence[st
     return {p: v.numpy() for p, v in out.items()}
 
 
+def pooled_vectors(model_key: str, sentences, poolings: Sequence[str], truncate: bool = False) -> dict[str, np.ndarray]:
+    """{pooling: (N, d) float32 unnormalised vectors} of the last layer, every pooling from one
+    forward pass (``embed`` with normalize=False, once per pooling, gives the same vectors)."""
+    spec = catalogue.get_spec(model_key)
+    poolings = tuple(check_pooling(p) for p in poolings)
+    sentences = check_sentences(sentences, low=1, high=MAX_EMBED_SENTENCES)
+    loaded = load_model(spec, head="base")
+    return _pooled(loaded, sentences, poolings, _layer_of(loaded, -1), False, bool(truncate))
+
+
 def check_layer(model_key: str, layer) -> int:
     """The layer as 0..L for this model (loaded, cached), or an InputError that gives the range."""
     return _layer_of(load_model(model_key, head="base"), layer)

@@ -9,9 +9,10 @@ Embeddings tab's pooling), L2-normalised, so an inner product is a cosine:
 * ``index="ann"``: ``faiss.IndexHNSWFlat`` (a navigable small-world graph, M = 32,
   efSearch = 64), approximate nearest neighbours.
 
-Vectors and both indexes are cached on disk under ``.cache/retrieval/``, named by model,
-pooling and a hash of the corpus; the first search of a (model, pooling) builds them,
-reporting progress through a callback.
+Vectors (unit and unnormalised) and both indexes are cached on disk under
+``.cache/retrieval/``, named by model, pooling and a hash of the corpus; the first search of a
+model builds them for its pooling, [CLS] and mean from one pass over the corpus (what
+``retrieval_report`` compares), reporting progress through a callback.
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 
 from ..errors import CapabilityError, InputError
 from ..registry import catalogue
 from ..runtime.loading import check_token_count, load_model
 from ..validation import check_int, check_text
-from .pooling import check_pooling, embed
+from .pooling import check_pooling, embed, pooled_vectors
 from .sentence_sets import sentence_groups
 
 CORPUS_FILE = catalogue.REPO_ROOT / "data" / "heldout.txt"
@@ -111,16 +114,26 @@ def _faiss():
 
 _BUILD_LOCK = threading.Lock()  # one build at a time: two requests never write the same files
 _LOADED: dict[tuple, tuple] = {}  # (model, pooling, corpus hash) -> (vectors, exact, ann)
+_RAW: dict[tuple, np.ndarray] = {}  # (model, pooling, corpus hash) -> unnormalised vectors
+REPORT_POOLINGS = ("cls", "mean")  # the report's paraphrase comparison; built together
 
 
-def _vectors(model_key: str, sentences, pooling: str, normalize: bool, progress: Progress | None):
-    parts = []
+def _vectors(model_key: str, sentences, poolings: tuple[str, ...], progress: Progress | None) -> dict:
+    """{pooling: (N, d) unnormalised float32 vectors}, every pooling from one pass."""
+    parts = {p: [] for p in poolings}
     for start in range(0, len(sentences), EMBED_CHUNK):
         if progress:
             progress(start, len(sentences), "embedding the corpus")
-        parts.append(embed(model_key, sentences[start:start + EMBED_CHUNK], pooling=pooling, normalize=normalize,
-                           truncate=True))  # a corpus sentence longer than the model reads: its first tokens
-    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+        chunk = pooled_vectors(model_key, sentences[start:start + EMBED_CHUNK], poolings,
+                               truncate=True)  # a corpus sentence longer than the model reads: its first tokens
+        for p in poolings:
+            parts[p].append(chunk[p])
+    return {p: np.ascontiguousarray(np.concatenate(v), dtype=np.float32) for p, v in parts.items()}
+
+
+def _unit(raw: np.ndarray) -> np.ndarray:
+    """L2-normalised rows, as ``embed(normalize=True)`` (torch's F.normalize)."""
+    return F.normalize(torch.from_numpy(raw), p=2, dim=1).numpy()
 
 
 def _build_indexes(vectors: np.ndarray):
@@ -133,8 +146,14 @@ def _build_indexes(vectors: np.ndarray):
     return exact, ann
 
 
+def _files(model_key: str, pooling: str, digest: str) -> list[Path]:
+    stem = CACHE_DIR / f"{model_key}-{pooling}-{digest}"
+    return [Path(f"{stem}.npy"), Path(f"{stem}.exact.faiss"), Path(f"{stem}.hnsw.faiss"), Path(f"{stem}.raw.npy")]
+
+
 def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
-    """(unit vectors (N, d), exact index, ann index), from memory, disk, or built now."""
+    """(unit vectors (N, d), exact index, ann index), from memory, disk, or built now (with the
+    unnormalised vectors, and the report's other pooling from the same pass)."""
     faiss = _faiss()
     sentences, _, digest = corpus()
     key = (model_key, pooling, digest)
@@ -143,25 +162,40 @@ def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
     with _BUILD_LOCK:
         if key in _LOADED:
             return _LOADED[key]
-        stem = CACHE_DIR / f"{model_key}-{pooling}-{digest}"
-        files = [Path(f"{stem}.npy"), Path(f"{stem}.exact.faiss"), Path(f"{stem}.hnsw.faiss")]
+        files = _files(model_key, pooling, digest)
         transient = catalogue.is_transient(model_key)  # trained in this process: never on disk
         if not transient and all(f.exists() for f in files):
-            vectors = np.load(files[0])
-            exact, ann = (faiss.read_index(str(f)) for f in files[1:])
-        else:
-            vectors = _vectors(model_key, sentences, pooling, True, progress)
-            if progress:
-                progress(len(sentences), len(sentences), "building the FAISS indexes")
+            exact, ann = (faiss.read_index(str(f)) for f in files[1:3])
+            _keep(key, np.load(files[0]), exact, ann, np.load(files[3]))
+            return _LOADED[key]
+        poolings = tuple(dict.fromkeys((pooling, *REPORT_POOLINGS)))
+        raws = _vectors(model_key, sentences, poolings, progress)
+        if progress:
+            progress(len(sentences), len(sentences), "building the FAISS indexes")
+        for p, raw in raws.items():
+            vectors = _unit(raw)
             exact, ann = _build_indexes(vectors)
             if not transient:
                 CACHE_DIR.mkdir(parents=True, exist_ok=True)
-                np.save(files[0], vectors)
-                faiss.write_index(exact, str(files[1]))
-                faiss.write_index(ann, str(files[2]))
-        ann.hnsw.efSearch = HNSW_EF_SEARCH
-        _LOADED[key] = (vectors, exact, ann)
+                unit_file, exact_file, ann_file, raw_file = _files(model_key, p, digest)
+                np.save(unit_file, vectors)
+                faiss.write_index(exact, str(exact_file))
+                faiss.write_index(ann, str(ann_file))
+                np.save(raw_file, raw)
+            _keep((model_key, p, digest), vectors, exact, ann, raw)
         return _LOADED[key]
+
+
+def _keep(key: tuple, vectors: np.ndarray, exact, ann, raw: np.ndarray) -> None:
+    ann.hnsw.efSearch = HNSW_EF_SEARCH
+    _LOADED[key] = (vectors, exact, ann)
+    _RAW[key] = raw
+
+
+def _raw(model_key: str, pooling: str) -> np.ndarray:
+    """The corpus's unnormalised vectors (kept with the indexes)."""
+    _indexes(model_key, pooling)
+    return _RAW[(model_key, pooling, corpus()[2])]
 
 
 # --- public API -------------------------------------------------------------------------------
@@ -240,7 +274,8 @@ def retrieval_report(model_key: str, k: int = 10, pooling: str = "mean", queries
     queries = check_int(queries, "queries", 10, 2000)
     vectors, exact, ann = _indexes(model_key, pooling, progress)
     query_texts = QUERIES_FILE.read_text(encoding="utf-8").splitlines()[:queries]
-    q = embed(model_key, query_texts, pooling=pooling, normalize=True, truncate=True)
+    raw_q = embed(model_key, query_texts, pooling=pooling, normalize=False, truncate=True)
+    q = _unit(raw_q)
     started = time.perf_counter()
     _, exact_ids = exact.search(q, k)
     exact_ms = (time.perf_counter() - started) * 1000 / len(q)
@@ -248,15 +283,11 @@ def retrieval_report(model_key: str, k: int = 10, pooling: str = "mean", queries
     _, ann_ids = ann.search(q, k)
     ann_ms = (time.perf_counter() - started) * 1000 / len(q)
     # Unnormalised: the dot product favours long vectors, the cosine does not.
-    sentences, _, _ = corpus()
-    if progress:
-        progress(0, 1, "unnormalised vectors for the dot-product comparison")
-    raw = _cached_raw(model_key, pooling, sentences)
-    raw_q = embed(model_key, query_texts, pooling=pooling, normalize=False, truncate=True)
+    raw = _raw(model_key, pooling)
     dot_ids = np.argsort(-(raw_q @ raw.T), axis=1)[:, :k]
     norms = np.linalg.norm(raw, axis=1)
     pooling_recall, n_para = {}, 0
-    for p in ("cls", "mean"):
+    for p in REPORT_POOLINGS:
         distractors = vectors if p == pooling else _indexes(model_key, p, progress)[0]
         pooling_recall[p], n_para = _paraphrase_recall(model_key, p, k, distractors)
     return RetrievalReport(
@@ -270,14 +301,3 @@ def retrieval_report(model_key: str, k: int = 10, pooling: str = "mean", queries
               "Paraphrase recall: each sentence of the Embeddings tab's groups as a query, a hit when "
               f"a sentence of its own group is in the top {k} among the groups and the whole corpus."),
     )
-
-
-_RAW: dict[tuple, np.ndarray] = {}
-
-
-def _cached_raw(model_key: str, pooling: str, sentences) -> np.ndarray:
-    key = (model_key, pooling, len(sentences))
-    if key not in _RAW:
-        _RAW[key] = _vectors(model_key, sentences, pooling, False, None)
-    return _RAW[key]
-

@@ -25,6 +25,7 @@ def small_corpus(tmp_path_factory):
     patch.setattr(retrieval, "SOURCES_FILE", folder / "sources.txt")
     patch.setattr(retrieval, "CACHE_DIR", folder / "cache")
     patch.setattr(retrieval, "_LOADED", {})
+    patch.setattr(retrieval, "_RAW", {})
     steps = []
     retrieval.build_index(ENCODER_KEY, "mean", progress=lambda done, total, what: steps.append((done, total)))
     yield sentences, sources, folder, steps
@@ -62,7 +63,10 @@ def test_recall_at_k_counts_shared_ids():
 def test_indexes_are_cached_on_disk_and_progress_is_reported(small_corpus, monkeypatch):
     _, _, folder, steps = small_corpus
     files = sorted(p.name for p in (folder / "cache").iterdir())
-    assert len(files) == 3 and all(name.startswith(f"{ENCODER_KEY}-mean-") for name in files)
+    # the first build writes [CLS]'s too (one pass over the corpus gives both): what the report compares
+    suffixes = (".exact.faiss", ".hnsw.faiss", ".npy", ".raw.npy")
+    assert len(files) == 8 and {f"{ENCODER_KEY}-{p}-{retrieval.corpus()[2]}{s}" for p in ("cls", "mean")
+                                for s in suffixes} == set(files)
     assert steps[0] == (0, SLICE) and steps[-1] == (SLICE, SLICE)
     assert [d for d, _ in steps] == sorted(d for d, _ in steps)
     first = search(ENCODER_KEY, "A letter from my sister.", k=3, index="ann")
@@ -70,6 +74,19 @@ def test_indexes_are_cached_on_disk_and_progress_is_reported(small_corpus, monke
     monkeypatch.setattr(retrieval, "_vectors", lambda *a, **k: pytest.fail("rebuilt instead of read from disk"))
     again = search(ENCODER_KEY, "A letter from my sister.", k=3, index="ann")
     assert again.hits == first.hits
+
+
+def test_cached_vectors_are_embeds_and_the_report_makes_no_second_pass_over_the_corpus(small_corpus, monkeypatch):
+    sentences, _, _, _ = small_corpus
+    retrieval.build_index(ENCODER_KEY, "mean")
+    monkeypatch.setattr(retrieval, "_vectors", lambda *a, **k: pytest.fail("a second pass over the corpus"))
+    report = retrieval.retrieval_report(ENCODER_KEY, k=3, pooling="mean", queries=10)
+    assert set(report.pooling_recall) == {"cls", "mean"}
+    for pooling in ("cls", "mean"):
+        unit, _, _ = retrieval._indexes(ENCODER_KEY, pooling)
+        np.testing.assert_allclose(unit, embed(ENCODER_KEY, sentences, pooling=pooling), atol=1e-6)
+        np.testing.assert_allclose(retrieval._raw(ENCODER_KEY, pooling),
+                                   embed(ENCODER_KEY, sentences, pooling=pooling, normalize=False), rtol=1e-5, atol=1e-5)
 
 
 def test_a_query_longer_than_the_model_reads_is_named_as_the_query(monkeypatch):
