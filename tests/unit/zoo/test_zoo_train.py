@@ -223,23 +223,26 @@ def test_detect_replaced_is_the_electra_discriminator():
 
 def test_a_generator_draw_equal_to_the_original_is_no_replacement():
     """ELECTRA labels a position original when the generator samples the original token back:
-    such a draw is not "swapped" (on this short sentence, seed 0 draws ``##ed`` back at ``##ed``)."""
+    such a draw is not "swapped". Seeds are tried until one draws an original back (a generator
+    that has learnt does so often; the shipped one on this sentence at seed 0: ``##ed`` at ``##ed``)."""
     from transformers import AutoTokenizer
 
     text = "The chef cooked a delicious meal."
     tok = AutoTokenizer.from_pretrained(zoo_folder("mini-electra"))
     before = tok.convert_ids_to_tokens(tok(text)["input_ids"])
-    drawn_back = 0
-    for seed in range(4):
-        for swap in (1, 3):
-            result = detect_replaced("mini-electra", text, swap=swap, seed=seed)
-            assert len(result.swapped) + len(result.drawn_back) == swap
-            assert not set(result.swapped) & set(result.drawn_back)
-            for pos, orig in zip(result.swapped, result.originals):
-                assert orig == before[pos] and result.tokens[pos] != orig
-            for pos in result.drawn_back:
-                assert result.tokens[pos] == before[pos]
-            drawn_back += len(result.drawn_back)
+    drawn_back, tried = 0, 0
+    for seed, swap in ((seed, swap) for seed in range(64) for swap in (1, 3)):
+        if drawn_back and tried >= 8:
+            break
+        tried += 1
+        result = detect_replaced("mini-electra", text, swap=swap, seed=seed)
+        assert len(result.swapped) + len(result.drawn_back) == swap
+        assert not set(result.swapped) & set(result.drawn_back)
+        for pos, orig in zip(result.swapped, result.originals):
+            assert orig == before[pos] and result.tokens[pos] != orig
+        for pos in result.drawn_back:
+            assert result.tokens[pos] == before[pos]
+        drawn_back += len(result.drawn_back)
     assert drawn_back  # the case this test is about occurred
 
 
