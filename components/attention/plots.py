@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from models import STAT_NAMES, AttentionResult, HeadStatistics, attention_rollout
+from models import HEAD_FILTERS, STAT_NAMES, AttentionResult, HeadStatistics, attention_rollout
 
 from ..shell.common import escape, show_piece
 
@@ -264,6 +264,24 @@ def stats_frame(stats: HeadStatistics, heads: list[tuple[int, int]] | None = Non
         [r["layer"], r["head"], *(round(r[name], 3) for name in STAT_NAMES)] for r in records
     ]
     return pd.DataFrame(rows, columns=columns)
+
+
+def stats_label(stats: HeadStatistics, which: str | None) -> str:
+    """The table's label: how many heads it lists and, for a filter, its threshold; when no head
+    passes, the highest share any head has (so an empty table says why it is empty)."""
+    total = stats.to_self.size
+    if which not in HEAD_FILTERS:
+        return f"Per-head statistics (all {total} heads)"
+    stat, at_least = HEAD_FILTERS[which]
+    values = getattr(stats, stat)
+    what = "entropy / max" if stat == "entropy_ratio" else "share"
+    verb = "are broad" if stat == "entropy_ratio" else which
+    passing = int((values >= at_least).sum())
+    if passing:
+        return f"Per-head statistics: {passing} of {total} heads {verb} ({what} ≥ {at_least:g})"
+    layer, head = np.unravel_index(int(np.argmax(values)), values.shape)
+    return (f"Per-head statistics: none of the {total} heads {verb} ({what} ≥ {at_least:g}); the highest "
+            f"{what} is {float(values.max()):.2f} (layer {layer}, head {head})")
 
 
 # --- bertviz ------------------------------------------------------------------------------

@@ -151,7 +151,15 @@ def open_table_row(shown, evt: gr.SelectData):
 
 def filter_stats(shown, which):
     """The statistics table of the result on screen, filtered."""
-    return head_stats(*shown[:3], which, *shown[3:]) if shown else gr.skip()
+    return _stats_table(*shown[:3], which, *shown[3:]) if shown else gr.skip()
+
+
+def _stats_table(text, text_pair, model_key, which, causal=False):
+    """The ``head_stats`` table, labelled with how many heads pass the filter."""
+    frame = head_stats(text, text_pair, model_key, which, causal)
+    with readable_errors("Head statistics"):
+        stats = head_statistics(_result(text, text_pair, model_key, causal))
+    return gr.update(value=frame, label=plots.stats_label(stats, which))
 
 
 @cached_view()
@@ -196,7 +204,7 @@ def arrive(text, text_pair, model_key, layer, head, mode, causal, which):
     change of each event, Gradio's page copies the state of every component that any event
     has updated so far (value by value), so each event more adds that work to the paint."""
     shown = attention(text, text_pair, model_key, layer, head, mode, causal)
-    table = head_stats(text, text_pair, model_key, which, causal)
+    table = _stats_table(text, text_pair, model_key, which, causal)
     return (*shown, *controls(shown[-1], layer, head), table)
 
 

@@ -237,3 +237,32 @@ def test_byte_level_space_mark_shows_as_fill_mask_shows_a_space():
     # WordPiece tokens are unchanged
     tokens, _, figure, _, _ = attention_tab.attention(text, "", "mini-bert", 0, 0, "head")
     assert ("sat ", "segment A") in tokens and "2 sat" in figure.data[0].x
+
+
+def test_the_statistics_table_says_how_many_heads_pass_and_why_none_do():
+    """A filter that no head passes left an empty table with no word; the label now counts the
+    heads it lists and, when none passes, gives the highest value any head reaches."""
+    from components.attention import tab as attention_tab
+    from models import HEAD_FILTERS, extract_attention, head_statistics
+
+    text, key = "I sat by the river bank.", "splade-tiny"
+    stats = head_statistics(extract_attention(key, text))
+    total = stats.to_self.size
+    shown = attention_tab.attention(text, "", key, 0, 0, "head")[-1]
+    everything = attention_tab.filter_stats(shown, attention_tab.ALL_HEADS)
+    assert everything["label"] == f"Per-head statistics (all {total} heads)" and len(everything["value"]) == total
+    seen_empty = seen_some = False
+    for which, (stat, at_least) in HEAD_FILTERS.items():
+        update = attention_tab.filter_stats(shown, which)
+        values = getattr(stats, stat)
+        passing = int((values >= at_least).sum())
+        assert len(update["value"]) == passing
+        if passing:
+            seen_some = True
+            assert f": {passing} of {total} heads " in update["label"]
+        else:
+            seen_empty = True
+            layer, head = np.unravel_index(np.argmax(values), values.shape)
+            assert f"none of the {total} heads" in update["label"]
+            assert f"is {values.max():.2f} (layer {layer}, head {head})" in update["label"]
+    assert seen_empty and seen_some  # both cases occur on this text
