@@ -121,7 +121,7 @@ def _check_lengths(lengths) -> list[int]:
     if isinstance(lengths, (int, float)):
         lengths = [lengths]
     if not lengths or not isinstance(lengths, (list, tuple)):
-        raise InputError("Choose at least one sequence length, e.g. 64, 128, 256, 512.")
+        raise InputError("Choose at least one sequence length (in tokens, e.g. 128).")
     if len(lengths) > MAX_LENGTHS:
         raise InputError(f"At most {MAX_LENGTHS} lengths per run; you asked for {len(lengths)}.")
     checked = {check_int(n, "sequence length", MIN_LENGTH, 1_000_000) for n in lengths}
@@ -399,6 +399,8 @@ def benchmark_models(model_keys, lengths=DEFAULT_LENGTHS, batch_size: int = 1, o
     the reason and the others still run. ``on_model(index, key)`` is called before each.
     """
     keys = check_model_keys(model_keys)
+    _check_lengths(lengths)  # a mistake in the request is said once, not once per model
+    check_int(batch_size, "batch_size", 1, limits_for(get_device()).max_batch)
     results, refused = [], []
     for index, key in enumerate(keys):
         if on_model is not None:

@@ -117,6 +117,17 @@ def test_refused_requests(lengths, batch, words):
         benchmark_forward("splade-tiny", lengths, batch)
 
 
+@pytest.mark.parametrize(("lengths", "batch", "words"), [([], 1, "at least one sequence length"), ([64], 0, "batch_size")])
+def test_a_mistake_in_the_request_is_said_once_not_per_model(lengths, batch, words):
+    from models.compare.benchmark import benchmark_models
+
+    keys = ["splade-tiny", "mini-bert", "mini-roberta"]
+    with pytest.raises(InputError, match=words) as raised:
+        benchmark_models(keys, lengths, batch)
+    message = str(raised.value)
+    assert message.count(words) == 1 and not any(f"{key}:" in message for key in keys)
+
+
 # The cap on batch x length of one forward pass, by device (models/compare/benchmark.py;
 # docs/compare.md for the CPU): (largest batch, tokens per forward pass).
 DEVICE_CAPS = {"cpu": (8, 2_048), "cuda": (64, 262_144), "mps": (64, 262_144)}
