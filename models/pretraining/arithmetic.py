@@ -24,7 +24,7 @@ from ..mlm.masked_head import masked_logits
 from ..registry import catalogue
 from ..runtime.loading import load_model, require_head
 from ..validation import check_int, check_text
-from .masking_lab import MaskingSimulation
+from .masking_lab import MaskingSimulation, check_selected
 from .objective_heads import check_pair_length
 
 # The textbook example: four words' logits, the target "cat".
@@ -106,8 +106,7 @@ def explain_masked_position(model_key: str, simulation: MaskingSimulation, epoch
     epoch = check_int(epoch, "epoch", 0, len(simulation.epochs) - 1)
     top = check_int(top, "top", 1, MAX_WORDS)
     chosen = simulation.epochs[epoch]
-    if not chosen.selected:
-        raise InputError("No token was selected in this epoch: raise the rate, or try another seed.")
+    check_selected(simulation, epoch)
     selected = {s.position: s for s in chosen.selected}
     if position is None:
         position = chosen.selected[0].position

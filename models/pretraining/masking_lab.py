@@ -61,6 +61,15 @@ class MaskingSimulation:
     epochs: tuple[MaskingEpoch, ...]
 
 
+def check_selected(simulation: MaskingSimulation, epoch: int) -> None:
+    """An ``InputError`` when the epoch selected no token (nothing to score), saying why."""
+    if simulation.epochs[epoch].selected:
+        return
+    if simulation.policy.rate == 0:
+        raise InputError("The selection rate is 0, so no token is selected and there is nothing to score: raise it.")
+    raise InputError("No token was selected in this epoch: raise the rate, or try another seed.")
+
+
 @dataclass(frozen=True)
 class PositionLoss:
     position: int
@@ -167,8 +176,7 @@ def masked_lm_loss(model_key: str, simulation: MaskingSimulation, epoch: int = 0
             f"from {model_key}'s: simulate with {model_key} first."
         )
     chosen = simulation.epochs[epoch]
-    if not chosen.selected:
-        raise InputError("No token was selected in this epoch: raise the rate, or try another seed.")
+    check_selected(simulation, epoch)
     inputs = torch.tensor([chosen.shown_ids], device=loaded.device)
     positions = [s.position for s in chosen.selected]
     logits = masked_logits(loaded.model, {"input_ids": inputs, "attention_mask": torch.ones_like(inputs)},

@@ -126,8 +126,14 @@ def test_bad_parameters_refused(mlm_key, kwargs):
 
 def test_nothing_selected_is_explained(mlm_key):
     sim = simulate_masking(mlm_key, TEXT, rate=0.0)
-    with pytest.raises(InputError, match="No token was selected"):
+    with pytest.raises(InputError, match="The selection rate is 0") as raised:
         masked_lm_loss(mlm_key, sim)
+    assert "seed" not in str(raised.value)  # no seed selects a token at rate 0
+    # a rate above 0 that happens to select nothing on a short text: another seed can help
+    short = next(s for s in (simulate_masking(mlm_key, "Hi.", rate=0.01, seed=seed) for seed in range(20))
+                 if not s.epochs[0].selected)
+    with pytest.raises(InputError, match="raise the rate, or try another seed"):
+        masked_lm_loss(mlm_key, short)
 
 
 def test_no_nsp_head_is_explained(mlm_key):
