@@ -63,3 +63,23 @@ def test_picking_another_pair_model_answers_with_it_and_clears_the_last_nsp_loss
     answer, loss = demo.fns[picked["id"]].fn("mini-albert", copy.PAIR_A, copy.PAIR_B)
     assert "P(in order)" in answer and "IsNext" not in answer and loss == ""
     assert f"{sentence_order('mini-albert', copy.PAIR_A, copy.PAIR_B):.3f}" in answer
+
+
+def test_a_random_b_fits_every_pair_model_with_the_default_a():
+    """The app's own pick for B never makes a pair too long for a pair head to read: seed 1134
+    drew the split's longest sentence (60 words), a 131-token pair for mini-bert's 128."""
+    from components.masking import objectives_copy as copy
+    from components.masking.tab import RANDOM_B_WORDS, random_b
+    from models import heldout_sentences, list_models, load_model, next_sentence, sentence_order
+
+    fitting = [s for s in heldout_sentences() if len(s.split()) <= RANDOM_B_WORDS]
+    assert len(fitting) > 0.9 * len(heldout_sentences())  # still a draw from nearly all of the split
+    assert all(random_b(seed) in fitting for seed in range(200))
+    longest = max(fitting, key=len)
+    for spec in (m for m in list_models() if m.available and m.can("pair")):
+        loaded = load_model(spec.key, head="base")
+        limit = min(loaded.model.config.max_position_embeddings, loaded.tokenizer.model_max_length)
+        assert max(len(loaded.tokenizer(copy.PAIR_A, s)["input_ids"]) for s in fitting) <= limit, spec.key
+        score = next_sentence if spec.pair_head == "nsp" else sentence_order
+        assert 0 <= score(spec.key, copy.PAIR_A, random_b(1134)) <= 1
+        assert 0 <= score(spec.key, copy.PAIR_A, longest) <= 1
