@@ -101,6 +101,19 @@ def run_distill(teacher: str, shape: str, steps: float, alpha: float, temperatur
         return plots.distill_chart(r), plots.distill_summary(r)
 
 
+def pair_example(task: str, text_a: str, text_b: str):
+    """The picked task's example pair, unless A and B hold text of the user's own."""
+    if (text_a, text_b) in copy.PAIR_EXAMPLES.values() or not (text_a or text_b):
+        return copy.PAIR_EXAMPLES.get(task, (text_a, text_b))
+    return gr.skip(), gr.skip()
+
+
+def epochs_follow(freeze: gr.Checkbox, epochs: gr.Number, probe: int, tuned: int) -> None:
+    """Ticking or unticking 'Freeze the encoder' sets Epochs to that mode's default (the core's):
+    the probe's default is above fine-tuning's limit, an error one click from the defaults."""
+    freeze.input(lambda frozen: probe if frozen else tuned, freeze, epochs, api_visibility="private", queue=False)
+
+
 def build_sentence_sections(search_model: gr.Dropdown) -> None:
     """The four sections; call inside the Fine-tuning tab. ``search_model``: the search picker,
     which gains each sentence encoder trained here."""
@@ -129,7 +142,8 @@ def build_sentence_sections(search_model: gr.Dropdown) -> None:
         gr.Markdown(copy.PAIR_HELP)
         with gr.Row():
             p_model = gr.Dropdown(choices, value=default, label="Encoder")
-            p_task = gr.Dropdown(tasks, value=tasks[0], label="Pair task")
+            p_task = gr.Dropdown(tasks, value=copy.PAIR_DEFAULT_TASK if copy.PAIR_DEFAULT_TASK in tasks else tasks[0],
+                                 label="Pair task")
             freeze = gr.Checkbox(value=True, label="Freeze the encoder (a probe)")
             epochs = gr.Number(value=60, precision=0, label="Epochs (probe ≤ 300, fine-tuning ≤ 3)")
             p_seed = gr.Number(value=0, precision=0, label="Seed")
@@ -138,13 +152,16 @@ def build_sentence_sections(search_model: gr.Dropdown) -> None:
         p_curves = gr.Plot(error_figure(copy.WAITING), label="Pair head: training curves")
         p_head = gr.Textbox(label="Trained pair head (id)", interactive=False)
         with gr.Row():
-            text_a = gr.Textbox(label="A", value="volcano", max_length=MAX_TEXT_CHARS)
-            text_b = gr.Textbox(label="B", value="a mountain formed by lava and ash", max_length=MAX_TEXT_CHARS)
+            example_a, example_b = copy.PAIR_EXAMPLES.get(p_task.value, ("", ""))
+            text_a = gr.Textbox(label="A", value=example_a, max_length=MAX_TEXT_CHARS)
+            text_b = gr.Textbox(label="B", value=example_b, max_length=MAX_TEXT_CHARS)
         p_classify = gr.Button("Classify the pair")
         p_answer = gr.HTML(elem_id="pair-prediction")
         p_train.click(run_pair, [p_model, p_task, freeze, epochs, p_seed], [p_curves, p_summary, p_head],
                       api_name="train_pair_classifier", **HEAVY)
         p_classify.click(run_classify_pair, [p_head, text_a, text_b], p_answer, api_name="classify_pair")
+        p_task.input(pair_example, [p_task, text_a, text_b], [text_a, text_b], api_visibility="private", queue=False)
+        epochs_follow(freeze, epochs, probe=60, tuned=1)
     with gr.Accordion("Extractive QA: a start and an end head over the tokens", open=False):
         gr.Markdown(copy.SPAN_HELP)
         with gr.Row():

@@ -29,6 +29,15 @@ PAIR_HELP = (
     "corpus source?)."
 )
 
+# An example pair per pair task (a 'match' for definition-match, both from the Jargon File for
+# same-source); picking another task swaps in its example unless the fields hold text of yours.
+PAIR_EXAMPLES = {
+    "definition-match": ("volcano", "a mountain formed by lava and ash"),
+    "same-source": ("A program that crashes the system whenever it runs out of memory is said to be buggy.",
+                    "Hackers often use this term for any software that is badly designed."),
+}
+PAIR_DEFAULT_TASK = "same-source"  # a mini-zoo probe reads it (~70 % vs 50 %); definition-match ~55 %
+
 SPAN_HELP = (
     "**Extractive QA**: one linear layer gives every token a start and an end logit (2 × d + 2 "
     "parameters, transformers' `qa_outputs`); the answer is the context span with the best start + "

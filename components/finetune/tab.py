@@ -25,7 +25,7 @@ from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
 from . import copy
 from . import plots
-from .sentence import build_sentence_sections, refresh_search_models, search_choices
+from .sentence import build_sentence_sections, epochs_follow, refresh_search_models, search_choices
 
 DEFAULT_QUERY = "The whale dived under the ship and the sailors cried out."
 DEFAULT_SENTENCE = "The President asked Congress to pass the budget before the end of the year."
@@ -151,6 +151,7 @@ def build_finetune_tab() -> LinkTarget:
         gr.Markdown(copy.PROBE_HELP)
         probe = gr.Button("Probe every layer")
         probe_plot = gr.Plot(error_figure(copy.PROBE_WAITING), label="Probe accuracy by layer")
+        epochs_follow(freeze, epochs, probe=30, tuned=2)
         train.click(run_train, [model, task, pooling, layer, freeze, epochs, train_size, seed],
                     [curves, summary, head_id], api_name="train_classifier", **HEAVY)
         classify_button.click(run_classify, [head_id, sentence], prediction, api_name="classify")
