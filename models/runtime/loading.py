@@ -268,7 +268,8 @@ def check_token_count(loaded: LoadedModel, n_tokens: int, what: str = "Your text
 # The heads a model loads with, named by their capability word (``ModelSpec.can``), and
 # what a checkpoint without one lacks, for the message (NSP has its own story).
 _HEAD_MISSING = {
-    "mlm": ("no trained masked-LM head, so it cannot fill masks", "Models that can"),
+    "mlm": ("no trained masked-LM head (the layer that scores every vocabulary word at a position: "
+            "fill-mask, the MLM loss, its gradients and a distillation teacher need it)", "Models that have one"),
     "nsp": ("no next-sentence-prediction head. Original BERT was pre-trained with NSP; RoBERTa showed "
             "that dropping it (and training on longer contiguous text) works as well or better, and most "
             "later encoders dropped it too", "Models that have one"),

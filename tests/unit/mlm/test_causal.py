@@ -254,6 +254,9 @@ def test_a_missing_head_names_the_models_that_have_one_here_first():
     from models.registry.catalogue import get_spec
     from models.runtime.loading import require_head
 
-    with pytest.raises(Refused, match="Models that can") as refused:
+    with pytest.raises(Refused, match="Models that have one") as refused:
         require_head(get_spec("minilm-l6"), "mlm")
+    # said of the head, whichever view asked (gradients, a loss, a teacher), not "cannot fill masks"
+    assert "no trained masked-LM head (the layer that scores every vocabulary word" in str(refused.value)
+    assert "cannot fill masks" not in str(refused.value)
     _lists_the_usable_ones_first(str(refused.value), [s for s in SPECS if s.can("mlm")])
