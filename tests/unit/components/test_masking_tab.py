@@ -63,3 +63,27 @@ def test_picking_another_pair_model_answers_with_it_and_clears_the_last_nsp_loss
     answer, loss = demo.fns[picked["id"]].fn("mini-albert", copy.PAIR_A, copy.PAIR_B)
     assert "P(in order)" in answer and "IsNext" not in answer and loss == ""
     assert f"{sentence_order('mini-albert', copy.PAIR_A, copy.PAIR_B):.3f}" in answer
+
+
+def test_the_model_picker_marks_the_models_whose_loss_is_refused():
+    """minilm-l6 has no trained MLM head: its tokenizer simulates the masking, but "Compute the
+    MLM loss" and "Compare 80/10/10, ..." refuse it. The picker offers it marked "(no MLM head)"
+    (before: unmarked, under a label saying its MLM scores the loss); every unmarked model has
+    the head the loss needs."""
+    from components.masking.tab import build_masking_tab, run_compare, run_loss, run_simulation
+    from models import list_models
+
+    with gr.Blocks() as demo, gr.Tabs():
+        build_masking_tab()
+    (picker,) = [b for b in demo.blocks.values() if isinstance(b, gr.Dropdown) and b.label.startswith("Model (")]
+    labels = {key: label for label, key in picker.choices}
+    args = ["The cat sat on the mat.", "minilm-l6", 0.5, 0.8, 0.1, 0.1, False, 1, "dynamic", 0]
+    strips, summary = run_simulation(*args)
+    assert "selected per epoch" in summary  # the tokenizer alone is enough to simulate
+    with pytest.raises(gr.Error, match="no trained masked-LM head"):
+        run_loss(*args, 1)
+    with pytest.raises(gr.Error, match="no trained masked-LM head"):
+        run_compare("The cat sat on the mat.", "minilm-l6", 0.5, False, 0)
+    assert labels["minilm-l6"].endswith("(no MLM head)") and "(no MLM head)" in picker.label
+    assert {key for key, label in labels.items() if "(no MLM head)" in label} == {
+        m.key for m in list_models() if m.available and not m.can("mlm")}
