@@ -43,6 +43,7 @@ from .pretraining.arithmetic import (
     explain_loss,
     explain_masked_position,
     next_sentence_loss,
+    pair_loss,
 )
 from .attention.input_embeddings import InputEmbeddings, input_embeddings
 from .compare.architecture import ArchitectureFacts, TrainingRecipe, architecture_table, training_recipes
@@ -165,6 +166,7 @@ __all__ = [
     "explain_loss",
     "explain_masked_position",
     "next_sentence_loss",
+    "pair_loss",
     "CausalEval",
     "evaluate_causal",
     "GenerationResult",
