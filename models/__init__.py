@@ -45,7 +45,7 @@ from .pretraining.arithmetic import (
     next_sentence_loss,
     pair_loss,
 )
-from .attention.input_embeddings import InputEmbeddings, input_embeddings
+from .attention.input_embeddings import NO_POSITION_TABLE, InputEmbeddings, input_embeddings
 from .compare.architecture import ArchitectureFacts, TrainingRecipe, architecture_table, training_recipes
 from .mlm.generation import GenerationResult, GenerationStep, generate_left_to_right
 from .pretraining.causal_eval import CausalEval, evaluate_causal
@@ -172,6 +172,7 @@ __all__ = [
     "GenerationResult",
     "GenerationStep",
     "generate_left_to_right",
+    "NO_POSITION_TABLE",
     "InputEmbeddings",
     "input_embeddings",
     "StepCheck",
