@@ -43,8 +43,9 @@ from .pretraining.arithmetic import (
     explain_loss,
     explain_masked_position,
     next_sentence_loss,
+    pair_loss,
 )
-from .attention.input_embeddings import InputEmbeddings, input_embeddings
+from .attention.input_embeddings import NO_POSITION_TABLE, InputEmbeddings, input_embeddings
 from .compare.architecture import ArchitectureFacts, TrainingRecipe, architecture_table, training_recipes
 from .mlm.generation import GenerationResult, GenerationStep, generate_left_to_right
 from .pretraining.causal_eval import CausalEval, evaluate_causal
@@ -165,11 +166,13 @@ __all__ = [
     "explain_loss",
     "explain_masked_position",
     "next_sentence_loss",
+    "pair_loss",
     "CausalEval",
     "evaluate_causal",
     "GenerationResult",
     "GenerationStep",
     "generate_left_to_right",
+    "NO_POSITION_TABLE",
     "InputEmbeddings",
     "input_embeddings",
     "StepCheck",

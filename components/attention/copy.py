@@ -39,6 +39,12 @@ INPUT_EMBEDDINGS_HELP = (
     "positions (DeBERTa-v3, ModernBERT) have no position table to add."
 )
 
+# After INPUT_EMBEDDINGS_HELP, with the picker's models of those families.
+NO_POSITION_TABLE_NOTE = (
+    " In the picker: {}. For them this view says so instead of drawing; the tab's other views "
+    "work with them."
+)
+
 PAIR_NOTE = (
     "With a second text the two are joined in the model's own pair format ([CLS] A [SEP] "
     "B [SEP] for BERT, &lt;s&gt; A &lt;/s&gt;&lt;/s&gt; B &lt;/s&gt; for RoBERTa). Segment ids come from the "

@@ -8,6 +8,7 @@ import gradio as gr
 from models import (
     HEAD_FILTERS,
     MAX_TEXT_CHARS,
+    NO_POSITION_TABLE,
     head_statistics,
     extract_attention,
     filter_heads,
@@ -267,7 +268,9 @@ def build_attention_tab() -> LinkTarget:
                     "" if library_urls() else plots.notice_html(copy.LIBS_MISSING), elem_id="attention-bertviz"
                 )
             with gr.Tab(copy.SECTION_INPUT, id="attention-input-section") as sum_tab:
-                gr.Markdown(copy.INPUT_EMBEDDINGS_HELP)
+                no_table = [f"`{m.key}`" for m in models if m.family in NO_POSITION_TABLE]
+                gr.Markdown(copy.INPUT_EMBEDDINGS_HELP
+                            + (copy.NO_POSITION_TABLE_NOTE.format(", ".join(no_table)) if no_table else ""))
                 sum_button = gr.Button("Show token + position + segment")
                 sum_summary = gr.Markdown(elem_id="input-embeddings-summary")
                 sum_plot = gr.Plot(label="Input vectors per token (first dimensions)", elem_id="input-embeddings-plot")

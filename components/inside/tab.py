@@ -114,7 +114,7 @@ def build_inside_tab() -> LinkTarget:
         with gr.Row():
             with gr.Column(scale=2):
                 text = gr.Textbox(label="Text", value=copy.EXAMPLE_TEXT, lines=2, max_length=MAX_TEXT_CHARS)
-                model = gr.Dropdown(choices=model_choices(models), value=default, label="Model")
+                model = gr.Dropdown(choices=model_choices(models, mark_mlm=True), value=default, label="Model")
                 with gr.Row():
                     layer = gr.Slider(0, MAX_LAYERS - 1, value=0, step=1, label="Layer")
                     head = gr.Slider(0, MAX_HEADS - 1, value=0, step=1, label="Head")

@@ -13,7 +13,7 @@ from models import (
     detect_replaced,
     get_spec,
     next_sentence,
-    next_sentence_loss,
+    pair_loss,
     sentence_order,
     zoo_comparison,
 )
@@ -52,16 +52,17 @@ run_pair = on_gpu(pair_answer)
 
 
 def rescore_pair(model_key: str, a: str, b: str):
-    """Another model picked: its own answer for the pair on screen, and the NSP loss shown (the
+    """Another model picked: its own answer for the pair on screen, and the pair loss shown (the
     other model's) cleared, so no answer stays under a model that did not give it."""
     return run_pair(model_key, a, b), ""
 
 
 @on_gpu
 def run_nsp_loss(model_key: str, a: str, b: str, is_next: bool):
-    """P(IsNext) and the NSP loss against the true label (the ``nsp_loss`` API)."""
-    with readable_errors("The NSP loss"):
-        return arithmetic_plots.nsp_loss_text(next_sentence_loss(model_key, a, b, bool(is_next)))
+    """The loss of the model's own pair head against the true label: NSP's P(IsNext), or SOP's
+    P(in order) for an ALBERT-style model (the ``nsp_loss`` API)."""
+    with readable_errors("The pair loss"):
+        return arithmetic_plots.nsp_loss_text(pair_loss(model_key, a, b, bool(is_next)))
 
 
 def not_next():
@@ -112,7 +113,7 @@ def build_pair_section(models, random_b) -> None:
     gr.Markdown(arithmetic_copy.NSP_LOSS_HELP)
     with gr.Row():
         is_next = gr.Radio(arithmetic_copy.NSP_LABELS, value=True, label="True label")
-        nsp_loss = gr.Button("NSP loss")
+        nsp_loss = gr.Button("Pair loss (NSP or SOP)")
     nsp_loss_out = gr.Markdown(elem_id="nsp-loss")
     shuffle.click(random_b, seed, b, api_name="random_sentence").then(
         not_next, None, is_next, api_visibility="private")

@@ -22,7 +22,7 @@ from models import (
     simulate_masking,
 )
 
-from ..shell.common import HEAVY, error_figure, quoted, readable_errors, user_error
+from ..shell.common import HEAVY, error_figure, model_choices, quoted, readable_errors, user_error
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
@@ -144,8 +144,9 @@ def build_masking_tab() -> LinkTarget:
             with gr.Column(scale=3):
                 text = gr.Textbox(label="Text to corrupt", value=copy.MASKING_EXAMPLE, lines=3,
                                   max_length=MAX_TEXT_CHARS)
-                model = gr.Dropdown([(m.display_name, m.key) for m in usable], value=mlm_default,
-                                    label="Model (its tokenizer cuts the pieces; its MLM scores the loss)")
+                model = gr.Dropdown(model_choices(usable, need_mlm=True), value=mlm_default,
+                                    label="Model (its tokenizer cuts the pieces; its MLM head scores the loss: "
+                                          "one marked (no MLM head) only cuts)")
             with gr.Column(scale=2):
                 rate = gr.Slider(0, 1, value=0.15, step=0.01, label="Selection rate")
                 with gr.Row():

@@ -137,19 +137,21 @@ def readable_errors(task: str):
 
 
 def model_choices(models, need_mlm: bool = False, by_key: bool = False,
-                  usable_first: bool = True) -> list[tuple[str, str]]:
+                  usable_first: bool = True, mark_mlm: bool = False) -> list[tuple[str, str]]:
     """Model pickers' entries (label, key), each marked with why it cannot run here.
 
     ``need_mlm``: models without a trained MLM head stay listed (worth knowing about) but
-    say so and come last. ``by_key``: label by registry key instead of display name.
+    say so and come last. ``mark_mlm``: they say so but keep their place, for a picker
+    whose main view runs without the head and only some views need it. ``by_key``: label by registry key instead of display name.
     ``usable_first``: available, then embedded models first; else the given order.
     """
 
     def label(m) -> str:
         name = m.key if by_key else m.display_name
-        if need_mlm and not m.can("mlm"):
-            return f"{name} (no MLM head)"
-        return name + ("" if m.available else " (not available here)")
+        no_head = " (no MLM head)" if (need_mlm or mark_mlm) and not m.can("mlm") else ""
+        if need_mlm and no_head:  # it cannot run here either way
+            return name + no_head
+        return name + no_head + ("" if m.available else " (not available here)")
 
     if usable_first:
         models = sorted(models, key=lambda m: (need_mlm and not m.can("mlm"), not m.available, not m.embedded))

@@ -1,4 +1,4 @@
-"""UI text of the Masking lab's "show the arithmetic" views (MLM and NSP losses)."""
+"""UI text of the Masking lab's "show the arithmetic" views (MLM and NSP / SOP losses)."""
 
 ARITHMETIC_HELP = (
     "### Show the arithmetic\n"
@@ -17,10 +17,14 @@ ARITHMETIC_HELP = (
 ARITHMETIC_SOURCES = ["the textbook example", "a real position"]
 
 NSP_LOSS_HELP = (
-    "**NSP's loss.** Training compares P(IsNext) with the true label (half of the pairs really "
-    "follow, half are random) by **binary cross-entropy**: −ln P(IsNext) when B follows A, "
-    "−ln (1 − P(IsNext)) when it does not. Choose the label and see the loss, and the two "
-    "logits recomputed by hand from the [CLS] vector through the pooler (NSP models only)."
+    "**The pair head's loss (NSP or SOP).** Training compares the head's probability with the "
+    "true label by **binary cross-entropy**. NSP (`mini-bert`, BERT) gives P(IsNext): half of "
+    "the pairs really follow, half have a random B. SOP (`mini-albert`) gives P(in order): both "
+    "sentences are real neighbours, half of the pairs swapped. The loss is −ln P when the label "
+    "is IsNext / in order, −ln (1 − P) when it is NotNext / swapped. Choose the label and see "
+    "the loss of the chosen model's own head, and its two logits recomputed by hand from the "
+    "[CLS] vector through the pooler."
 )
 
-NSP_LABELS = [("IsNext: B really follows A", True), ("NotNext: B is a random sentence", False)]
+NSP_LABELS = [("B follows A as written (NSP: IsNext; SOP: in order)", True),
+              ("It does not (NSP: NotNext, a random B; SOP: swapped)", False)]

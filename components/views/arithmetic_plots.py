@@ -48,14 +48,21 @@ def arithmetic_text(result: LossArithmetic) -> str:
     )
 
 
+# A pair head's two classes, class 0 first: what its P(...) and its labels are called.
+PAIR_CLASSES = {"nsp": ("IsNext", "NotNext"), "sop": ("in order", "swapped")}
+
+
 def nsp_loss_text(result: NSPLoss) -> str:
-    """P(IsNext), the label, the binary cross-entropy, and the check of the pooler path."""
-    label = "IsNext" if result.is_next else "NotNext"
-    term = "−ln P(IsNext)" if result.is_next else "−ln (1 − P(IsNext))"
+    """P(class 0) of the pair head (NSP's IsNext, SOP's in order), the label, the binary
+    cross-entropy, and the check of the pooler path."""
+    yes, no = PAIR_CLASSES[result.head]
+    label = yes if result.is_next else no
+    term = f"−ln P({yes})" if result.is_next else f"−ln (1 − P({yes}))"
     q = result.p_is_next if result.is_next else 1 - result.p_is_next
     return (
-        f"Logits from [CLS] → pooler (dense + tanh) → classifier: IsNext {result.logits[0]:.4f}, "
-        f"NotNext {result.logits[1]:.4f}; softmax: **P(IsNext) = {probability(result.p_is_next)}**.  \n"
+        f"{result.head.upper()} logits from [CLS] → pooler (dense + tanh) → classifier: {yes} "
+        f"{result.logits[0]:.4f}, {no} {result.logits[1]:.4f}; softmax: **P({yes}) = "
+        f"{probability(result.p_is_next)}**.  \n"
         f"True label **{label}**: loss = {term} = −ln {probability(q)} = **{result.loss:.4f} nats**.  \n"
         f"Recomputed by hand from the [CLS] vector through the pooler: the same logits to within "
         f"{result.pooler_check:.1e}."

@@ -8,7 +8,9 @@ of the Masking lab, where the denominator runs over the model's whole vocabulary
 
 NSP: the [CLS] token's final vector goes through BERT's *pooler* (a dense layer and tanh)
 and a 2-way classifier; the softmax of its two logits gives P(IsNext), and the loss is the
-binary cross-entropy −ln P(true label).
+binary cross-entropy −ln P(true label). ALBERT's SOP is the same path (its pooler, its
+``sop_classifier``) with another question: are A, B in their original order (class 0)?
+``pair_loss`` scores whichever of the two heads a model has.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..errors import InputError
+from ..errors import CapabilityError, InputError
 from ..mlm.masked_head import masked_logits
 from ..registry import catalogue
 from ..runtime.loading import load_model, require_head
@@ -147,14 +149,18 @@ def explain_masked_position(model_key: str, simulation: MaskingSimulation, epoch
 
 @dataclass(frozen=True)
 class NSPLoss:
-    """NSP on one pair: the two logits, P(IsNext), and the loss against the true label."""
+    """A sentence-pair head on one pair: the two logits, P(class 0), and the loss against the
+    true label. NSP (``head`` "nsp"): class 0 = IsNext, B follows A. SOP ("sop"): class 0 =
+    A, B in their original order (transformers' ``sentence_order_label`` 0); then ``is_next``
+    reads "in order" and ``p_is_next`` P(in order)."""
 
     model_key: str
-    is_next: bool  # the true label: does B really follow A?
-    logits: tuple[float, float]  # (IsNext, NotNext), from the classifier on the pooled [CLS]
-    p_is_next: float  # softmax of the two logits, IsNext's share
+    is_next: bool  # the true label: does B really follow A (SOP: are A, B in order)?
+    logits: tuple[float, float]  # (IsNext, NotNext) or (in order, swapped), from the pooled [CLS]
+    p_is_next: float  # softmax of the two logits, class 0's share
     loss: float  # binary cross-entropy −ln P(true label), nats
     pooler_check: float  # max |logits − classifier(tanh(dense(h_[CLS])))|: the path, verified
+    head: str = "nsp"  # the pair head scored: "nsp" (BERT) or "sop" (ALBERT)
 
 
 def binary_cross_entropy(p_is_next: float, is_next: bool) -> float:
@@ -173,29 +179,48 @@ def next_sentence_loss(model_key: str, a: str, b: str, is_next: bool = True) -> 
     hand from the [CLS] vector (pooler dense + tanh, then the classifier), and
     ``pooler_check`` says how far that is from the model's own logits.
     """
+    return _pair_loss(catalogue.get_spec(model_key), a, b, is_next, "nsp")
+
+
+def pair_loss(model_key: str, a: str, b: str, label: bool = True) -> NSPLoss:
+    """The loss of the model's own sentence-pair head against ``label``: NSP's for a BERT-style
+    model (``label``: B follows A), SOP's for an ALBERT-style one (``label``: A, B are in their
+    original order, as written). Computed as ``next_sentence_loss`` computes NSP's."""
     spec = catalogue.get_spec(model_key)
+    if not spec.pair_head:
+        having = catalogue.named_by_availability([s for s in catalogue.SPECS if s.can("pair")])
+        raise CapabilityError(f"{spec.display_name} ({spec.key}) has no sentence-pair head (BERT's next-sentence "
+                              f"or ALBERT's sentence-order prediction). Models that have one: {having}.")
+    return _pair_loss(spec, a, b, label, spec.pair_head)
+
+
+def _pair_loss(spec, a: str, b: str, label: bool, head: str) -> NSPLoss:
     a, b = check_text(a, "first sentence"), check_text(b, "second sentence")
-    require_head(spec, "nsp")
-    loaded = load_model(spec, head="nsp")
+    require_head(spec, head)
+    loaded = load_model(spec, head=head)
     check_pair_length(loaded, a, b)
-    return nsp_arithmetic(loaded.model, loaded.tokenizer, a, b, bool(is_next), model_key)
+    return pair_arithmetic(loaded.model, loaded.tokenizer, a, b, bool(label), spec.key, head)
 
 
-def nsp_arithmetic(model, tokenizer, a: str, b: str, is_next: bool, model_key: str = "") -> NSPLoss:
-    """``next_sentence_loss`` on a loaded ``BertForNextSentencePrediction`` (or pre-training) model."""
+def pair_arithmetic(model, tokenizer, a: str, b: str, is_next: bool, model_key: str = "",
+                    head: str = "nsp") -> NSPLoss:
+    """``pair_loss`` on a loaded model: ``BertForNextSentencePrediction`` for "nsp",
+    ``AlbertForPreTraining`` for "sop"."""
     device = next(model.parameters()).device
     enc = tokenizer(a, b, return_tensors="pt", truncation=True).to(device)
     with torch.inference_mode():
         out = model(**enc, output_hidden_states=True)
-        logits = out.logits[0].float()  # (2,): index 0 = "B follows A"
+        logits = (out.sop_logits if head == "sop" else out.logits)[0].float()  # (2,): index 0 = yes
         if logits.ndim != 1:  # BertForPreTraining: (prediction_logits, seq_relationship_logits)
             raise InputError("Pass a model whose output logits are NSP's two scores.")
         cls = out.hidden_states[-1][0, 0]  # (H,): the final vector of [CLS]
-        pooled = torch.tanh(model.bert.pooler.dense(cls))  # the pooler: dense + tanh
-        by_hand = model.cls.seq_relationship(pooled).float()  # (2,)
+        if head == "sop":  # ALBERT: its pooler (dense + tanh), then the SOP classifier
+            by_hand = model.sop_classifier.classifier(torch.tanh(model.albert.pooler(cls))).float()
+        else:  # BERT: the pooler (dense + tanh), then the NSP classifier
+            by_hand = model.cls.seq_relationship(torch.tanh(model.bert.pooler.dense(cls))).float()  # (2,)
     log_p = logits.log_softmax(-1)  # (2,)
     return NSPLoss(
         model_key=model_key, is_next=is_next, logits=(float(logits[0]), float(logits[1])),
         p_is_next=float(log_p[0].exp()), loss=float(-log_p[0 if is_next else 1]),
-        pooler_check=float((by_hand - logits).abs().max()),
+        pooler_check=float((by_hand - logits).abs().max()), head=head,
     )

@@ -83,3 +83,65 @@ def test_a_random_b_fits_every_pair_model_with_the_default_a():
         score = next_sentence if spec.pair_head == "nsp" else sentence_order
         assert 0 <= score(spec.key, copy.PAIR_A, random_b(1134)) <= 1
         assert 0 <= score(spec.key, copy.PAIR_A, longest) <= 1
+
+
+def test_the_model_picker_marks_the_models_whose_loss_is_refused():
+    """minilm-l6 has no trained MLM head: its tokenizer simulates the masking, but "Compute the
+    MLM loss" and "Compare 80/10/10, ..." refuse it. The picker offers it marked "(no MLM head)"
+    (before: unmarked, under a label saying its MLM scores the loss); every unmarked model has
+    the head the loss needs."""
+    from components.masking.tab import build_masking_tab, run_compare, run_loss, run_simulation
+    from models import list_models
+
+    with gr.Blocks() as demo, gr.Tabs():
+        build_masking_tab()
+    (picker,) = [b for b in demo.blocks.values() if isinstance(b, gr.Dropdown) and b.label.startswith("Model (")]
+    labels = {key: label for label, key in picker.choices}
+    args = ["The cat sat on the mat.", "minilm-l6", 0.5, 0.8, 0.1, 0.1, False, 1, "dynamic", 0]
+    strips, summary = run_simulation(*args)
+    assert "selected per epoch" in summary  # the tokenizer alone is enough to simulate
+    with pytest.raises(gr.Error, match="no trained masked-LM head"):
+        run_loss(*args, 1)
+    with pytest.raises(gr.Error, match="no trained masked-LM head"):
+        run_compare("The cat sat on the mat.", "minilm-l6", 0.5, False, 0)
+    assert labels["minilm-l6"].endswith("(no MLM head)") and "(no MLM head)" in picker.label
+    assert {key for key, label in labels.items() if "(no MLM head)" in label} == {
+        m.key for m in list_models() if m.available and not m.can("mlm")}
+
+
+def test_the_pair_loss_button_scores_each_model_its_picker_offers_with_its_own_head():
+    """The pair picker offers mini-albert for its SOP head: the loss button (wired as built)
+    gives SOP's loss, P(in order) against the label "swapped" (before: "has no next-sentence-
+    prediction head"), equal to the cross-entropy of transformers' ``sop_logits`` with
+    ``sentence_order_label`` 1; mini-bert's stays NSP's."""
+    import re
+
+    import torch
+    import torch.nn.functional as F
+    from transformers import AlbertForPreTraining, AutoTokenizer
+
+    from helpers import parity_atol
+
+    from components.masking import objectives_copy as copy
+    from components.masking.objectives import build_pair_section
+    from models import list_models
+    from models.registry.zoo_entries import zoo_folder
+
+    with gr.Blocks() as demo:
+        build_pair_section(list_models(), lambda seed: "")
+    picker = next(b for b in demo.blocks.values()
+                  if isinstance(b, gr.Dropdown) and b.label == "Model with an NSP or SOP head")
+    (button,) = [b for b in demo.blocks.values() if isinstance(b, gr.Button) and "loss" in b.value]
+    (clicked,) = [d for d in demo.config["dependencies"] if (button._id, "click") in d["targets"]]
+    loss = demo.fns[clicked["id"]].fn
+    assert "NSP or SOP" in button.value and {key for _, key in picker.choices} >= {"mini-bert", "mini-albert"}
+    texts = {key: loss(key, copy.PAIR_A, copy.PAIR_B, False) for _, key in picker.choices}
+    assert "P(IsNext)" in texts["mini-bert"] and "NotNext" in texts["mini-bert"]
+    folder = zoo_folder("mini-albert")
+    model = AlbertForPreTraining.from_pretrained(folder, dtype=torch.float32).eval()
+    with torch.no_grad():
+        logits = model(**AutoTokenizer.from_pretrained(folder)(copy.PAIR_A, copy.PAIR_B, return_tensors="pt")).sop_logits
+    reference = float(F.cross_entropy(logits, torch.tensor([1])))  # 1: swapped
+    assert "P(in order)" in texts["mini-albert"] and "True label **swapped**" in texts["mini-albert"]
+    shown = float(re.search(r"= \*\*([0-9.]+) nats\*\*", texts["mini-albert"]).group(1))
+    assert shown == pytest.approx(reference, abs=max(10 * parity_atol(), 1e-4))  # shown to 4 decimals

@@ -89,6 +89,11 @@ def test_model_choices_mark_why_a_model_cannot_run():
         ("Encoder", "enc"), ("MLM", "mlm"), ("Online (not available here)", "online")]
     assert model_choices(models, need_mlm=True) == [
         ("MLM", "mlm"), ("Online (not available here)", "online"), ("Encoder (no MLM head)", "enc")]
+    online_encoder = M(key="oenc", display_name="Online encoder", available=False, embedded=False,
+                       has_mlm_head=False)
+    assert model_choices([*models, online_encoder], mark_mlm=True) == [  # marked, in their place
+        ("Encoder (no MLM head)", "enc"), ("MLM", "mlm"), ("Online (not available here)", "online"),
+        ("Online encoder (no MLM head) (not available here)", "oenc")]
     assert model_choices(models, by_key=True, usable_first=False) == [
         ("online (not available here)", "online"), ("enc", "enc"), ("mlm", "mlm")]
 

@@ -41,3 +41,23 @@ def test_gradient_norms_are_autograd_of_transformers_own_mlm_loss(key):
     np.testing.assert_allclose(logit_norms, l_grad[0].norm(dim=-1).numpy(), rtol=1e-3, atol=10 * parity_atol())
     assert (logit_norms[[i for i in range(n) if i not in (3, 6)]] == 0).all()
     assert f"**{float(out.loss):.4f}**" in note
+
+
+def test_the_picker_marks_the_models_whose_gradients_are_refused():
+    """minilm-l6 has no trained MLM head: the pass runs with it, "Follow the gradient" refuses it.
+    The tab's picker offers it marked "(no MLM head)", as the Fill-mask picker does (before: no
+    mark, then the refusal); every model left unmarked has the head the gradients need."""
+    import gradio as gr
+
+    from models import list_models
+
+    with gr.Blocks() as demo, gr.Tabs():
+        tab.build_inside_tab()
+    (picker,) = [b for b in demo.blocks.values() if isinstance(b, gr.Dropdown) and b.label == "Model"]
+    labels = {key: label for label, key in picker.choices}
+    with pytest.raises(gr.Error, match="no trained masked-LM head"):
+        tab.inside_gradients("minilm-l6", TEXT, "3")
+    assert labels["minilm-l6"].endswith("(no MLM head)")
+    assert "minilm-l6" in tab.inside_layer("minilm-l6", TEXT, 0, 0, "", "query")[0]  # the pass still runs
+    assert {key for key, label in labels.items() if "(no MLM head)" in label} == {
+        m.key for m in list_models() if not m.can("mlm")}

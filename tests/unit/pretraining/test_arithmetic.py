@@ -1,4 +1,4 @@
-"""The loss arithmetic (MLM softmax / −ln p, NSP binary cross-entropy) and the input embeddings.
+"""The loss arithmetic (MLM softmax / −ln p, NSP / SOP binary cross-entropy) and the input embeddings.
 
 References: torch's ``cross_entropy`` / ``binary_cross_entropy``, the model's own logits
 from a plain forward pass, its weight tables read directly, and its hidden states.
@@ -24,9 +24,10 @@ from models import (
     load_model,
     masked_lm_loss,
     next_sentence_loss,
+    pair_loss,
     simulate_masking,
 )
-from models.pretraining.arithmetic import binary_cross_entropy, nsp_arithmetic
+from models.pretraining.arithmetic import binary_cross_entropy, pair_arithmetic
 
 
 def test_textbook_preset():
@@ -99,7 +100,7 @@ def test_nsp_score_comes_from_cls_through_the_pooler(mlm_loaded):
     tokenizer = mlm_loaded.tokenizer
     a, b = "The weather was cold.", "By noon it snowed."
     for is_next in (True, False):
-        r = nsp_arithmetic(model, tokenizer, a, b, is_next)
+        r = pair_arithmetic(model, tokenizer, a, b, is_next)
         with torch.no_grad():
             logits = model(**tokenizer(a, b, return_tensors="pt")).logits
         label = torch.tensor([0 if is_next else 1])  # transformers: 0 = B follows A
@@ -112,6 +113,45 @@ def test_nsp_score_comes_from_cls_through_the_pooler(mlm_loaded):
 def test_nsp_loss_needs_an_nsp_head(mlm_key):
     with pytest.raises(CapabilityError, match="next-sentence"):
         next_sentence_loss(mlm_key, "A.", "B.", True)
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_the_pair_loss_of_an_sop_model_is_transformers_own_sop_loss(in_order):
+    """mini-albert's pair head is SOP: ``pair_loss`` scores it from plain text (before: the
+    Masking lab offered it for the pair loss, then refused it as having no NSP head).
+    Reference: transformers' ``AlbertForPreTraining`` loaded again from the zoo's folder, its
+    total loss with ``sentence_order_label`` (0 = A, B as written, 1 = swapped) less its MLM
+    part, and the cross-entropy of its ``sop_logits``, computed here."""
+    from transformers import AlbertForPreTraining, AutoTokenizer
+
+    from helpers import parity_atol
+    from models.registry.zoo_entries import zoo_folder
+
+    a, b = "The weather was cold all morning.", "By noon it had started to snow."
+    r = pair_loss("mini-albert", a, b, in_order)
+    folder = zoo_folder("mini-albert")
+    model = AlbertForPreTraining.from_pretrained(folder, dtype=torch.float32).eval()
+    enc = AutoTokenizer.from_pretrained(folder)(a, b, return_tensors="pt")
+    label = torch.tensor([0 if in_order else 1])
+    with torch.no_grad():
+        out = model(**enc, labels=enc["input_ids"], sentence_order_label=label)
+    sop = F.cross_entropy(out.sop_logits, label)
+    mlm = F.cross_entropy(out.prediction_logits[0], enc["input_ids"][0])
+    atol = 10 * parity_atol()
+    assert r.head == "sop" and r.is_next is in_order
+    assert r.loss == pytest.approx(float(sop), abs=atol)
+    assert r.loss == pytest.approx(float(out.loss - mlm), abs=atol)  # transformers' own total, less its MLM
+    assert r.p_is_next == pytest.approx(float(out.sop_logits.softmax(-1)[0, 0]), abs=atol)
+    assert r.pooler_check < atol
+    assert r.loss == pytest.approx(binary_cross_entropy(r.p_is_next, in_order), abs=1e-5)
+
+
+def test_the_pair_loss_of_an_nsp_model_is_its_nsp_loss_and_a_model_without_a_pair_head_is_refused(mlm_key):
+    a, b = "The weather was cold.", "By noon it snowed."
+    assert pair_loss("mini-bert", a, b, False) == next_sentence_loss("mini-bert", a, b, False)
+    assert pair_loss("mini-bert", a, b, False).head == "nsp"
+    with pytest.raises(CapabilityError, match="no sentence-pair head .* Models that have one: mini-bert, mini-albert"):
+        pair_loss(mlm_key, a, b)
 
 
 # --- input = token + position + segment ---------------------------------------------------
