@@ -142,7 +142,8 @@ def model_choices(models, need_mlm: bool = False, by_key: bool = False,
 
     ``need_mlm``: models without a trained MLM head stay listed (worth knowing about) but
     say so and come last. ``mark_mlm``: they say so but keep their place, for a picker
-    whose main view runs without the head and only some views need it. ``by_key``: label by registry key instead of display name.
+    whose main view runs without the head and only some views need it. ``by_key``: label
+    by registry key instead of display name.
     ``usable_first``: available, then embedded models first; else the given order.
     """
 

@@ -117,7 +117,8 @@ def test_refused_requests(lengths, batch, words):
         benchmark_forward("splade-tiny", lengths, batch)
 
 
-@pytest.mark.parametrize(("lengths", "batch", "words"), [([], 1, "at least one sequence length"), ([64], 0, "batch_size")])
+@pytest.mark.parametrize(("lengths", "batch", "words"),
+                         [([], 1, "at least one sequence length"), ([64], 0, "batch_size")])
 def test_a_mistake_in_the_request_is_said_once_not_per_model(lengths, batch, words):
     from models.compare.benchmark import benchmark_models
 
