@@ -45,11 +45,13 @@ def model_picker() -> tuple[list[tuple[str, str]], str | None]:
     return encoder_choices(models), default
 
 
-def refresh_models(known: list | None = None):
+def refresh_models(known: list | None = None, model: str | None = None, word_model: str | None = None):
     """Both model pickers' entries as they are now, with the sentence encoders trained since the
     page was built (the ``embeddings_models`` API; run when the tab is selected), and the
-    entries the pickers then hold; nothing when they already hold these (``known``)."""
-    return changed_choices(model_picker()[0], known, pickers=2)
+    entries the pickers then hold; nothing when they already hold these (``known``). A picker's
+    value no longer among them (a sentence encoder dropped) goes back to the default."""
+    choices, default = model_picker()
+    return changed_choices(choices, known, (model, word_model), default)
 
 
 def _csv_file(frame, folder: Path | None = None, keep: int | None = None) -> str:
@@ -181,8 +183,8 @@ def build_embeddings_tab() -> LinkTarget:
         word_inputs, word_outputs = [word_sentences, word, word_model, word_layer], [layer_plot, scatter, word_summary]
         trace.click(run_word, inputs=word_inputs, outputs=word_outputs, api_name="word_in_context")
         known = gr.State(choices)  # the pickers' entries in this session
-        pickers = [(refresh_models, [known], [model, word_model, known])]  # run with the tab's arrival
-        api_only(refresh_models, [known], [model, word_model, known], "embeddings_models")
+        pickers = [(refresh_models, [known, model, word_model], [model, word_model, known])]  # with the tab's arrival
+        api_only(refresh_models, [known, model, word_model], [model, word_model, known], "embeddings_models")
         views = [(run_similarity, [sentences, model, layer], [heatmaps, summary, table, csv])]
         sections = [Section(copy.SECTION_WORD.lower(), word_tab, [(run_word, word_inputs, word_outputs)])]
         return LinkTarget("embeddings", tab, {"text": sentences, "model": model, "layer": layer}, views, sections,

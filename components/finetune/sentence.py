@@ -34,6 +34,12 @@ SMALL_KEYS = ("minilm-l6", "minilm-mlm", "mini-bert", "mini-roberta", "mini-dist
               "mini-electra", "mini-deberta", "mini-modernbert")
 
 
+def search_default() -> str | None:
+    """The search picker's first value: the first usable registry model with embedded weights."""
+    keys = [m.key for m in list_models() if m.available and m.embedded]
+    return keys[0] if keys else None
+
+
 def _small_models():
     models = [m for m in list_models() if m.key in SMALL_KEYS]
     keys = [m.key for m in models if m.available]
@@ -45,10 +51,11 @@ def search_choices():
     return encoder_choices(list_models())
 
 
-def refresh_search_models(known: list | None = None):
+def refresh_search_models(known: list | None = None, value: str | None = None):
     """The search picker's entries now (the ``search_models`` API; run when the tab is
-    selected), and the entries it then holds; nothing when it already holds these (``known``)."""
-    return changed_choices(search_choices(), known)
+    selected), and the entries it then holds; nothing when it already holds these (``known``).
+    Its ``value``, when no longer among them (a sentence encoder dropped), goes back to the default."""
+    return changed_choices(search_choices(), known, (value,), search_default())
 
 
 @on_gpu

@@ -25,16 +25,14 @@ from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
 from . import copy
 from . import plots
-from .sentence import build_sentence_sections, epochs_follow, refresh_search_models, search_choices
+from .sentence import build_sentence_sections, epochs_follow, refresh_search_models, search_choices, search_default
 
 DEFAULT_QUERY = "The whale dived under the ship and the sailors cried out."
 DEFAULT_SENTENCE = "The President asked Congress to pass the budget before the end of the year."
 
 
 def _picker():
-    models = list_models()
-    keys = [m.key for m in models if m.available and m.embedded]
-    return model_choices(models), (keys[0] if keys else None)
+    return model_choices(list_models()), search_default()
 
 
 def _report_progress(progress):
@@ -179,8 +177,8 @@ def build_finetune_tab() -> LinkTarget:
                             **HEAVY)
         build_sentence_sections(search_model)
         known = gr.State(search_choices())  # the picker's entries in this session
-        pickers = [(refresh_search_models, [known], [search_model, known])]  # run with the tab's arrival
-        api_only(refresh_search_models, [known], [search_model, known], "search_models")
+        pickers = [(refresh_search_models, [known, search_model], [search_model, known])]  # with the tab's arrival
+        api_only(refresh_search_models, [known, search_model], [search_model, known], "search_models")
         links = {"text": query, "model": search_model, "pooling": search_pooling, "k": k}
         return LinkTarget("fine-tuning-search", tab, links, [(run_search, search_inputs, [hits, search_note])],
                           pickers=pickers)

@@ -195,12 +195,17 @@ def api_parameters(fn, names):
     return fn
 
 
-def changed_choices(choices: list, known: list | None, pickers: int = 1) -> tuple:
-    """Picker updates for a tab's select event: ``(update, ..., known)``. Each picker gets
-    ``choices`` where they differ from ``known`` (what this session's pickers hold, a
-    ``gr.State``); else nothing is sent, and the browser redraws nothing on arrival."""
+def changed_choices(choices: list, known: list | None, values: tuple = (None,), default: str | None = None) -> tuple:
+    """Picker updates for a tab's select event: ``(update, ..., known)``, one per picker, whose
+    value is in ``values``. Each picker gets ``choices`` where they differ from ``known`` (what
+    this session's pickers hold, a ``gr.State``); else nothing is sent, and the browser redraws
+    nothing on arrival. A picker whose value is no longer among them (a sentence encoder trained
+    here, since pushed out by newer ones) is set to ``default``: left, Gradio refuses it."""
     import gradio as gr
 
-    if known is not None and list(choices) == list(known):
-        return (*[gr.skip()] * pickers, gr.skip())
-    return (*[gr.update(choices=choices)] * pickers, list(choices))
+    keys = [c[1] if isinstance(c, (tuple, list)) else c for c in choices]
+    gone = [value is not None and value not in keys for value in values]
+    same = known is not None and list(choices) == list(known)
+    kept = gr.skip() if same else gr.update(choices=choices)
+    updates = [gr.update(choices=choices, value=default) if stale else kept for stale in gone]
+    return (*updates, gr.skip() if same else list(choices))

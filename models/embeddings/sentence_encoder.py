@@ -45,7 +45,8 @@ from ..registry import catalogue
 from ..runtime.loading import load_model
 from ..runtime.run_store import register_kind
 from ..tasks.finetuning import _padded
-from ..tasks.live_training import Budget, check_rate, check_seconds, exclusive_run, parameter_count, trainable_copy
+from ..tasks.live_training import (Budget, check_rate, check_seconds, exclusive_run, parameter_count, train_how,
+                                   trainable_copy)
 from ..tasks.task_data import TASKS_DIR
 from ..validation import check_int
 from .pooling import encode_unpadded, pool_hidden
@@ -255,6 +256,7 @@ _ENCODERS: OrderedDict[str, Path] = OrderedDict()
 _ENCODERS_LOCK = threading.Lock()
 _NUMBERS = itertools.count(1)
 _ROOT = Path(tempfile.mkdtemp(prefix="encoder-lab-sbert-"))
+_DROPPED: OrderedDict[str, None] = OrderedDict()  # keys pushed out by newer encoders (the last 1000)
 atexit.register(shutil.rmtree, _ROOT, True)
 
 
@@ -283,6 +285,9 @@ def _register_folder(write, model_key: str, note: str) -> str:
         _ENCODERS[key] = folder
         while len(_ENCODERS) > MAX_SENTENCE_ENCODERS:
             old, path = _ENCODERS.popitem(last=False)
+            _DROPPED[old] = None
+            while len(_DROPPED) > 1000:
+                _DROPPED.popitem(last=False)
             catalogue.forget_transient(old)
             shutil.rmtree(path, ignore_errors=True)
     return key
@@ -305,6 +310,20 @@ def _adopt_run(result: SentenceEncoderResult, files: dict[str, bytes]) -> Senten
 
 
 register_kind(SentenceEncoderResult, _export_run, _adopt_run)
+
+
+def _why_gone(key: str) -> str:
+    """Why an ``sbert:`` key does not load: dropped for newer ones, or not trained in this process."""
+    if key in _DROPPED:
+        return (f"The sentence encoder {key!r} was trained in this process and has been dropped: the server "
+                f"keeps only the last {MAX_SENTENCE_ENCODERS} trained (newer ones, anyone's, push older ones "
+                f"out); {train_how('it again', 'Train a sentence encoder', 'train_sentence_encoder')}.")
+    return (f"No sentence encoder {key!r} in this process: one trained here lasts until the server restarts "
+            f"and only the last {MAX_SENTENCE_ENCODERS} are kept; "
+            f"{train_how('one', 'Train a sentence encoder', 'train_sentence_encoder')}.")
+
+
+catalogue.explain_gone_transient(SBERT_PREFIX, _why_gone)
 
 
 def sentence_encoders() -> tuple[str, ...]:

@@ -18,6 +18,7 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -254,6 +255,14 @@ def resolve(model: str | ModelSpec) -> ModelSpec:
 
 # --- models trained in this process (e.g. a sentence encoder "sbert:..."): known while it lives
 _TRANSIENT: dict[str, ModelSpec] = {}
+# key prefix -> why(key): what to say of such a key no longer loadable (dropped, or from before a restart)
+_TRANSIENT_GONE: dict[str, Callable[[str], str]] = {}
+
+
+def explain_gone_transient(prefix: str, why: Callable[[str], str]) -> None:
+    """``why(key)``, a message, is ``get_spec``'s answer for a key starting with ``prefix`` that
+    is not loadable (instead of "Unknown model", which reads as a typo)."""
+    _TRANSIENT_GONE[prefix] = why
 
 
 def register_transient(spec: ModelSpec) -> None:
@@ -282,7 +291,10 @@ def get_spec(model_key: str) -> ModelSpec:
         return _TRANSIENT[model_key]
     if isinstance(model_key, str) and model_key in allowed_hub_models():
         return operator_spec(model_key)
-    keys = list(_BY_KEY) + list(allowed_hub_models())
+    for prefix, why in _TRANSIENT_GONE.items():
+        if isinstance(model_key, str) and model_key.startswith(prefix):
+            raise UnknownModelError(why(model_key))
+    keys = list(_BY_KEY) + list(_TRANSIENT) + list(allowed_hub_models())
     raise UnknownModelError(f"Unknown model {model_key!r}. Choose one of: {', '.join(keys)}.")
 
 

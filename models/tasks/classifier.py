@@ -36,7 +36,7 @@ from ..runtime.run_store import register_kind
 from ..validation import check_int, check_text
 from .classifier_model import ClassifierModel
 from .features import task_features, word_positions
-from .live_training import adopt_head_model, export_head_run
+from .live_training import adopt_head_model, export_head_run, train_how
 from .finetuning import FINETUNE_BATCH, finetune
 from .task_data import casing_labels, load_task
 
@@ -155,7 +155,7 @@ def _trained(head_id) -> _Trained:
         if head_id not in _TRAINED:
             raise InputError(
                 f"No trained head {head_id!r} in this process (the last {MAX_TRAINED_HEADS} are kept, "
-                f"{MAX_FINETUNED_KEPT} fine-tuned): train one with train_classifier first."
+                f"{MAX_FINETUNED_KEPT} fine-tuned): {train_how('one first', 'Train the head', 'train_classifier')}."
             )
         _TRAINED.move_to_end(head_id)
         return _TRAINED[head_id]

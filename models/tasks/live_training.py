@@ -165,14 +165,21 @@ def parameter_count(module: torch.nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
+def train_how(what: str, button: str, function: str) -> str:
+    """How to train a missing head or encoder, for the page's visitor and the API's caller
+    alike: ``train_how("one first", "Train the head", "train_classifier")``."""
+    return f"train {what}: the “{button}” button, or {function} in the API"
+
+
 _STORES: list["HeadStore"] = []  # every store, for ``live_heads``
 
 
 class HeadStore:
     """Trained heads kept in this process by id (the last ``size``), with their model key."""
 
-    def __init__(self, prefix: str, size: int, trainer: str):
-        self.prefix, self.size, self.trainer = prefix, size, trainer
+    def __init__(self, prefix: str, size: int, trainer: str, button: str):
+        """``trainer``: the API function that trains one; ``button``: the page's button."""
+        self.prefix, self.size, self.trainer, self.button = prefix, size, trainer, button
         self._items: OrderedDict[str, tuple] = OrderedDict()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -191,11 +198,11 @@ class HeadStore:
         return head_id
 
     def get(self, head_id) -> tuple:
-        """(model, model key), or an InputError naming the function that trains one."""
+        """(model, model key), or an InputError naming the button and function that train one."""
         with self._lock:
             if head_id not in self._items:
                 raise InputError(f"No trained {self.prefix} head {head_id!r} in this process (the last "
-                                 f"{self.size} are kept): train one with {self.trainer} first.")
+                                 f"{self.size} are kept): {train_how('one first', self.button, self.trainer)}.")
             return self._items[head_id]
 
 

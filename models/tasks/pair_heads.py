@@ -253,7 +253,7 @@ def reference_head(model_key: str, n_classes: int) -> tuple[str, int]:
 
 # --- the trained heads, kept in this process ------------------------------------------------
 
-_HEADS = HeadStore("pair", MAX_PAIR_HEADS, "train_pair_classifier")
+_HEADS = HeadStore("pair", MAX_PAIR_HEADS, "train_pair_classifier", "Train the pair head")
 
 
 # --- training ----------------------------------------------------------------------------

@@ -267,7 +267,7 @@ def reference_qa_head(model_key: str) -> tuple[str, int]:
 
 # --- trained heads -----------------------------------------------------------------------
 
-_HEADS = HeadStore("span", MAX_SPAN_HEADS, "train_span_head")
+_HEADS = HeadStore("span", MAX_SPAN_HEADS, "train_span_head", "Train the span head")
 
 
 # --- training and answering -----------------------------------------------------------------

@@ -70,3 +70,54 @@ def test_the_embeddings_tab_embeds_with_the_trained_copy(trained):
         z = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"])).reshape(expected.shape)
     np.testing.assert_allclose(np.asarray(z, dtype=float), expected, atol=1e-4)
     assert not np.allclose(expected, similarity("mini-bert", sentences, pooling="mean").matrix, atol=1e-4)
+
+
+def test_an_encoder_pushed_out_by_newer_ones_is_dropped_from_the_pickers_and_explained():
+    """The server keeps the last MAX_SENTENCE_ENCODERS; when other visitors' training pushes
+    this session's encoder out, arriving at the tab sets a picker still holding it back to its
+    default (left, Gradio refuses it: "Value: ... is not in the list of choices"), and a search
+    with its key says it was dropped and how to get it back (not "Unknown model", a typo)."""
+    import gradio as gr
+
+    from components.finetune.tab import run_report, run_search
+    from models import UnknownModelError, search
+    from models.embeddings.sentence_encoder import MAX_SENTENCE_ENCODERS
+    from models.registry.catalogue import get_spec
+
+    *_, picker = run_sentence_encoder("mini-bert", "triplet", 0.5, 1, 0)
+    mine, held = picker["value"], picker["choices"]  # the session's search picker after training
+    others = [run_sentence_encoder("mini-bert", "triplet", 0.5, 1, seed)[-1]["value"]
+              for seed in range(1, MAX_SENTENCE_ENCODERS + 1)]
+    assert mine not in sentence_encoders() and others[-1] in sentence_encoders()
+
+    update, known = refresh_search_models(held, mine)
+    keys = [k for _, k in update["choices"]]
+    assert mine not in keys and others[-1] in keys and known == update["choices"]
+    default = update["value"]
+    spec = next(m for m in list_models() if m.key == default)  # a registry model usable here
+    assert default in keys and spec.available and spec.embedded
+    kept, _ = refresh_search_models(held, others[-1])  # a value still offered stays as it is
+    assert "value" not in kept and kept["choices"] == update["choices"]
+    again, _ = refresh_search_models(known, mine)  # entries already current, the value not
+    assert again["value"] == default
+    model, word_model, _ = refresh_models(held, mine, "mini-bert")  # the Embeddings tab's two pickers
+    assert model["value"] == model_picker()[1] and not model["value"].startswith("sbert:")
+    assert "value" not in word_model and mine not in [k for _, k in model["choices"]]
+
+    said = (f"{mine!r} was trained in this process and has been dropped: the server keeps only the last "
+            f"{MAX_SENTENCE_ENCODERS} trained")
+    how = "train it again: the “Train a sentence encoder” button, or train_sentence_encoder in the API."
+    for press in (lambda: run_search("a cat on a mat", mine, "mean", "exact", 10),  # Search
+                  lambda: run_report(mine, "mean", 10)):  # Compare ANN with exact search
+        with pytest.raises(gr.Error) as caught:
+            press()
+        message = caught.value.message.replace("&#x27;", "'")
+        assert said in message and how in message and "Unknown model" not in message
+    with pytest.raises(UnknownModelError) as caught:  # the API's and a notebook's answer
+        search(mine, "a cat on a mat")
+    assert said in str(caught.value) and how in str(caught.value)
+    with pytest.raises(UnknownModelError, match="No sentence encoder 'sbert:mini-bert-0-0000' in this process"):
+        get_spec("sbert:mini-bert-0-0000")  # e.g. from before the server restarted
+    with pytest.raises(UnknownModelError) as caught:  # a typo's list names the encoders that do exist
+        get_spec("mini-brt")
+    assert others[-1] in str(caught.value)

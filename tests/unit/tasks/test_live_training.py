@@ -60,7 +60,7 @@ def test_a_users_run_is_still_refused_at_once_when_another_users_run_holds_the_s
 
 
 def test_live_heads_lists_the_kept_pair_and_span_heads():
-    store = live_training.HeadStore("test", 2, "a trainer")
+    store = live_training.HeadStore("test", 2, "a trainer", "a button")
     first = store.keep(object(), "mini-bert")
     second = store.keep(object(), "mini-bert")
     assert {first, second} <= set(live_heads())
