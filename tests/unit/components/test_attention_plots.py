@@ -239,7 +239,6 @@ def test_byte_level_space_mark_shows_as_fill_mask_shows_a_space():
     assert ("sat ", "segment A") in tokens and "2 sat" in figure.data[0].x
 
 
-<<<<<<< HEAD
 def test_the_statistics_table_says_how_many_heads_pass_and_why_none_do():
     """A filter that no head passes left an empty table with no word; the label now counts the
     heads it lists and, when none passes, gives the highest value any head reaches."""
@@ -267,7 +266,8 @@ def test_the_statistics_table_says_how_many_heads_pass_and_why_none_do():
             assert f"none of the {total} heads" in update["label"]
             assert f"is {values.max():.2f} (layer {layer}, head {head})" in update["label"]
     assert seen_empty and seen_some  # both cases occur on this text
-=======
+
+
 def test_the_input_sub_tabs_help_names_the_pickers_models_it_refuses():
     """The Attention picker is shared: mini-deberta and mini-modernbert (relative / rotary
     positions) draw attention but "Show token + position + segment" refuses them. The sub-tab's
@@ -296,4 +296,3 @@ def test_the_input_sub_tabs_help_names_the_pickers_models_it_refuses():
     assert refused >= {"mini-deberta", "mini-modernbert"}
     named = set(re.findall(r"`([\w.-]+)`", help_text.split("In the picker:")[1]))
     assert refused == named & available
->>>>>>> fixB
