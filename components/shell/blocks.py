@@ -28,6 +28,8 @@ inline_cheap_processing()  # cheap pre/postprocessing in place, not in a worker 
 
 
 def _label(block) -> str:
+    if isinstance(block, gr.State):  # not in the API's listed parameters, but a place in the data
+        return "the session's state: send null"
     return getattr(block, "label", None) or type(block).__name__
 
 

@@ -93,8 +93,16 @@ def test_every_number_input_names_itself_when_sent_a_string_or_nothing(client, e
 
 
 def test_missing_input_values_are_named(app_server, endpoints):
-    """Too few values, sent as raw JSON (gradio_client fills in defaults itself)."""
+    """Too few values, sent as raw JSON (gradio_client fills in defaults itself). A session
+    state input is not among the listed parameters but takes a place in the data (gradio_client
+    sends None there): the message counts it and says to send null."""
+    with urllib.request.urlopen(app_server + "config", timeout=60) as resp:
+        config = json.loads(resp.read())
+    kinds = {c["id"]: c["type"] for c in config["components"]}
+    inputs = {"/" + d["api_name"]: d["inputs"] for d in config["dependencies"] if d.get("api_name")}
     for name, parameters in endpoints.items():
+        states = sum(kinds[i] == "state" for i in inputs[name])
+        parameters = [*parameters, *[None] * states]
         url = app_server + "gradio_api/call" + name
         request = urllib.request.Request(url, data=json.dumps({"data": []}).encode(),
                                          headers={"Content-Type": "application/json"})
@@ -105,6 +113,7 @@ def test_missing_input_values_are_named(app_server, endpoints):
         assert payload["error"], (name, payload)
         assert f"takes {len(parameters)} input value" in payload["error"]
         assert parameters[0]["label"] in payload["error"]
+        assert payload["error"].count("the session's state: send null") == states
 
 
 def test_the_word_click_endpoint_says_it_needs_a_click(client):
