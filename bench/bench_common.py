@@ -14,7 +14,8 @@ from models.runtime.cpu import CPU_FLAGS, cpu_info  # noqa: F401  (every bench p
 
 def cpu_line() -> str:
     info = cpu_info()
-    vendor = f" ({info['vendor']})" if info["vendor"] else ""
+    vendor = ", ".join(part for part in (info["vendor"], info["ids"]) if part)
+    vendor = f" ({vendor})" if vendor else ""
     return (f"CPU: {info['model']}{vendor}; flags: {', '.join(info['flags']) or 'none of ' + '/'.join(CPU_FLAGS)}; "
             f"torch CPU capability {info['torch_capability']}")
 

@@ -17,9 +17,11 @@ CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_b
 
 
 @functools.cache
-def _proc_cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str | None, str, frozenset]:
-    """(model name, vendor id, flags) of the first CPU in ``path``; (None, "", {}) without it."""
-    model, vendor, flags = None, "", frozenset()
+def _proc_cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str | None, str, frozenset, str]:
+    """(model name, vendor id, flags, "family F, model M, stepping S") of the first CPU in
+    ``path``; (None, "", {}, "") without it. The numbers tell apart CPUs that print the same name
+    (the 2-core machines' "AMD EPYC" says nothing of its generation; their speeds differ)."""
+    model, vendor, flags, ids = None, "", frozenset(), {}
     try:
         with open(path, encoding="utf-8") as f:
             for line in f:
@@ -29,12 +31,16 @@ def _proc_cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str | None, str, frozens
                     model = value.strip()
                 elif name == "vendor_id" and not vendor:
                     vendor = value.strip()
+                elif name in ("cpu family", "model", "stepping") and name not in ids:
+                    ids[name] = value.strip()
                 elif name == "flags":
                     flags = frozenset(value.split())
                     break
     except OSError:  # not Linux
         pass
-    return model, vendor, flags
+    label = ", ".join(f"{'family' if k == 'cpu family' else k} {ids[k]}"
+                      for k in ("cpu family", "model", "stepping") if ids.get(k))
+    return model, vendor, flags, label
 
 
 def cpu_vendor() -> str:
@@ -43,9 +49,9 @@ def cpu_vendor() -> str:
 
 
 def cpu_info() -> dict:
-    """{"model", "vendor", "flags", "torch_capability"}: the CPU model, its vendor id, the
-    CPU_FLAGS it has, torch's ISA level."""
-    model, vendor, flags = _proc_cpuinfo()
+    """{"model", "vendor", "ids", "flags", "torch_capability"}: the CPU model, its vendor id, its
+    family/model/stepping numbers ("" where unknown), the CPU_FLAGS it has, torch's ISA level."""
+    model, vendor, flags, ids = _proc_cpuinfo()
     model = model or platform.processor() or platform.machine()
     try:
         import torch
@@ -53,5 +59,5 @@ def cpu_info() -> dict:
         capability = torch.backends.cpu.get_cpu_capability()
     except (ImportError, AttributeError):
         capability = "unknown"
-    return {"model": model, "vendor": vendor, "flags": [f for f in CPU_FLAGS if f in flags],
+    return {"model": model, "vendor": vendor, "ids": ids, "flags": [f for f in CPU_FLAGS if f in flags],
             "torch_capability": capability}
