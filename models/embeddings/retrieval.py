@@ -115,6 +115,7 @@ def _faiss():
 _BUILD_LOCK = threading.Lock()  # one build at a time: two requests never write the same files
 _LOADED: dict[tuple, tuple] = {}  # (model, pooling, corpus hash) -> (vectors, exact, ann)
 _RAW: dict[tuple, np.ndarray] = {}  # (model, pooling, corpus hash) -> unnormalised vectors
+_TRANSIENT_BUILT: set[str] = set()  # models trained in this process whose indexes were built here
 REPORT_POOLINGS = ("cls", "mean")  # the report's paraphrase comparison; built together
 
 
@@ -157,13 +158,17 @@ def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
     faiss = _faiss()
     sentences, _, digest = corpus()
     key = (model_key, pooling, digest)
-    if key in _LOADED:
-        return _LOADED[key]
+    found = _LOADED.get(key)
+    if found is not None:
+        return found
     with _BUILD_LOCK:
         if key in _LOADED:
             return _LOADED[key]
+        _forget_gone()
         files = _files(model_key, pooling, digest)
         transient = catalogue.is_transient(model_key)  # trained in this process: never on disk
+        if transient:
+            _TRANSIENT_BUILT.add(model_key)
         if not transient and all(f.exists() for f in files):
             exact, ann = (faiss.read_index(str(f)) for f in files[1:3])
             _keep(key, np.load(files[0]), exact, ann, np.load(files[3]))
@@ -184,6 +189,18 @@ def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
                 np.save(raw_file, raw)
             _keep((model_key, p, digest), vectors, exact, ann, raw)
         return _LOADED[key]
+
+
+def _forget_gone() -> None:
+    """Drop the indexes of models trained in this process and since dropped (a sentence encoder
+    pushed out by newer ones: nothing can embed a query for them again), so that a server whose
+    visitors train and search many keeps only the live ones' (two poolings, ~20 MB each for a
+    384-wide model)."""
+    for model_key in [m for m in _TRANSIENT_BUILT if not catalogue.is_transient(m)]:
+        _TRANSIENT_BUILT.discard(model_key)
+        for key in [k for k in _LOADED if k[0] == model_key]:
+            _LOADED.pop(key, None)
+            _RAW.pop(key, None)
 
 
 def _keep(key: tuple, vectors: np.ndarray, exact, ann, raw: np.ndarray) -> None:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from helpers import ENCODER_KEY, REPO
-from models import InputError, embed, search, sentence_groups
+from models import InputError, UnknownModelError, embed, search, sentence_groups
 from models.embeddings import retrieval
 
 SLICE = 300
@@ -87,6 +87,34 @@ def test_cached_vectors_are_embeds_and_the_report_makes_no_second_pass_over_the_
         np.testing.assert_allclose(unit, embed(ENCODER_KEY, sentences, pooling=pooling), atol=1e-6)
         np.testing.assert_allclose(retrieval._raw(ENCODER_KEY, pooling),
                                    embed(ENCODER_KEY, sentences, pooling=pooling, normalize=False), rtol=1e-5, atol=1e-5)
+
+
+def test_a_dropped_trained_encoders_indexes_are_let_go_at_the_next_build(small_corpus, monkeypatch):
+    # two models "trained in this process" (the catalogue's transient specs, as sentence encoders
+    # are), searched; the first then dropped (as MAX_SENTENCE_ENCODERS pushes one out): the next
+    # build frees its indexes, and a search by its key is refused by the catalogue's message
+    from dataclasses import replace
+
+    from models.registry import catalogue
+
+    monkeypatch.setattr(retrieval, "_TRANSIENT_BUILT", set(), raising=False)
+    first, second = (replace(catalogue.get_spec(ENCODER_KEY), key=f"test-leak:{n}") for n in (1, 2))
+    try:
+        catalogue.register_transient(first)
+        hits = search(first.key, "A letter from my sister.", k=3, pooling="mean").hits
+        assert hits == search(ENCODER_KEY, "A letter from my sister.", k=3, pooling="mean").hits  # same weights
+        held = {k for k in retrieval._LOADED if k[0] == first.key}
+        assert {k[1] for k in held} == {"cls", "mean"} and held <= set(retrieval._RAW)
+        catalogue.forget_transient(first.key)
+        catalogue.register_transient(second)
+        search(second.key, "A letter from my sister.", k=3, pooling="cls")
+        assert not any(k[0] == first.key for k in (*retrieval._LOADED, *retrieval._RAW))
+        assert {k[1] for k in retrieval._LOADED if k[0] == second.key} == {"cls", "mean"}
+        with pytest.raises(UnknownModelError, match="test-leak:1"):
+            search(first.key, "A letter from my sister.", k=3)
+    finally:
+        for spec in (first, second):  # (the indexes go with the module fixture's _LOADED and _RAW)
+            catalogue.forget_transient(spec.key)
 
 
 def test_a_query_longer_than_the_model_reads_is_named_as_the_query(monkeypatch):
