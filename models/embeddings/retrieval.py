@@ -28,7 +28,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..errors import CapabilityError, InputError
+from ..errors import CapabilityError, InputError, UnknownModelError
 from ..registry import catalogue
 from ..runtime.loading import check_token_count, load_model
 from ..validation import check_int, check_text
@@ -115,7 +115,6 @@ def _faiss():
 _BUILD_LOCK = threading.Lock()  # one build at a time: two requests never write the same files
 _LOADED: dict[tuple, tuple] = {}  # (model, pooling, corpus hash) -> (vectors, exact, ann)
 _RAW: dict[tuple, np.ndarray] = {}  # (model, pooling, corpus hash) -> unnormalised vectors
-_TRANSIENT_BUILT: set[str] = set()  # models trained in this process whose indexes were built here
 REPORT_POOLINGS = ("cls", "mean")  # the report's paraphrase comparison; built together
 
 
@@ -167,8 +166,6 @@ def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
         _forget_gone()
         files = _files(model_key, pooling, digest)
         transient = catalogue.is_transient(model_key)  # trained in this process: never on disk
-        if transient:
-            _TRANSIENT_BUILT.add(model_key)
         if not transient and all(f.exists() for f in files):
             exact, ann = (faiss.read_index(str(f)) for f in files[1:3])
             _keep(key, np.load(files[0]), exact, ann, np.load(files[3]))
@@ -192,15 +189,21 @@ def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
 
 
 def _forget_gone() -> None:
-    """Drop the indexes of models trained in this process and since dropped (a sentence encoder
-    pushed out by newer ones: nothing can embed a query for them again), so that a server whose
+    """Drop the indexes of models the catalogue no longer knows (a sentence encoder trained here
+    and pushed out by newer ones: nothing can embed a query for it again), so that a server whose
     visitors train and search many keeps only the live ones' (two poolings, ~20 MB each for a
     384-wide model)."""
-    for model_key in [m for m in _TRANSIENT_BUILT if not catalogue.is_transient(m)]:
-        _TRANSIENT_BUILT.discard(model_key)
-        for key in [k for k in _LOADED if k[0] == model_key]:
-            _LOADED.pop(key, None)
-            _RAW.pop(key, None)
+    for key in [k for k in _LOADED if not _known(k[0])]:
+        _LOADED.pop(key, None)
+        _RAW.pop(key, None)
+
+
+def _known(model_key: str) -> bool:
+    try:
+        catalogue.get_spec(model_key)
+    except UnknownModelError:
+        return False
+    return True
 
 
 def _keep(key: tuple, vectors: np.ndarray, exact, ann, raw: np.ndarray) -> None:

@@ -97,7 +97,6 @@ def test_a_dropped_trained_encoders_indexes_are_let_go_at_the_next_build(small_c
 
     from models.registry import catalogue
 
-    monkeypatch.setattr(retrieval, "_TRANSIENT_BUILT", set(), raising=False)
     first, second = (replace(catalogue.get_spec(ENCODER_KEY), key=f"test-leak:{n}") for n in (1, 2))
     try:
         catalogue.register_transient(first)
