@@ -55,7 +55,6 @@ from models.zoo import train as Z  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PACK = REPO / ".gpu" / "zoo"
-TUNING_SENTENCES = 400  # the last lines of data/heldout.txt: the tuning split (scores use the rest)
 PART_BYTES = 15 * 2**20
 SEARCHES = {  # what a record's tuning says of its search
     "separate": "each grid point trained from scratch on --trial-tokens with a schedule of its own; "
@@ -69,16 +68,6 @@ SOLO_SPEEDUP = 1.5  # DistilBERT's full run, after the others ended: assumed thi
 # the grid: in the first GPU run (1e-3 / 2e-3 / 4e-3) every family whose trials all ran chose 4e-3
 GPU_RECIPE = {"search": "prefix", "probe_s": 15.0, "batch_size": 256, "grid": "lr=2e-3,4e-3,8e-3 dropout=0"}
 PROBE_GO = "probe-go.json"  # the parent's start time for every family's probe window
-
-
-def heldout_splits(limit: int = 0) -> tuple[list[str], list[str]]:
-    """(tuning split, score split) of ``data/heldout.txt``: never trained on; the search
-    chooses on the first, the cards report the second."""
-    lines = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines() if s]
-    tune, score = lines[-TUNING_SENTENCES:], lines[:-TUNING_SENTENCES]
-    if limit:
-        tune, score = tune[:limit], score[:limit]
-    return tune, score
 
 
 def parse_grid(text: str) -> list[dict]:
@@ -150,7 +139,7 @@ def worker(args) -> int:
                               counts=corpus)
     log(json.dumps({"family": family, "tokenized_s": round(time.time() - t0, 1), "chunks": len(chunks),
                     "corpus_tokens": corpus["tokens"]}))
-    tune, score = heldout_splits(args.heldout_limit)
+    tune, score = zd.heldout_splits(args.heldout_limit)
     counts = zs.piece_counts(chunks, len(tokenizer))
     unigram_tune = zs.unigram_baseline(tokenizer, counts, tune)
     base = dict(batch_size=args.batch_size, autocast=args.autocast, seed=args.seed, shape=shape,
@@ -279,7 +268,7 @@ def worker(args) -> int:
         record.setdefault("parameters", {name: sum(p.numel() for p in m.parameters())
                                          for name, m in (("model", objective.model), ("generator", objective.generator))
                                          if m is not None})
-    record["heldout"]["split"] = f"data/heldout.txt without its last {TUNING_SENTENCES} lines (the tuning split)"
+    record["heldout"]["split"] = f"data/heldout.txt without its last {zd.TUNING_SENTENCES} lines (the tuning split)"
     record["unigram"] = zs.unigram_baseline(tokenizer, counts, score)
     record["unigram_tuning_split"] = unigram_tune
     record["tokens_per_s"] = record["tokens"] / max(record["wall_minutes"] * 60, 1e-9)
@@ -604,7 +593,7 @@ def baseline(args) -> int:
             chunks = zd.corpus_chunks(args.corpus / "train_ordered.tsv", tokenizer,
                                       record["config"]["shape"]["max_len"])
             counts_of[kind] = zs.piece_counts(chunks, len(tokenizer))
-        split = heldout_splits()[1] if "tuning split" in record["heldout"].get("split", "") else all_heldout
+        split = zd.heldout_splits()[1] if "tuning split" in record["heldout"].get("split", "") else all_heldout
         record["unigram"] = zs.unigram_baseline(tokenizer, counts_of[kind], split)
         path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         print(f"{family}: word-frequency baseline {record['unigram']['piece_loss']:.3f} nats per piece, "

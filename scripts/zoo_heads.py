@@ -48,7 +48,6 @@ from models.zoo import data as zd
 from models.zoo import families as zm
 from models.zoo import scores as zs
 from models.zoo import train as Z
-from scripts.zoo_gpu import heldout_splits
 
 REPO = Path(__file__).resolve().parents[1]
 ZOO = REPO / "weights" / "zoo"
@@ -295,7 +294,7 @@ def _rtd(args) -> int:
     tokenizer = AutoTokenizer.from_pretrained(str(ZOO / "mini-electra"))
     shape = zm.Shape(**({"electra_generator_hidden": args.generator_hidden} if args.generator_hidden else {}))
     chunks = zd.corpus_chunks(args.corpus / "train_ordered.tsv", tokenizer, shape.max_len)
-    tune = heldout_splits()[0]  # the search's tuning lines
+    tune = zd.heldout_splits()[0]  # the search's tuning lines
     cfg = Z.ZooConfig(tokens=args.tokens, lr=args.lr, dropout=0.0, autocast="bf16", evals=2,
                       eval_sentences=len(tune), shape=shape)
     args.work.mkdir(parents=True, exist_ok=True)

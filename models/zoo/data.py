@@ -9,6 +9,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
+HELDOUT = Path(__file__).resolve().parents[2] / "data" / "heldout.txt"  # the corpus's held-out split
+TUNING_SENTENCES = 400  # its last lines: the zoo's tuning split (scores use the rest)
+
+
+def heldout_splits(limit: int = 0, path: Path = HELDOUT) -> tuple[list[str], list[str]]:
+    """(tuning split, score split) of ``data/heldout.txt``: never trained on; the zoo's
+    search chooses on the first, the cards report the second."""
+    lines = [s for s in path.read_text(encoding="utf-8").splitlines() if s]
+    tune, score = lines[-TUNING_SENTENCES:], lines[:-TUNING_SENTENCES]
+    if limit:
+        tune, score = tune[:limit], score[:limit]
+    return tune, score
+
 
 def read_ordered(path: Path) -> tuple[list[str], list[str]]:
     """(sources, sentences) of ``train_ordered.tsv``, in reading order."""
