@@ -143,7 +143,7 @@ def build_sentence_sections(search_model: gr.Dropdown) -> None:
         train.click(run_sentence_encoder, [s_model, loss, margin, steps, seed], [loss_plot, matrix, summary, search_model],
                     api_name="train_sentence_encoder", **HEAVY)
         stop.click(stop_live_training, None, stop_status, api_name="stop_live_training").then(
-            lambda: gr.update(visible=True), None, stop_status)
+            lambda: gr.update(visible=True), None, stop_status, api_visibility="private")
     tasks = [t.name for t in list_pair_tasks()]
     with gr.Accordion("Sentence pairs: [CLS] A [SEP] B [SEP] → a label", open=False):
         gr.Markdown(copy.PAIR_HELP)

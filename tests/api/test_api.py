@@ -14,6 +14,19 @@ def test_api_lists_named_endpoints(client):
     assert {"/fill_mask", "/fill_mask_live", "/list_models", "/model_card"} <= names
 
 
+def test_readme_lists_every_endpoint_and_no_other(client):
+    """The README's Layout section names the API a gradio_client user can call: exactly the
+    app's named endpoints (a UI-only step left public shows up as an extra, e.g. /lambda_1)."""
+    import re
+
+    names = {n.lstrip("/") for n in client.view_api(print_info=False, return_format="dict")["named_endpoints"]}
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    paragraph = re.search(r"Every event that computes a view has an `api_name`.*?\n\n", readme, re.S).group(0)
+    listed = re.findall(r"`([a-z_]+)`", paragraph.split("so `gradio_client` can call it:")[1].split(". ")[0])
+    assert len(listed) == len(set(listed)), "an endpoint listed twice"
+    assert set(listed) == names, (sorted(names - set(listed)), sorted(set(listed) - names))
+
+
 def test_fill_mask_endpoint(client):
     table, plot, filled, status, bars = client.predict(
         "The capital of France is [MASK]. The [MASK] sat on the mat.", MLM_KEY, 4, api_name="/fill_mask"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from components.embeddings import copy as embeddings_copy
 from models import bank_demo, word_in_context
@@ -42,3 +43,30 @@ def test_readme_gives_the_recorded_runs_stages():
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
     line = re.search(r"\*\*Pre-training\*\*.*?\(([^)]*stages[^)]*)\)", readme, re.S).group(1)
     assert line.startswith(f"{words[stages]} stages") and f"stages 2 to {stages}" in line, line
+
+
+def test_the_zoo_shape_stated_in_compare_and_the_readme_is_the_zoo_s():
+    """The shape the Compare tab's zoo help and the README give for the whole mini zoo, against
+    the same tab's architecture table (computed from each shipped miniature's config)."""
+    import re
+    from pathlib import Path
+
+    from components.compare import copy as compare_copy
+    from models import architecture_table
+
+    facts = {f.model_key: f for f in architecture_table() if f.model_key.startswith("mini-")}
+    if facts["mini-bert"].hidden != 128:
+        pytest.skip("the shipped zoo is not here (the test zoo is smaller)")
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    shape = re.compile(r"(\d+) layers, (\d+) wide, (\d+) heads, FFN (\d+)(?: \(ModernBERT: GeGLU's input\s+"
+                       r"projection, 2 × (\d+))?")
+    for where, text in (("Compare", compare_copy.ZOO_HELP), ("README", readme)):
+        layers, hidden, heads, ffn, modernbert_half = (int(g) if g else None for g in shape.search(text).groups())
+        assert "8,192-token vocabulary" in text, where
+        for key, f in facts.items():
+            assert (f.layers, f.hidden, f.heads, f.vocab_size) == (
+                layers // 2 if key == "mini-distilbert" else layers, hidden, heads, 8192), (where, key)
+            if key == "mini-modernbert" and modernbert_half is not None:
+                assert (f.ffn, 2 * f.ffn) == (modernbert_half, ffn), (where, key)  # the gate halves Wi's output
+            else:
+                assert f.ffn == ffn, (where, key, "FFN")

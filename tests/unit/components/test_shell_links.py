@@ -267,3 +267,17 @@ def test_a_tabs_arrival_runs_its_pickers_first_and_a_failing_view_warns_beside_t
     assert warned == ["Got 1 sentence(s); give two sentences to compare."]
     with pytest.raises(gr.Error, match="two sentences"):  # no picker: the view's error is the event's
         deep_links.Arrival([(view, [text], out)]).run(["bad"])
+
+
+def test_the_readme_names_every_tab_and_every_parameter_a_link_reads():
+    """The README's Deep links paragraph: the tabs' slugs in order and the inputs a link may
+    set, as links.py reads them (`lesson` has its own example there)."""
+    from helpers import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    slugs = re.search(r"`tab` is the tab's\s+label in lower case with hyphens \(([^)]*);", readme).group(1)
+    assert re.findall(r"`([a-z-]+)`", slugs) == [tab.slug for tab in TABS]
+    inputs = re.search(r"each tab reads its main inputs \(([^)]*?); see `components/shell/links.py`", readme).group(1)
+    listed = re.findall(r"`([a-z_]+)`", inputs)
+    read = {p.name for params in TAB_PARAMS.values() for p in params} - {"lesson"}
+    assert len(listed) == len(set(listed)) and set(listed) == read, (sorted(read - set(listed)), sorted(set(listed) - read))
