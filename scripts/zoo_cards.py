@@ -8,13 +8,14 @@ Safe to re-run: the cards are a pure function of the records and data/corpus_sou
 
 from __future__ import annotations
 
-import sys
-
+import argparse
 
 from models.zoo.cards import summary_table, write_cards
 
 if __name__ == "__main__":
-    if "--table" in sys.argv:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--table", action="store_true", help="print the README's summary table, write nothing")
+    if parser.parse_args().table:
         print(summary_table())
     else:
         write_cards()
