@@ -215,6 +215,12 @@ def test_detect_replaced_is_the_electra_discriminator():
     for pos, orig in zip(swapped.swapped, swapped.originals):
         assert orig == tok.convert_ids_to_tokens(int(original_ids[pos]))
         assert not swapped.special[pos]
+    # what the page shows after the swaps: the discriminator's own P(replaced) on the swapped pieces
+    swapped_ids = torch.tensor([tok.convert_tokens_to_ids(list(swapped.tokens))])
+    assert swapped.swapped and (swapped_ids[0] != original_ids).sum() == len(swapped.swapped)
+    with torch.no_grad():
+        after = ref(input_ids=swapped_ids, attention_mask=enc["attention_mask"]).logits[0].sigmoid()
+    assert torch.allclose(torch.tensor(swapped.p_replaced), after, atol=1e-5)
     with pytest.raises(InputError):
         detect_replaced("mini-electra", text, swap=11)
     with pytest.raises(CapabilityError, match="replaced-token"):
