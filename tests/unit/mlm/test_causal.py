@@ -260,3 +260,39 @@ def test_a_missing_head_names_the_models_that_have_one_here_first():
     assert "no trained masked-LM head (the layer that scores every vocabulary word" in str(refused.value)
     assert "cannot fill masks" not in str(refused.value)
     _lists_the_usable_ones_first(str(refused.value), [s for s in SPECS if s.can("mlm")])
+
+
+@pytest.mark.parametrize("key", ["minilm-mlm", "mini-roberta"])
+def test_held_out_scores_are_the_collators_masks_scored_by_cross_entropy(key):
+    """evaluate_fill_mask("heldout"): transformers' DataCollatorForLanguageModeling (15 %, all
+    to the mask token, seed 1234) on the first sentences cut to 64 tokens; a second copy of the
+    MaskedLM model (AutoModelForMaskedLM, each sentence alone) scores the masked positions:
+    top-1 / top-5 by its own logits, the loss by torch's cross_entropy."""
+    from transformers import AutoModelForMaskedLM, DataCollatorForLanguageModeling
+
+    from models.pretraining.evaluation import heldout_sentences
+    from models.registry.catalogue import local_path
+    from models.registry.zoo_entries import zoo_folder
+
+    result = evaluate_fill_mask(key, "heldout", limit=10)
+    folder = zoo_folder(key) if get_spec(key).miniature else local_path(get_spec(key))
+    tok = load_model(key, head="mlm").tokenizer
+    model = AutoModelForMaskedLM.from_pretrained(folder, dtype=torch.float32).eval()
+    collator = DataCollatorForLanguageModeling(tok, mlm_probability=0.15, mask_replace_prob=1.0,
+                                               random_replace_prob=0.0, seed=1234, return_tensors="pt")
+    enc = tok(heldout_sentences()[:10], truncation=True, max_length=64, return_special_tokens_mask=True)
+    batch = collator([{k: enc[k][i] for k in ("input_ids", "attention_mask", "special_tokens_mask")}
+                      for i in range(10)])
+    logits, labels = [], []
+    with torch.no_grad():
+        for ids, real, row_labels in zip(batch["input_ids"], batch["attention_mask"], batch["labels"]):
+            n = int(real.sum())  # padded on the right
+            picked = row_labels[:n] != -100
+            logits.append(model(input_ids=ids[None, :n]).logits[0, picked])
+            labels.append(row_labels[:n][picked])
+    logits, labels = torch.cat(logits), torch.cat(labels)
+    top5 = logits.topk(5, dim=-1).indices
+    assert result.n == len(labels) > 0
+    assert result.top1 == pytest.approx(float((top5[:, 0] == labels).float().mean()))
+    assert result.top5 == pytest.approx(float((top5 == labels[:, None]).any(-1).float().mean()))
+    assert result.loss == pytest.approx(float(torch.nn.functional.cross_entropy(logits, labels)), rel=1e-4)
