@@ -113,6 +113,35 @@ def test_policy_comparison_same_selection(mlm_key):
     assert results["0/0/100 (all kept)"].loss < results["100 % [MASK]"].loss
 
 
+def test_each_policy_is_the_collators_corruption_scored_by_cross_entropy(mlm_key):
+    """The "Compare 80/10/10, ..." figures: for each preset, transformers'
+    DataCollatorForLanguageModeling with that split (same seed: the same selection) corrupts the
+    text; a second copy of the model (AutoModelForMaskedLM) scores it by cross_entropy at the
+    selected positions, and top-1 by its own argmax."""
+    import copy
+
+    from transformers import DataCollatorForLanguageModeling
+
+    from models import POLICY_PRESETS
+
+    results = compare_policies(mlm_key, TEXT, rate=0.3, seed=5)
+    loaded = load_model(mlm_key, head="mlm")
+    tok, model = loaded.tokenizer, copy.deepcopy(loaded.model).float().cpu().eval()
+    enc = tok(TEXT, return_special_tokens_mask=True)
+    features = [{"input_ids": enc["input_ids"], "special_tokens_mask": enc["special_tokens_mask"]}]
+    assert set(results) == set(POLICY_PRESETS)
+    for name, (mask, random, _) in POLICY_PRESETS.items():
+        batch = DataCollatorForLanguageModeling(tok, mlm_probability=0.3, mask_replace_prob=mask,
+                                                random_replace_prob=random, seed=5, return_tensors="pt")(features)
+        labels = batch["labels"][0]
+        picked = labels != -100
+        with torch.no_grad():
+            logits = model(input_ids=batch["input_ids"]).logits[0, picked]
+        assert [p.position for p in results[name].positions] == torch.nonzero(picked).flatten().tolist(), name
+        assert results[name].loss == pytest.approx(float(F.cross_entropy(logits, labels[picked])), abs=1e-4), name
+        assert results[name].top1_accuracy == pytest.approx(float((logits.argmax(-1) == labels[picked]).float().mean()))
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [{"rate": -0.1}, {"rate": 1.2}, {"mask": 0.5}, {"mask": 0.9, "random": 0.1, "keep": 0.1},
