@@ -293,20 +293,25 @@ def _held_out_reference(key: str, sentences: int, causal: bool) -> tuple[float, 
             labels.append(row_labels[:n][picked])
     logits, labels = torch.cat(logits), torch.cat(labels)
     top5 = logits.topk(5, dim=-1).indices
-    return (float((top5[:, 0] == labels).float().mean()), float((top5 == labels[:, None]).any(-1).float().mean()),
-            float(torch.nn.functional.cross_entropy(logits, labels)), len(labels))
+    n = len(labels)
+    return (int((top5[:, 0] == labels).sum()) / n, int((top5 == labels[:, None]).any(-1).sum()) / n,
+            float(torch.nn.functional.cross_entropy(logits, labels)), n)
 
 
 @pytest.mark.parametrize("key", ["minilm-mlm", "mini-roberta"])
 def test_held_out_scores_are_the_collators_masks_scored_by_cross_entropy(key):
     """evaluate_fill_mask("heldout") and evaluate_causal, both ways, against ``_held_out_reference``."""
     top1, top5, loss, n = _held_out_reference(key, 10, causal=False)
+    # float16 on a GPU may swap a near-tie at a rank: one position either way there
+    share, rel = (1e-12, 1e-4) if load_model(key, head="mlm").dtype == torch.float32 else (1 / n + 1e-12, 1e-2)
     plain = evaluate_fill_mask(key, "heldout", limit=10)
-    assert (plain.n, plain.top1, plain.top5) == (n, pytest.approx(top1), pytest.approx(top5)) and n > 0
-    assert plain.loss == pytest.approx(loss, rel=1e-4)
+    assert plain.n == n > 0
+    assert (plain.top1, plain.top5) == (pytest.approx(top1, abs=share), pytest.approx(top5, abs=share))
+    assert plain.loss == pytest.approx(loss, rel=rel)
     both = evaluate_causal(key, limit=10)
-    assert (both.positions, both.bidirectional_top1, both.bidirectional_top5) == (n, pytest.approx(top1),
-                                                                                 pytest.approx(top5))
+    assert both.positions == n
+    assert (both.bidirectional_top1, both.bidirectional_top5) == (pytest.approx(top1, abs=share),
+                                                                  pytest.approx(top5, abs=share))
     top1, top5, loss, _ = _held_out_reference(key, 10, causal=True)
-    assert (both.causal_top1, both.causal_top5) == (pytest.approx(top1), pytest.approx(top5))
-    assert both.causal_loss == pytest.approx(loss, rel=1e-4)
+    assert (both.causal_top1, both.causal_top5) == (pytest.approx(top1, abs=share), pytest.approx(top5, abs=share))
+    assert both.causal_loss == pytest.approx(loss, rel=rel)

@@ -130,6 +130,8 @@ def test_each_policy_is_the_collators_corruption_scored_by_cross_entropy(mlm_key
     enc = tok(TEXT, return_special_tokens_mask=True)
     features = [{"input_ids": enc["input_ids"], "special_tokens_mask": enc["special_tokens_mask"]}]
     assert set(results) == set(POLICY_PRESETS)
+    exact = loaded.dtype == torch.float32  # float16 on a GPU: three digits, a near-tie may swap
+    atol = 1e-4 if exact else 2e-2
     for name, (mask, random, _) in POLICY_PRESETS.items():
         batch = DataCollatorForLanguageModeling(tok, mlm_probability=0.3, mask_replace_prob=mask,
                                                 random_replace_prob=random, seed=5, return_tensors="pt")(features)
@@ -138,8 +140,9 @@ def test_each_policy_is_the_collators_corruption_scored_by_cross_entropy(mlm_key
         with torch.no_grad():
             logits = model(input_ids=batch["input_ids"]).logits[0, picked]
         assert [p.position for p in results[name].positions] == torch.nonzero(picked).flatten().tolist(), name
-        assert results[name].loss == pytest.approx(float(F.cross_entropy(logits, labels[picked])), abs=1e-4), name
-        assert results[name].top1_accuracy == pytest.approx(float((logits.argmax(-1) == labels[picked]).float().mean()))
+        assert results[name].loss == pytest.approx(float(F.cross_entropy(logits, labels[picked])), abs=atol), name
+        hits, n = int((logits.argmax(-1) == labels[picked]).sum()), int(picked.sum())
+        assert results[name].top1_accuracy == pytest.approx(hits / n, abs=1e-12 if exact else 1 / n), name
 
 
 @pytest.mark.parametrize(
