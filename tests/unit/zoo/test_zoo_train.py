@@ -306,6 +306,18 @@ def test_zoo_comparison_one_budget_for_all():
     assert entries["mini-distilbert"].parameters < entries["mini-bert"].parameters
 
 
+def test_zoo_comparison_parameters_are_each_shipped_models_num_parameters():
+    """The Mini zoo table's size: transformers' own ``num_parameters()`` of each family's
+    pre-training class loaded from its folder (ELECTRA: the discriminator and its generator)."""
+    import transformers
+
+    for e in zoo_comparison():
+        expected = getattr(transformers, CLASSES[e.key]).from_pretrained(zoo_folder(e.key)).num_parameters()
+        if e.key == "mini-electra":
+            expected += transformers.ElectraForMaskedLM.from_pretrained(_mlm_folder(e.key)).num_parameters()
+        assert e.parameters == expected, e.key
+
+
 @pytest.mark.parametrize("families", [["mini-bert"], ["mini-electra"]])
 def test_ddp_replicas_hold_the_same_weights(tmp_path, families):
     """torchrun, 2 CPU processes (gloo), a few steps: both ranks end with identical weights."""
