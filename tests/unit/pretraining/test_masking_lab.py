@@ -80,7 +80,8 @@ def test_statistics_are_the_collators_draws(encoder_key):
     stats = masking_statistics(encoder_key, sentences, draws=draws, seed=0)
     tok = load_tokenizer(encoder_key)
     enc = tok(sentences, padding=True, truncation=True, max_length=128, return_special_tokens_mask=True)
-    features = [{"input_ids": i, "special_tokens_mask": m} for i, m in zip(enc["input_ids"], enc["special_tokens_mask"])]
+    features = [{"input_ids": i, "special_tokens_mask": m}
+                for i, m in zip(enc["input_ids"], enc["special_tokens_mask"])]
     collator = DataCollatorForLanguageModeling(tok, mlm_probability=0.15, seed=0, return_tensors="pt")
     ids = torch.tensor(enc["input_ids"])
     special = torch.tensor(enc["special_tokens_mask"]).bool() | (torch.tensor(enc["attention_mask"]) == 0)
