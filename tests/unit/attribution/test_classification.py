@@ -52,6 +52,28 @@ def test_integrated_gradients_complete_and_deletion_starts_at_p(head):
     assert abs(gap) < 0.02 and result.completeness_delta == pytest.approx(gap, abs=1e-4)
 
 
+def test_integrated_gradients_equals_captum_layer_integrated_gradients(head):
+    """The head's IG from the text is Captum's LayerIntegratedGradients on the word-embedding
+    layer of the same classifier, from the same baseline (every candidate token masked)."""
+    from captum.attr import LayerIntegratedGradients
+
+    result = attribute_classification(head.head_id, TEXT, "integrated_gradients", n_steps=16)
+    model = classifier_forward(head.head_id)
+    ids = model.tokenizer(TEXT, return_tensors="pt")["input_ids"]
+    baseline = ids.clone()
+    baseline[0, torch.tensor(result.candidates)] = model.tokenizer.mask_token_id
+    label = model.labels.index(result.label)
+
+    def p_class(input_ids):
+        return model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids)).softmax(-1)[:, label]
+
+    lig = LayerIntegratedGradients(p_class, model.get_input_embeddings())
+    attributions, delta = lig.attribute(ids, baselines=baseline, n_steps=16, return_convergence_delta=True)
+    expected = attributions[0].sum(-1).detach().double()
+    assert torch.allclose(torch.tensor(result.scores, dtype=torch.float64), expected, atol=1e-6)
+    assert result.completeness_delta == pytest.approx(float(delta[0]), abs=1e-6)
+
+
 def test_leave_one_out_is_the_heads_own_difference(head):
     result = attribute_classification(head.head_id, TEXT, "leave_one_out", target=head.labels[0])
     model = classifier_forward(head.head_id)

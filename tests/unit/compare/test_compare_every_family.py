@@ -43,6 +43,26 @@ def test_architecture_row_is_the_models_own_count_and_shape(table, key):
     assert row["max context"] == shape["max_len"]  # what the family was trained to read
 
 
+@pytest.mark.parametrize("key", ZOO_KEYS)
+def test_architecture_row_parts_are_transformers_num_parameters_and_config(table, key):
+    """The row's other figures: transformers' own ``num_parameters()`` of the bare encoder, of
+    its ``embeddings`` module's parameters, and AutoModelForMaskedLM built from the same config
+    less its body (the MLM head; a tied decoder counted once, in the embedding), and the config's heads, feed-forward
+    and embedding widths (DistilBERT's own key names)."""
+    from transformers import AutoModelForMaskedLM
+
+    model = zoo_reference(key)[1]
+    config, row = model.config, table[key]
+    mlm = AutoModelForMaskedLM.from_config(config)
+    assert _count(row["params (encoder)"]) == model.num_parameters()
+    assert _count(row["embedding"]) == sum(p.numel() for p in model.embeddings.parameters())
+    assert _count(row["MLM head"]) == mlm.num_parameters() - mlm.base_model.num_parameters()
+    assert row["heads"] == (getattr(config, "num_attention_heads", None) or config.n_heads)
+    assert row["FFN"] == (getattr(config, "intermediate_size", None) or config.hidden_dim)
+    assert row["embedding width"] == (getattr(config, "embedding_size", None) or getattr(config, "hidden_size", None)
+                                      or config.dim)
+
+
 def test_benchmark_times_every_family_with_its_own_weights_and_context():
     _, frame, notes = tab.run_benchmark(list(ZOO_KEYS), ["16", "256"], 1)
     assert list(frame["model"]) == list(ZOO_KEYS)  # one row each: 256 is past every context

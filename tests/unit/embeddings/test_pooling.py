@@ -200,6 +200,16 @@ def test_similarity_is_the_cosine_of_the_vectors():
     assert [r.pooling for r in both] == ["cls", "mean"] and all(r.layer == 5 for r in both)
 
 
+def test_mean_similarity_matrix_is_sentence_transformers_cos_sim(reference):
+    """The matrix the tab shows for mean pooling at the last layer: sentence-transformers'
+    own encode (its Pooling module) and util.cos_sim."""
+    from sentence_transformers import util
+
+    result = similarity(KEY, MIXED[:6], pooling="mean")
+    expected = util.cos_sim(*[reference.encode(MIXED[:6], convert_to_tensor=True)] * 2).numpy()
+    np.testing.assert_allclose(result.matrix, expected, atol=ATOL)
+
+
 def test_mean_pooling_beats_cls_on_the_default_set():
     """The tab's teaching claim, on the set it opens with: on all-MiniLM-L6-v2, mean pooling
     (what it was trained with) separates the paraphrase groups better than [CLS]."""

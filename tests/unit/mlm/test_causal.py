@@ -260,3 +260,58 @@ def test_a_missing_head_names_the_models_that_have_one_here_first():
     assert "no trained masked-LM head (the layer that scores every vocabulary word" in str(refused.value)
     assert "cannot fill masks" not in str(refused.value)
     _lists_the_usable_ones_first(str(refused.value), [s for s in SPECS if s.can("mlm")])
+
+
+def _held_out_reference(key: str, sentences: int, causal: bool) -> tuple[float, float, float, int]:
+    """(top-1, top-5, loss, positions) at transformers' DataCollatorForLanguageModeling's masks
+    (15 %, all to the mask token, seed 1234) on the first held-out sentences cut to 64 tokens,
+    scored by a second copy of the MaskedLM model (AutoModelForMaskedLM, each sentence alone;
+    ``causal``: a causal mask made here, -inf above the diagonal, as a 4-D additive mask):
+    top-1 / top-5 by its own logits, the loss by torch's cross_entropy."""
+    from transformers import AutoModelForMaskedLM, DataCollatorForLanguageModeling
+
+    from models.pretraining.evaluation import heldout_sentences
+    from models.registry.catalogue import local_path
+    from models.registry.zoo_entries import zoo_folder
+
+    folder = zoo_folder(key) if get_spec(key).miniature else local_path(get_spec(key))
+    tok = load_model(key, head="mlm").tokenizer
+    model = AutoModelForMaskedLM.from_pretrained(folder, dtype=torch.float32).eval()
+    collator = DataCollatorForLanguageModeling(tok, mlm_probability=0.15, mask_replace_prob=1.0,
+                                               random_replace_prob=0.0, seed=1234, return_tensors="pt")
+    enc = tok(heldout_sentences()[:sentences], truncation=True, max_length=64, return_special_tokens_mask=True)
+    batch = collator([{k: enc[k][i] for k in ("input_ids", "attention_mask", "special_tokens_mask")}
+                      for i in range(sentences)])
+    logits, labels = [], []
+    with torch.no_grad():
+        for ids, real, row_labels in zip(batch["input_ids"], batch["attention_mask"], batch["labels"]):
+            n = int(real.sum())  # padded on the right
+            mask = torch.zeros(1, 1, n, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1),
+                                                       torch.finfo(torch.float32).min) if causal else None
+            picked = row_labels[:n] != -100
+            logits.append(model(input_ids=ids[None, :n], attention_mask=mask).logits[0, picked])
+            labels.append(row_labels[:n][picked])
+    logits, labels = torch.cat(logits), torch.cat(labels)
+    top5 = logits.topk(5, dim=-1).indices
+    n = len(labels)
+    return (int((top5[:, 0] == labels).sum()) / n, int((top5 == labels[:, None]).any(-1).sum()) / n,
+            float(torch.nn.functional.cross_entropy(logits, labels)), n)
+
+
+@pytest.mark.parametrize("key", ["minilm-mlm", "mini-roberta"])
+def test_held_out_scores_are_the_collators_masks_scored_by_cross_entropy(key):
+    """evaluate_fill_mask("heldout") and evaluate_causal, both ways, against ``_held_out_reference``."""
+    top1, top5, loss, n = _held_out_reference(key, 10, causal=False)
+    # float16 on a GPU may swap a near-tie at a rank: one position either way there
+    share, rel = (1e-12, 1e-4) if load_model(key, head="mlm").dtype == torch.float32 else (1 / n + 1e-12, 1e-2)
+    plain = evaluate_fill_mask(key, "heldout", limit=10)
+    assert plain.n == n > 0
+    assert (plain.top1, plain.top5) == (pytest.approx(top1, abs=share), pytest.approx(top5, abs=share))
+    assert plain.loss == pytest.approx(loss, rel=rel)
+    both = evaluate_causal(key, limit=10)
+    assert both.positions == n
+    assert (both.bidirectional_top1, both.bidirectional_top5) == (pytest.approx(top1, abs=share),
+                                                                  pytest.approx(top5, abs=share))
+    top1, top5, loss, _ = _held_out_reference(key, 10, causal=True)
+    assert (both.causal_top1, both.causal_top5) == (pytest.approx(top1, abs=share), pytest.approx(top5, abs=share))
+    assert both.causal_loss == pytest.approx(loss, rel=rel)

@@ -21,7 +21,7 @@ from components.fill_mask import tab as fill_mask_tab
 from components.lessons import views as lesson_views
 from components.shell.common import show_token
 from helpers import zoo_reference
-from models import ZOO_KEYS, get_device, get_spec
+from models import MASK_PATTERN, ZOO_KEYS, fill_mask, get_device, get_spec
 
 TYPED = "The capital of France is [MASK]."
 TOL = 1e-5 if get_device().type == "cpu" else 2e-3
@@ -161,3 +161,24 @@ def test_compare_tokens_are_each_tokenizers_own():
         assert (row["pieces"], row["with special tokens"]) == (len(pieces), len(tokens)), key
         if "WordPiece" in row["tokenizer"]:
             assert row["continue a word"] == sum(p.startswith("##") for p in pieces), key
+
+
+# Several masks, both spellings, any case, one at the very start, one against punctuation.
+MANY = "[MASK] said the <mask> was near the [mask], by the <MASK>."
+
+
+@pytest.mark.parametrize("key", ZOO_KEYS)
+def test_several_masks_in_either_spelling_are_the_pipelines(key):
+    """models.fill_mask as a notebook calls it: every mask of the typed text scored as the
+    family's own MaskedLM head scores the text with its own mask token (the pipeline's top 5 at
+    each mask), on the same pieces (no extra space piece before a mask)."""
+    result = fill_mask(key, MANY, top_k=5)
+    tok = zoo_reference(key)[0]
+    read = MASK_PATTERN.sub(tok.mask_token, MANY)
+    expected = _pipeline_top(key, read, 5)
+    assert result.tokens == tuple(tok.convert_ids_to_tokens(tok(read)["input_ids"]))
+    assert len(result.masks) == len(expected) == 4
+    for mask, reference in zip(result.masks, expected):
+        assert [p.token_id for p in mask.predictions] == [e["token"] for e in reference], key
+        np.testing.assert_allclose([p.score for p in mask.predictions], [e["score"] for e in reference],
+                                   atol=TOL + 1e-6)

@@ -7,9 +7,11 @@ import re
 
 import pytest
 
-from helpers import REPO
+from helpers import REPO, zoo_reference
 from models import (
     PROBE_SETS,
+    ZOO_KEYS,
+    get_device,
     CapabilityError,
     InputError,
     KnowledgeProbe,
@@ -93,6 +95,22 @@ def test_top5_is_the_transformers_pipelines(mlm_key):
         expected = pipe(item.text.replace("[MASK]", loaded.tokenizer.mask_token), top_k=5)
         assert list(item.top) == [e["token_str"].strip() for e in expected]
         assert item.scores == pytest.approx([e["score"] for e in expected], abs=1e-4)
+
+
+@pytest.mark.parametrize("key", ZOO_KEYS)
+def test_every_familys_top5_is_its_own_pipelines(key):
+    """Each mini-zoo family's probe guesses (the "[MASK]" sentences as written) are the fill-mask
+    pipeline's on a second copy of its MaskedLM model, with the family's own mask token."""
+    from transformers import pipeline
+
+    tok, model = zoo_reference(key, "mlm")
+    pipe = pipeline("fill-mask", model=model, tokenizer=tok, device="cpu")
+    probe = knowledge_probe(key, "facts", limit=12)
+    cpu = get_device().type == "cpu"  # float16 on a GPU keeps about three digits
+    for item in probe.items:
+        expected = pipe(item.text.replace("[MASK]", tok.mask_token), top_k=5)
+        assert list(item.top) == [e["token_str"].strip() for e in expected], item.text
+        assert item.scores == pytest.approx([e["score"] for e in expected], abs=1e-4 if cpu else 2e-3)
 
 
 def test_the_whole_sets_and_a_bpe_tokenizer():

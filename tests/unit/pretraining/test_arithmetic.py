@@ -146,6 +146,35 @@ def test_the_pair_loss_of_an_sop_model_is_transformers_own_sop_loss(in_order):
     assert r.loss == pytest.approx(binary_cross_entropy(r.p_is_next, in_order), abs=1e-5)
 
 
+@pytest.mark.parametrize("is_next", [True, False])
+def test_the_nsp_loss_of_mini_bert_is_transformers_own_nsp_loss(is_next):
+    """next_sentence_loss from plain text on the zoo's trained NSP head. Reference:
+    transformers' ``BertForPreTraining`` loaded again from the zoo's folder, its total loss with
+    ``next_sentence_label`` (0 = B follows A) less its MLM part, and the cross-entropy of its
+    ``seq_relationship_logits``, computed here."""
+    from transformers import AutoTokenizer, BertForPreTraining
+
+    from helpers import parity_atol
+    from models.registry.zoo_entries import zoo_folder
+
+    a, b = "The weather was cold all morning.", "By noon it had started to snow."
+    r = next_sentence_loss("mini-bert", a, b, is_next)
+    folder = zoo_folder("mini-bert")
+    model = BertForPreTraining.from_pretrained(folder, dtype=torch.float32).eval()
+    enc = AutoTokenizer.from_pretrained(folder)(a, b, return_tensors="pt", return_token_type_ids=True)
+    label = torch.tensor([0 if is_next else 1])
+    with torch.no_grad():
+        out = model(**enc, labels=enc["input_ids"], next_sentence_label=label)
+    nsp = F.cross_entropy(out.seq_relationship_logits, label)
+    mlm = F.cross_entropy(out.prediction_logits[0], enc["input_ids"][0])
+    atol = 10 * parity_atol()
+    assert r.head == "nsp" and r.is_next is is_next
+    assert r.loss == pytest.approx(float(nsp), abs=atol)
+    assert r.loss == pytest.approx(float(out.loss - mlm), abs=atol)  # transformers' own total, less its MLM
+    assert r.p_is_next == pytest.approx(float(out.seq_relationship_logits.softmax(-1)[0, 0]), abs=atol)
+    assert r.pooler_check < atol
+
+
 def test_the_pair_loss_of_an_nsp_model_is_its_nsp_loss_and_a_model_without_a_pair_head_is_refused(mlm_key):
     a, b = "The weather was cold.", "By noon it snowed."
     assert pair_loss("mini-bert", a, b, False) == next_sentence_loss("mini-bert", a, b, False)

@@ -65,6 +65,43 @@ def test_statistics_match_the_configuration(encoder_key):
     assert all(v > 0 for v in stats.std.values())
 
 
+def test_statistics_are_the_collators_draws(encoder_key):
+    """Observed shares over 30 draws: transformers' DataCollatorForLanguageModeling (same seed,
+    called 30 times on the padded batch) selects and replaces the same tokens; its shares are
+    counted here (a random draw of the original token would read as kept: with a 30,522-piece
+    vocabulary none happens here)."""
+    import numpy as np
+    from transformers import DataCollatorForLanguageModeling
+
+    from models import load_tokenizer
+    from models.pretraining.evaluation import heldout_sentences
+
+    sentences, draws = heldout_sentences()[:20], 30
+    stats = masking_statistics(encoder_key, sentences, draws=draws, seed=0)
+    tok = load_tokenizer(encoder_key)
+    enc = tok(sentences, padding=True, truncation=True, max_length=128, return_special_tokens_mask=True)
+    features = [{"input_ids": i, "special_tokens_mask": m}
+                for i, m in zip(enc["input_ids"], enc["special_tokens_mask"])]
+    collator = DataCollatorForLanguageModeling(tok, mlm_probability=0.15, seed=0, return_tensors="pt")
+    ids = torch.tensor(enc["input_ids"])
+    special = torch.tensor(enc["special_tokens_mask"]).bool() | (torch.tensor(enc["attention_mask"]) == 0)
+    shares = {"selected": [], "[MASK]": [], "random": [], "kept": []}
+    for _ in range(draws):
+        batch = collator(features)
+        selected = batch["labels"] != -100
+        masked = selected & (batch["input_ids"] == tok.mask_token_id)
+        changed = selected & ~masked & (batch["input_ids"] != ids)
+        n = int(selected.sum())
+        shares["selected"].append(n / int((~special).sum()))
+        shares["[MASK]"].append(int(masked.sum()) / n)
+        shares["random"].append(int(changed.sum()) / n)
+        shares["kept"].append(int((selected & ~masked & ~changed).sum()) / n)
+    assert stats.special_selected == 0 and stats.draws == draws
+    for name, values in shares.items():
+        assert stats.mean[name] == pytest.approx(float(np.mean(values)), abs=1e-12), name
+        assert stats.std[name] == pytest.approx(float(np.std(values)), abs=1e-12), name
+
+
 def test_loss_equals_torch_cross_entropy(mlm_key):
     sim = simulate_masking(mlm_key, TEXT, rate=0.4, seed=3)
     result = masked_lm_loss(mlm_key, sim)
@@ -111,6 +148,38 @@ def test_policy_comparison_same_selection(mlm_key):
     assert len({tuple(v) for v in selected.values()}) == 1
     # seeing the true token (all kept) makes the task far easier than seeing [MASK]
     assert results["0/0/100 (all kept)"].loss < results["100 % [MASK]"].loss
+
+
+def test_each_policy_is_the_collators_corruption_scored_by_cross_entropy(mlm_key):
+    """The "Compare 80/10/10, ..." figures: for each preset, transformers'
+    DataCollatorForLanguageModeling with that split (same seed: the same selection) corrupts the
+    text; a second copy of the model (AutoModelForMaskedLM) scores it by cross_entropy at the
+    selected positions, and top-1 by its own argmax."""
+    import copy
+
+    from transformers import DataCollatorForLanguageModeling
+
+    from models import POLICY_PRESETS
+
+    results = compare_policies(mlm_key, TEXT, rate=0.3, seed=5)
+    loaded = load_model(mlm_key, head="mlm")
+    tok, model = loaded.tokenizer, copy.deepcopy(loaded.model).float().cpu().eval()
+    enc = tok(TEXT, return_special_tokens_mask=True)
+    features = [{"input_ids": enc["input_ids"], "special_tokens_mask": enc["special_tokens_mask"]}]
+    assert set(results) == set(POLICY_PRESETS)
+    exact = loaded.dtype == torch.float32  # float16 on a GPU: three digits, a near-tie may swap
+    atol = 1e-4 if exact else 2e-2
+    for name, (mask, random, _) in POLICY_PRESETS.items():
+        batch = DataCollatorForLanguageModeling(tok, mlm_probability=0.3, mask_replace_prob=mask,
+                                                random_replace_prob=random, seed=5, return_tensors="pt")(features)
+        labels = batch["labels"][0]
+        picked = labels != -100
+        with torch.no_grad():
+            logits = model(input_ids=batch["input_ids"]).logits[0, picked]
+        assert [p.position for p in results[name].positions] == torch.nonzero(picked).flatten().tolist(), name
+        assert results[name].loss == pytest.approx(float(F.cross_entropy(logits, labels[picked])), abs=atol), name
+        hits, n = int((logits.argmax(-1) == labels[picked]).sum()), int(picked.sum())
+        assert results[name].top1_accuracy == pytest.approx(hits / n, abs=1e-12 if exact else 1 / n), name
 
 
 @pytest.mark.parametrize(

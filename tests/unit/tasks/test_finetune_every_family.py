@@ -139,6 +139,26 @@ def test_a_span_answer_is_the_text_of_its_tokens(key, few_questions):
     starts = {c.start + len(context[c.start:c.end]) - len(context[c.start:c.end].lstrip()) for c in chars}
     assert answer.answer and answer.answer == context[answer.start:answer.end] == answer.answer.strip()
     assert answer.start in starts and answer.end in {c.end for c in chars}
+    # the probabilities: the family's own *ForQuestionAnswering (encoder + qa_outputs) holding the
+    # trained copy's weights, on the tokenizer's pair; ModernBERT's QA class is another design (a
+    # prediction head before its classifier), not the span head's one Linear
+    from transformers import AutoModelForQuestionAnswering
+
+    from models.tasks.span_heads import _HEADS
+
+    trained = _HEADS.get(head_id)[0]
+    reference = AutoModelForQuestionAnswering.from_config(trained.body.config).eval()
+    if not hasattr(reference, "qa_outputs"):
+        assert key == "mini-modernbert"
+        return
+    missing, _ = reference.base_model.load_state_dict(trained.body.state_dict(), strict=False)
+    reference.qa_outputs.load_state_dict(trained.qa_outputs.state_dict())
+    assert not missing
+    inside = [t for t, s in enumerate(enc.sequence_ids()) if s == 1]
+    with torch.no_grad():
+        out = reference(**zoo_encode(key, question, context))
+    np.testing.assert_allclose(answer.start_probabilities, out.start_logits[0, inside].softmax(-1).numpy(), atol=ATOL)
+    np.testing.assert_allclose(answer.end_probabilities, out.end_logits[0, inside].softmax(-1).numpy(), atol=ATOL)
 
 
 @pytest.fixture

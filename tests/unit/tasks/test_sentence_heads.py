@@ -13,7 +13,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertForQuestionAnswering, BertForSequenceClassification
 
-from helpers import REPO
+from helpers import REPO, parity_atol
 from models import (
     InputError,
     answer_span,
@@ -279,6 +279,38 @@ def test_answer_span_is_a_span_with_probabilities(span):
     assert answer.start_probabilities.sum() == pytest.approx(1, abs=1e-5)
     assert len(answer.tokens) == len(answer.end_probabilities)
     assert answer.tokens == tuple(load_model(SMALL).tokenizer.tokenize(context))
+
+
+def test_answer_span_is_transformers_question_answering_model_with_the_trained_weights(span):
+    """The answer and its probabilities from typed text are BertForQuestionAnswering's: the
+    trained copy's body and qa_outputs loaded into it, run on the tokenizer's question / context
+    pair; its start and end logits softmaxed over the context's tokens, the span with the
+    highest start + end logit (start <= end, at most MAX_ANSWER_TOKENS tokens) chosen here."""
+    from models.tasks.span_heads import _HEADS, MAX_ANSWER_TOKENS
+
+    result, _, _ = span
+    question, context = "What is the capital of Norway?", "Norway lies in Northern Europe, and its capital is Oslo."
+    answer = answer_span(result.head_id, question, context)
+    trained = _HEADS.get(result.head_id)[0]
+    reference = BertForQuestionAnswering(BertConfig(**trained.body.config.to_dict())).eval()
+    missing, _ = reference.bert.load_state_dict(trained.body.state_dict(), strict=False)
+    reference.qa_outputs.load_state_dict(trained.qa_outputs.state_dict())
+    assert not missing
+    tok = load_model(SMALL).tokenizer
+    enc = tok(question, context, return_tensors="pt", return_offsets_mapping=True)
+    offsets = enc.pop("offset_mapping")[0]
+    with torch.no_grad():
+        out = reference(**enc)
+    inside = [t for t, s in enumerate(enc.sequence_ids(0)) if s == 1]
+    start, end = out.start_logits[0, inside], out.end_logits[0, inside]
+    atol = parity_atol()
+    np.testing.assert_allclose(answer.start_probabilities, start.softmax(-1).numpy(), atol=atol)
+    np.testing.assert_allclose(answer.end_probabilities, end.softmax(-1).numpy(), atol=atol)
+    a, b = max(((i, j) for i in range(len(inside)) for j in range(i, min(i + MAX_ANSWER_TOKENS, len(inside)))),
+               key=lambda ij: float(start[ij[0]] + end[ij[1]]))
+    first, last = int(offsets[inside[a]][0]), int(offsets[inside[b]][1])
+    assert (answer.answer, answer.start, answer.end) == (context[first:last], first, last)
+    assert answer.score == pytest.approx(float(start.softmax(-1)[a] * end.softmax(-1)[b]), abs=atol)
 
 
 def test_answer_span_bad_input(span):

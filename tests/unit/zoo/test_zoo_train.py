@@ -215,6 +215,12 @@ def test_detect_replaced_is_the_electra_discriminator():
     for pos, orig in zip(swapped.swapped, swapped.originals):
         assert orig == tok.convert_ids_to_tokens(int(original_ids[pos]))
         assert not swapped.special[pos]
+    # what the page shows after the swaps: the discriminator's own P(replaced) on the swapped pieces
+    swapped_ids = torch.tensor([tok.convert_tokens_to_ids(list(swapped.tokens))])
+    assert swapped.swapped and (swapped_ids[0] != original_ids).sum() == len(swapped.swapped)
+    with torch.no_grad():
+        after = ref(input_ids=swapped_ids, attention_mask=enc["attention_mask"]).logits[0].sigmoid()
+    assert torch.allclose(torch.tensor(swapped.p_replaced), after, atol=1e-5)
     with pytest.raises(InputError):
         detect_replaced("mini-electra", text, swap=11)
     with pytest.raises(CapabilityError, match="replaced-token"):
@@ -298,6 +304,18 @@ def test_zoo_comparison_one_budget_for_all():
     assert entries["mini-roberta"].pair_accuracy is None
     # DistilBERT: half the layers; ELECTRA counts both of its models
     assert entries["mini-distilbert"].parameters < entries["mini-bert"].parameters
+
+
+def test_zoo_comparison_parameters_are_each_shipped_models_num_parameters():
+    """The Mini zoo table's size: transformers' own ``num_parameters()`` of each family's
+    pre-training class loaded from its folder (ELECTRA: the discriminator and its generator)."""
+    import transformers
+
+    for e in zoo_comparison():
+        expected = getattr(transformers, CLASSES[e.key]).from_pretrained(zoo_folder(e.key)).num_parameters()
+        if e.key == "mini-electra":
+            expected += transformers.ElectraForMaskedLM.from_pretrained(_mlm_folder(e.key)).num_parameters()
+        assert e.parameters == expected, e.key
 
 
 @pytest.mark.parametrize("families", [["mini-bert"], ["mini-electra"]])
