@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
 from ..registry.catalogue import REPO_ROOT
+from ..runtime.loading import BUILD_LOCK
 from .evaluation import EvalResult, evaluate_masked, probe_predictions
 from .masking import MaskingPolicy, apply_masking
 from .mlm_data import collate, encode_sentences, length_batches, read_sentences
@@ -90,6 +91,11 @@ def build_model(cfg: PretrainConfig, minilm_dir: Path | None):
     embeddings frozen; the decoder is tied to the (frozen) word embeddings; a new head.
     init="scratch": a small BERT with the same vocabulary, every weight trained.
     """
+    with BUILD_LOCK:  # another request's load meanwhile would untie the decoder and set the dtype
+        return _build_model(cfg, minilm_dir)
+
+
+def _build_model(cfg: PretrainConfig, minilm_dir: Path | None):
     from transformers.utils import logging as hf_logging
 
     if cfg.init == "minilm":

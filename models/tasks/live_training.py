@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import torch
 
 from ..errors import CapabilityError, InputError
-from ..runtime.loading import load_model
+from ..runtime.loading import BUILD_LOCK, load_model
 from ..runtime.run_store import body_from_state, body_state
 
 MAX_LIVE_PARAMETERS = 40_000_000  # all-MiniLM-L6-v2 is 22.7 M; BERT-base (110 M) is refused
@@ -137,6 +137,14 @@ def trainable_copy(loaded, seed: int):
     body = copy.deepcopy(loaded.model).float()
     body.train()
     return body
+
+
+def linear_head(body, n_out: int, device) -> torch.nn.Linear:
+    """A new linear head on ``body``'s hidden size, initialised from the global RNG as seeded by the
+    caller. Built under ``BUILD_LOCK``: another request's model load meanwhile sets torch's default
+    dtype process-wide (float16 on a GPU)."""
+    with BUILD_LOCK:
+        return torch.nn.Linear(int(body.config.hidden_size), n_out).to(device)
 
 
 def export_head_run(model, freeze: bool, fields: tuple[str, ...] = ()) -> dict:
