@@ -19,6 +19,7 @@ Trained heads live in this process only (the last few are kept).
 from __future__ import annotations
 
 import itertools
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -139,7 +140,9 @@ RESULT_CACHES.append(_TrainedHeads())
 
 
 def _keep(trained: _Trained) -> str:
-    head_id = f"{trained.model_key}/{trained.task}/{next(_IDS)}"
+    # a random tail, as a sentence encoder's key: the number alone starts again at a restart, and
+    # an id a page still holds would name a head someone else trained since
+    head_id = f"{trained.model_key}/{trained.task}/{next(_IDS)}-{secrets.token_hex(2)}"
     with _TRAINED_LOCK:
         _TRAINED[head_id] = trained
         while len(_TRAINED) > MAX_TRAINED_HEADS:

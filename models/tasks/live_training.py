@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -198,7 +199,8 @@ class HeadStore:
             return tuple(self._items)
 
     def keep(self, model, model_key: str, *name: str) -> str:
-        head_id = f"{self.prefix}:{'/'.join((model_key, *name))}/{next(self._ids)}"
+        # a random tail: the number starts again at a restart (see ``classifier._keep``)
+        head_id = f"{self.prefix}:{'/'.join((model_key, *name))}/{next(self._ids)}-{secrets.token_hex(2)}"
         with self._lock:
             self._items[head_id] = (model, model_key)
             while len(self._items) > self.size:
