@@ -29,6 +29,7 @@ _RUN_LOCK = threading.Lock()
 _STOP = threading.Event()
 _running: list[str] = []  # what the current run is, for the busy message
 _holder_background = [False]  # is the current run a background one (``background_runs``)?
+_holder_stop = [""]  # how the current run is stopped when not by ``stop_live_training`` (else "")
 _thread = threading.local()  # .background: runs started on this thread give way
 
 
@@ -49,9 +50,10 @@ def background_runs():
 
 
 @contextmanager
-def exclusive_run(what: str):
+def exclusive_run(what: str, stopped_by: str = ""):
     """Hold the process's one live-training slot; an InputError says what runs when it is taken
-    (a background run is waited for instead)."""
+    (a background run is waited for instead). ``stopped_by``: for a run that ``stop_live_training``
+    does not stop, how it is stopped (the tiny BERT: its own tab's Stop, by the visitor who started it)."""
     if not _RUN_LOCK.acquire(blocking=False):
         if not (_holder_background[0] and _RUN_LOCK.acquire(timeout=BACKGROUND_WAIT_S)):
             running = _running[0] if _running else "another training run"
@@ -62,11 +64,13 @@ def exclusive_run(what: str):
     _STOP.clear()
     _running[:] = [what]
     _holder_background[0] = getattr(_thread, "background", False)
+    _holder_stop[0] = stopped_by
     try:
         yield
     finally:
         _running.clear()
         _holder_background[0] = False
+        _holder_stop[0] = ""
         _STOP.clear()
         _RUN_LOCK.release()
 
@@ -79,6 +83,8 @@ def stop_live_training() -> str:
     if _holder_background[0]:
         return (f"Nothing to stop: {_running[0] if _running else 'the run'} is the app computing a lesson's "
                 "default view; it ends in seconds, and a training run asked for meanwhile waits for it.")
+    if _holder_stop[0]:
+        return f"Nothing stopped: {_running[0] if _running else 'the run'} is {_holder_stop[0]}."
     _STOP.set()
     return f"Stop requested: {_running[0] if _running else 'the run'} ends after its current step."
 
