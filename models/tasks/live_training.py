@@ -57,10 +57,9 @@ def exclusive_run(what: str, stopped_by: str = ""):
     if not _RUN_LOCK.acquire(blocking=False):
         if not (_holder_background[0] and _RUN_LOCK.acquire(timeout=BACKGROUND_WAIT_S)):
             running = _running[0] if _running else "another training run"
-            raise InputError(
-                f"Busy: {running} is running in this process (one training run at a time). "
-                "Wait for it to end or stop it (stop_live_training), then try again."
-            )
+            how = "Wait for it to end" if _holder_stop[0] else "Wait for it to end or stop it (stop_live_training)"
+            raise InputError(f"Busy: {running} is running in this process (one training run at a time). "
+                             f"{how}, then try again.")
     _STOP.clear()
     _running[:] = [what]
     _holder_background[0] = getattr(_thread, "background", False)

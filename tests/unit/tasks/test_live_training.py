@@ -109,6 +109,8 @@ def test_a_tiny_bert_run_is_stopped_only_from_its_own_tab():
     next(events)  # the slot is held from the first event
     assert live_training_busy()
     answer = stop_live_training()
+    with pytest.raises(InputError, match=r"tiny BERT .*Wait for it to end, then try again"):
+        live_training.exclusive_run("another run").__enter__()
     rest = list(events)
     assert "tiny BERT" in answer and "Stop requested" not in answer
     assert rest[-1].done and rest[-1].step == TINY["steps"]
