@@ -10,7 +10,8 @@ Embeddings tab's pooling), L2-normalised, so an inner product is a cosine:
   efSearch = 64), approximate nearest neighbours.
 
 Vectors (unit and unnormalised) and both indexes are cached on disk under
-``.cache/retrieval/``, named by model, pooling and a hash of the corpus; the first search of a
+``.cache/retrieval/``, named by model, pooling, a hash of the corpus and a stamp of the model's
+files (``_weights_stamp``: a model trained again is embedded again); the first search of a
 model builds them for its pooling, [CLS] and mean from one pass over the corpus (what
 ``retrieval_report`` compares), reporting progress through a callback.
 """
@@ -146,8 +147,27 @@ def _build_indexes(vectors: np.ndarray):
     return exact, ann
 
 
+def _weights_stamp(model_key: str) -> str:
+    """A digest of the model's files on disk (names, sizes, modification times): vectors kept on
+    disk are read back only for the weights they were made with, not after the model is trained
+    again or updated (its folder rewritten, a new Hub snapshot)."""
+    spec = catalogue.get_spec(model_key)
+    folder = catalogue.local_path(spec)
+    if folder is None:  # a Hub model: its cached snapshot, a folder named by its commit
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(spec.source, "config.json")
+        folder = Path(found).parent if isinstance(found, str) else None
+    digest = hashlib.sha1(str(folder).encode())
+    for path in sorted(folder.rglob("*")) if folder is not None else ():
+        if path.is_file():
+            stat = path.stat()
+            digest.update(f"{path.relative_to(folder)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:8]
+
+
 def _files(model_key: str, pooling: str, digest: str) -> list[Path]:
-    stem = CACHE_DIR / f"{model_key}-{pooling}-{digest}"
+    stem = CACHE_DIR / f"{model_key}-{pooling}-{digest}-{_weights_stamp(model_key)}"
     return [Path(f"{stem}.npy"), Path(f"{stem}.exact.faiss"), Path(f"{stem}.hnsw.faiss"), Path(f"{stem}.raw.npy")]
 
 

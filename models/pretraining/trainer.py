@@ -30,6 +30,8 @@ import torch.nn.functional as F
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
 from ..registry.catalogue import REPO_ROOT
+from ..runtime.loading import BUILD_LOCK
+from ..tasks.live_training import exclusive_run
 from .evaluation import EvalResult, evaluate_masked, probe_predictions
 from .masking import MaskingPolicy, apply_masking
 from .mlm_data import collate, encode_sentences, length_batches, read_sentences
@@ -90,6 +92,11 @@ def build_model(cfg: PretrainConfig, minilm_dir: Path | None):
     embeddings frozen; the decoder is tied to the (frozen) word embeddings; a new head.
     init="scratch": a small BERT with the same vocabulary, every weight trained.
     """
+    with BUILD_LOCK:  # another request's load meanwhile would untie the decoder and set the dtype
+        return _build_model(cfg, minilm_dir)
+
+
+def _build_model(cfg: PretrainConfig, minilm_dir: Path | None):
     from transformers.utils import logging as hf_logging
 
     if cfg.init == "minilm":
@@ -336,6 +343,10 @@ def train_tiny(steps: int = 150, seed: int = 0, batch_size: int = 32,
     cfg = PretrainConfig(init="scratch", steps=steps, batch_size=batch_size, lr_head=2e-3,
                          lr_encoder=2e-3, warmup=0.05, seed=seed, eval_every=10**9,
                          snapshot_fractions=(0.0, 0.1, 0.5, 1.0), max_len=48)
-    model = build_model(cfg, minilm)
-    yield from train_mlm(cfg, model, tokenizer, sentences, [], probes,
-                         should_stop=should_stop, log_every=max(1, min(10, steps // 20)))
+    # the process's one live-training slot: beside another run, both would draw dropout from torch's
+    # one global generator, and neither seed would give the curve it gives alone
+    with exclusive_run("training a tiny BERT (Pre-training tab)",
+                       stopped_by="stopped by its own tab's Stop, by the visitor who started it"):
+        model = build_model(cfg, minilm)
+        yield from train_mlm(cfg, model, tokenizer, sentences, [], probes,
+                             should_stop=should_stop, log_every=max(1, min(10, steps // 20)))

@@ -19,6 +19,7 @@ Trained heads live in this process only (the last few are kept).
 from __future__ import annotations
 
 import itertools
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -31,7 +32,7 @@ import torch.nn.functional as F
 from ..embeddings.pooling import layer_index
 from ..errors import CapabilityError, InputError
 from ..registry import catalogue
-from ..runtime.loading import RESULT_CACHES, check_token_count, load_model
+from ..runtime.loading import BUILD_LOCK, RESULT_CACHES, check_token_count, load_model
 from ..runtime.run_store import register_kind
 from ..validation import check_int, check_text
 from .classifier_model import ClassifierModel
@@ -139,7 +140,9 @@ RESULT_CACHES.append(_TrainedHeads())
 
 
 def _keep(trained: _Trained) -> str:
-    head_id = f"{trained.model_key}/{trained.task}/{next(_IDS)}"
+    # a random tail, as a sentence encoder's key: the number alone starts again at a restart, and
+    # an id a page still holds would name a head someone else trained since
+    head_id = f"{trained.model_key}/{trained.task}/{next(_IDS)}-{secrets.token_hex(2)}"
     with _TRAINED_LOCK:
         _TRAINED[head_id] = trained
         while len(_TRAINED) > MAX_TRAINED_HEADS:
@@ -220,7 +223,7 @@ def _fit_probe(x_train, y_train, x_val, y_val, n_classes: int, epochs: int, seed
     mean, std = x_train.mean(0), x_train.std(0).clamp(min=1e-6)  # (d,)
     z_train, z_val = (x_train - mean) / std, (x_val - mean) / std
     generator = torch.Generator().manual_seed(seed)
-    with torch.random.fork_rng(devices=[]):
+    with BUILD_LOCK, torch.random.fork_rng(devices=[]):  # not while a load sets the default dtype
         torch.manual_seed(seed)
         head = torch.nn.Linear(x_train.shape[1], n_classes)
     optimiser = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=1e-2)

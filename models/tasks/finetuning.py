@@ -12,6 +12,7 @@ from ..embeddings.pooling import encode_unpadded
 from ..errors import CapabilityError
 from .classifier_model import ClassifierModel
 from .features import word_positions
+from .live_training import linear_head
 
 MAX_FINETUNE_PARAMETERS = 40_000_000  # all-MiniLM-L6-v2 is 22.7 M; BERT-base (110 M) is refused
 FINETUNE_BATCH = 16
@@ -99,7 +100,7 @@ def finetune(loaded, task, pooling, layer, epochs, seed, subset, lr):
     with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
         torch.manual_seed(seed)
         body = copy.deepcopy(loaded.model).float()  # a copy: the shared cached model stays as it is
-        head = torch.nn.Linear(int(body.config.hidden_size), len(task.info.labels)).to(device)
+        head = linear_head(body, len(task.info.labels), device)
         model = ClassifierModel(body, head, task.info.kind, pooling, layer, loaded.tokenizer, task.info.labels)
         optimiser = torch.optim.AdamW([
             {"params": body.parameters(), "lr": lr},

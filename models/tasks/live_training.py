@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -16,7 +17,7 @@ from contextlib import contextmanager
 import torch
 
 from ..errors import CapabilityError, InputError
-from ..runtime.loading import load_model
+from ..runtime.loading import BUILD_LOCK, load_model
 from ..runtime.run_store import body_from_state, body_state
 
 MAX_LIVE_PARAMETERS = 40_000_000  # all-MiniLM-L6-v2 is 22.7 M; BERT-base (110 M) is refused
@@ -28,6 +29,7 @@ _RUN_LOCK = threading.Lock()
 _STOP = threading.Event()
 _running: list[str] = []  # what the current run is, for the busy message
 _holder_background = [False]  # is the current run a background one (``background_runs``)?
+_holder_stop = [""]  # how the current run is stopped when not by ``stop_live_training`` (else "")
 _thread = threading.local()  # .background: runs started on this thread give way
 
 
@@ -48,24 +50,26 @@ def background_runs():
 
 
 @contextmanager
-def exclusive_run(what: str):
+def exclusive_run(what: str, stopped_by: str = ""):
     """Hold the process's one live-training slot; an InputError says what runs when it is taken
-    (a background run is waited for instead)."""
+    (a background run is waited for instead). ``stopped_by``: for a run that ``stop_live_training``
+    does not stop, how it is stopped (the tiny BERT: its own tab's Stop, by the visitor who started it)."""
     if not _RUN_LOCK.acquire(blocking=False):
         if not (_holder_background[0] and _RUN_LOCK.acquire(timeout=BACKGROUND_WAIT_S)):
             running = _running[0] if _running else "another training run"
-            raise InputError(
-                f"Busy: {running} is running in this process (one training run at a time). "
-                "Wait for it to end or stop it (stop_live_training), then try again."
-            )
+            how = "Wait for it to end" if _holder_stop[0] else "Wait for it to end or stop it (stop_live_training)"
+            raise InputError(f"Busy: {running} is running in this process (one training run at a time). "
+                             f"{how}, then try again.")
     _STOP.clear()
     _running[:] = [what]
     _holder_background[0] = getattr(_thread, "background", False)
+    _holder_stop[0] = stopped_by
     try:
         yield
     finally:
         _running.clear()
         _holder_background[0] = False
+        _holder_stop[0] = ""
         _STOP.clear()
         _RUN_LOCK.release()
 
@@ -78,6 +82,8 @@ def stop_live_training() -> str:
     if _holder_background[0]:
         return (f"Nothing to stop: {_running[0] if _running else 'the run'} is the app computing a lesson's "
                 "default view; it ends in seconds, and a training run asked for meanwhile waits for it.")
+    if _holder_stop[0]:
+        return f"Nothing stopped: {_running[0] if _running else 'the run'} is {_holder_stop[0]}."
     _STOP.set()
     return f"Stop requested: {_running[0] if _running else 'the run'} ends after its current step."
 
@@ -139,6 +145,14 @@ def trainable_copy(loaded, seed: int):
     return body
 
 
+def linear_head(body, n_out: int, device) -> torch.nn.Linear:
+    """A new linear head on ``body``'s hidden size, initialised from the global RNG as seeded by the
+    caller. Built under ``BUILD_LOCK``: another request's model load meanwhile sets torch's default
+    dtype process-wide (float16 on a GPU)."""
+    with BUILD_LOCK:
+        return torch.nn.Linear(int(body.config.hidden_size), n_out).to(device)
+
+
 def export_head_run(model, freeze: bool, fields: tuple[str, ...] = ()) -> dict:
     """A kept head run's trained part (``models/runtime/run_store.py``): the head and how it reads
     (``fields`` before pooling, layer, labels); a fine-tuned copy's body as tensors too (a
@@ -190,7 +204,8 @@ class HeadStore:
             return tuple(self._items)
 
     def keep(self, model, model_key: str, *name: str) -> str:
-        head_id = f"{self.prefix}:{'/'.join((model_key, *name))}/{next(self._ids)}"
+        # a random tail: the number starts again at a restart (see ``classifier._keep``)
+        head_id = f"{self.prefix}:{'/'.join((model_key, *name))}/{next(self._ids)}-{secrets.token_hex(2)}"
         with self._lock:
             self._items[head_id] = (model, model_key)
             while len(self._items) > self.size:

@@ -34,7 +34,7 @@ from ..runtime.run_store import register_kind
 from ..validation import check_int, check_text
 from .classifier import _fit_probe, _majority, _subset
 from .live_training import (Budget, HeadStore, adopt_head_model, check_rate, check_seconds, exclusive_run,
-                            export_head_run, parameter_count, trainable_copy)
+                            export_head_run, linear_head, parameter_count, trainable_copy)
 from .task_data import TASKS_DIR, load_task
 
 PAIR_POOLINGS = ("cls", "mean")
@@ -385,7 +385,7 @@ def _finetune_pairs(loaded, rows, y_train, y_val, labels, pooling, layer, epochs
     pad_id = loaded.tokenizer.pad_token_id or 0
     with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
         body = trainable_copy(loaded, seed).to(device)
-        head = torch.nn.Linear(int(body.config.hidden_size), len(labels)).to(device)
+        head = linear_head(body, len(labels), device)
         model = PairClassifierModel(body, head, pooling, layer, loaded.tokenizer, labels)
         optimiser = torch.optim.AdamW([{"params": body.parameters(), "lr": lr},
                                        {"params": head.parameters(), "lr": lr * 20}], weight_decay=0.01)

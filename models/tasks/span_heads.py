@@ -31,7 +31,8 @@ from ..registry import catalogue
 from ..runtime.loading import BUILD_LOCK, check_token_count, load_model
 from ..runtime.run_store import body_from_state, body_state, register_kind
 from ..validation import check_int
-from .live_training import Budget, HeadStore, check_rate, check_seconds, exclusive_run, parameter_count, trainable_copy
+from .live_training import (Budget, HeadStore, check_rate, check_seconds, exclusive_run, linear_head, parameter_count,
+                            trainable_copy)
 from .task_data import TASKS_DIR
 
 MAX_SPAN_STEPS = 2000
@@ -316,7 +317,7 @@ def _train(loaded, model_key, data, steps, seed, lr, seconds, batch_size) -> Spa
     starts, ends = _targets(train_enc, data.train)
     with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
         body = trainable_copy(loaded, seed).to(device)
-        head = torch.nn.Linear(int(body.config.hidden_size), 2).to(device)
+        head = linear_head(body, 2, device)
         model = SpanModel(body, head)
         optimiser = torch.optim.AdamW([{"params": body.parameters(), "lr": lr},
                                        {"params": head.parameters(), "lr": lr * 20}], weight_decay=0.01)

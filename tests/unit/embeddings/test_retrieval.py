@@ -3,11 +3,17 @@ search, the on-disk cache, the progress callback. On a 300-sentence slice of the
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
+import torch
+from transformers import AutoModel
 
-from helpers import ENCODER_KEY, REPO
-from models import InputError, UnknownModelError, embed, search, sentence_groups
+from helpers import ENCODER_KEY, MLM_KEY, REPO
+from models import InputError, UnknownModelError, embed, get_spec, search, sentence_groups
+from models.registry import catalogue
+from models.runtime.loading import clear_cache
 from models.embeddings import retrieval
 
 SLICE = 300
@@ -65,7 +71,8 @@ def test_indexes_are_cached_on_disk_and_progress_is_reported(small_corpus, monke
     files = sorted(p.name for p in (folder / "cache").iterdir())
     # the first build writes [CLS]'s too (one pass over the corpus gives both): what the report compares
     suffixes = (".exact.faiss", ".hnsw.faiss", ".npy", ".raw.npy")
-    assert len(files) == 8 and {f"{ENCODER_KEY}-{p}-{retrieval.corpus()[2]}{s}" for p in ("cls", "mean")
+    stem = f"{retrieval.corpus()[2]}-{retrieval._weights_stamp(ENCODER_KEY)}"
+    assert len(files) == 8 and {f"{ENCODER_KEY}-{p}-{stem}{s}" for p in ("cls", "mean")
                                 for s in suffixes} == set(files)
     assert steps[0] == (0, SLICE) and steps[-1] == (SLICE, SLICE)
     assert [d for d, _ in steps] == sorted(d for d, _ in steps)
@@ -206,3 +213,29 @@ def test_report_ann_recall_against_faiss_exact_search(small_corpus, monkeypatch)
     assert expected < 1.0  # the lowered efSearch lost some neighbours, else this tests nothing
     # float noise between a batch and one query at a time may move one borderline neighbour
     assert report.ann_recall == pytest.approx(expected, abs=1 / (k * len(queries)) + 1e-9)
+
+
+def test_a_model_trained_again_is_searched_with_its_new_vectors_after_a_restart(small_corpus, monkeypatch, tmp_path):
+    """The indexes on disk were the old weights': read back after the model's folder was written
+    again, they ranked the corpus by vectors the model no longer makes."""
+    sentences, _, _, _ = small_corpus
+    spec = get_spec(MLM_KEY)  # a model of the models folder (ENCODER_LAB_MODELS_DIR): a copy of it here
+    shutil.copytree(catalogue.local_path(spec), tmp_path / spec.source)
+    monkeypatch.setenv("ENCODER_LAB_MODELS_DIR", str(tmp_path))
+    query = "The whale dived under the ship."
+    clear_cache()
+    search(MLM_KEY, query, k=5)  # its vectors and indexes written to disk
+    model = AutoModel.from_pretrained(tmp_path / spec.source)  # trained again: other weights, same files
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())) * 0.05)
+    model.save_pretrained(tmp_path / spec.source)
+    clear_cache()  # the server restarts: nothing in memory
+    monkeypatch.setattr(retrieval, "_LOADED", {})
+    monkeypatch.setattr(retrieval, "_RAW", {})
+    result = search(MLM_KEY, query, k=5)
+    scores = embed(MLM_KEY, sentences) @ embed(MLM_KEY, [query])[0]
+    best = np.argsort(-scores)[:5]
+    clear_cache()
+    assert [h.corpus_index for h in result.hits] == best.tolist()
+    np.testing.assert_allclose([h.score for h in result.hits], scores[best], atol=1e-5)
