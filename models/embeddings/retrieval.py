@@ -228,8 +228,8 @@ def _known(model_key: str) -> bool:
 
 def _keep(key: tuple, vectors: np.ndarray, exact, ann, raw: np.ndarray) -> None:
     ann.hnsw.efSearch = HNSW_EF_SEARCH
+    _RAW[key] = raw  # first: a reader that finds the key in _LOADED (read without the lock) finds it here too
     _LOADED[key] = (vectors, exact, ann)
-    _RAW[key] = raw
 
 
 def _raw(model_key: str, pooling: str) -> np.ndarray:
