@@ -19,6 +19,7 @@ Trained heads live in this process only (the last few are kept).
 from __future__ import annotations
 
 import itertools
+import math
 import secrets
 import threading
 import time
@@ -216,6 +217,20 @@ def _metrics(logits: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
     return float(F.cross_entropy(logits, y)), int((logits.argmax(-1) == y).sum()) / len(y)
 
 
+def _seeded_linear(n_in: int, n_out: int, seed: int) -> torch.nn.Linear:
+    """nn.Linear's own initialisation (``reset_parameters``) in float32, drawn from a generator of
+    its own seeded with ``seed``: the numbers ``torch.manual_seed(seed)`` then ``nn.Linear`` give,
+    without touching torch's global generator (a live run beside it draws its dropout from it) or
+    its default dtype (another request's model load sets it process-wide meanwhile)."""
+    head = torch.nn.Linear(n_in, n_out, device="meta", dtype=torch.float32).to_empty(device="cpu")
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        torch.nn.init.kaiming_uniform_(head.weight, a=math.sqrt(5), generator=generator)
+        bound = 1 / math.sqrt(n_in)
+        torch.nn.init.uniform_(head.bias, -bound, bound, generator=generator)
+    return head
+
+
 def _fit_probe(x_train, y_train, x_val, y_val, n_classes: int, epochs: int, seed: int, lr: float):
     """A linear head on fixed features (standardised while training, folded in at the end)."""
     x_train, x_val = torch.from_numpy(x_train), torch.from_numpy(x_val)
@@ -223,9 +238,7 @@ def _fit_probe(x_train, y_train, x_val, y_val, n_classes: int, epochs: int, seed
     mean, std = x_train.mean(0), x_train.std(0).clamp(min=1e-6)  # (d,)
     z_train, z_val = (x_train - mean) / std, (x_val - mean) / std
     generator = torch.Generator().manual_seed(seed)
-    with BUILD_LOCK, torch.random.fork_rng(devices=[]):  # not while a load sets the default dtype
-        torch.manual_seed(seed)
-        head = torch.nn.Linear(x_train.shape[1], n_classes)
+    head = _seeded_linear(x_train.shape[1], n_classes, seed)
     optimiser = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=1e-2)
     batch = PROBE_BATCH * (4 if len(y_train) > 2000 else 1)
     curves = ([], [], [], [])

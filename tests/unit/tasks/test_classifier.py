@@ -239,3 +239,30 @@ def test_lesson_probe_is_trained_again_only_when_its_head_is_gone(monkeypatch, t
     lesson_views.fine_tuning(ENCODER_KEY, TASK, "She said, \"Come in.\"")
     assert len(calls) == 2
     lesson_views._probe.cache_clear()
+
+
+def test_a_probe_leaves_torchs_global_generator_to_the_runs_beside_it(monkeypatch):
+    """A live run (a sentence encoder, a fine-tuned head) draws its dropout from torch's global
+    generator; a probe trained meanwhile on another request's thread must not reseed it (before,
+    its head was made inside ``fork_rng`` after ``torch.manual_seed``: the other run's draws in that
+    window came from the probe's seed). Its head still starts as ``nn.Linear`` after
+    ``torch.manual_seed(seed)``: the same probe, the same numbers."""
+    from models.tasks import classifier
+
+    reseeded = []
+    real_seed = torch.manual_seed
+    monkeypatch.setattr(torch, "manual_seed", lambda s: reseeded.append(s) or real_seed(s))
+    monkeypatch.setattr(torch.random, "manual_seed", lambda s: reseeded.append(s) or real_seed(s))
+    made = []
+    real_fit = classifier._fit_probe
+    monkeypatch.setattr(classifier, "_fit_probe", lambda *a: made.append(a) or real_fit(*a))
+    result = train_classifier(ENCODER_KEY, TASK, pooling="mean", epochs=1, seed=3)
+    assert len(result.validation_accuracy) == 1 and made
+    assert reseeded == []
+    monkeypatch.undo()
+    x_train, n_classes, seed = made[0][0], made[0][4], made[0][6]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        reference = torch.nn.Linear(x_train.shape[1], n_classes)
+    head = classifier._seeded_linear(x_train.shape[1], n_classes, seed)
+    assert torch.equal(head.weight, reference.weight) and torch.equal(head.bias, reference.bias)
