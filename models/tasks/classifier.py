@@ -38,7 +38,7 @@ from ..runtime.run_store import register_kind
 from ..validation import check_int, check_text
 from .classifier_model import ClassifierModel
 from .features import task_features, word_positions
-from .live_training import adopt_head_model, export_head_run, train_how
+from .live_training import adopt_head_model, exclusive_run, export_head_run, train_how
 from .finetuning import FINETUNE_BATCH, finetune
 from .task_data import casing_labels, load_task
 
@@ -332,7 +332,11 @@ def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int
                 f"the head trained on its layer-{layer} features with AdamW (lr {lr:g}) "
                 f"for {epochs} epoch(s), seed {seed}, in this process.")
     else:
-        model, curves = finetune(loaded, data, pooling, layer, epochs, seed, subset, lr)
+        # the process's one live-training slot, as every run that trains an encoder's copy: beside another
+        # run both would draw dropout from torch's one global generator (a seed's curve not its own)
+        with exclusive_run(f"fine-tuning {model_key} on {task}",
+                           stopped_by=f"a fine-tuning run that ends after its {epochs} epoch(s)"):
+            model, curves = finetune(loaded, data, pooling, layer, epochs, seed, subset, lr)
         head = model.head
         y_train, y_val = _units(data, "train", subset), _units(data, "validation")
         note = (f"Fine-tuned: a copy of the {model_key} encoder (the shared model is not changed) and the "

@@ -115,3 +115,56 @@ def test_a_tiny_bert_run_is_stopped_only_from_its_own_tab():
     assert "tiny BERT" in answer and "Stop requested" not in answer
     assert rest[-1].done and rest[-1].step == TINY["steps"]
     assert not live_training_busy()
+
+
+def test_a_classifier_fine_tune_takes_the_live_training_slot(monkeypatch):
+    """Fine-tuning a copy of the encoder from plain arguments (``train_classifier(freeze=False)``)
+    trains a body as a sentence encoder or a pair head does: before, it ran beside them (both
+    drawing dropout from torch's one generator, two trainings on the server's cores at once).
+    Now it is refused while another run holds the slot, holds the slot itself, and a stop request
+    while it runs says it is not stopped (it has no Stop: it ends after its epochs)."""
+    from models import train_classifier
+    from models.tasks import classifier
+
+    # while another visitor's run holds the slot: refused with the busy message
+    started, release = threading.Event(), threading.Event()
+
+    def other_run():
+        with live_training.exclusive_run("training a sentence encoder on mini-bert"):
+            started.set()
+            release.wait(60)
+
+    worker = threading.Thread(target=other_run)
+    worker.start()
+    try:
+        assert started.wait(30)
+        with pytest.raises(InputError, match=r"^Busy: training a sentence encoder on mini-bert"):
+            train_classifier("mini-bert", "fiction-speech", freeze=False, epochs=1, train_size=16)
+    finally:
+        release.set()
+        worker.join()
+
+    # while it runs: it holds the slot, and a stop request leaves it going
+    inside, go = threading.Event(), threading.Event()
+    real = classifier.finetune
+
+    def held_finetune(*args):
+        inside.set()
+        go.wait(60)
+        return real(*args)
+
+    monkeypatch.setattr(classifier, "finetune", held_finetune)
+    results = []
+    runner = threading.Thread(target=lambda: results.append(
+        train_classifier("mini-bert", "fiction-speech", freeze=False, epochs=1, train_size=16)))
+    runner.start()
+    try:
+        assert inside.wait(60)
+        assert live_training_busy()
+        answer = stop_live_training()
+    finally:
+        go.set()
+        runner.join()
+    assert answer.startswith("Nothing stopped: fine-tuning mini-bert on fiction-speech"), answer
+    assert len(results) == 1 and len(results[0].validation_accuracy) == 1  # it ran to its end
+    assert not live_training_busy()
