@@ -142,7 +142,7 @@ from .runtime.tokenization import TokenizationResult, tokenize
 from .tasks.task_data import TaskInfo, list_tasks
 from .embeddings.sentence_encoder import SENTENCE_LOSSES, SentenceEncoderResult, sentence_encoders, train_sentence_encoder
 from .pretraining.distillation import STUDENT_SHAPES, DistillResult, DistillRun, distill
-from .tasks.live_training import background_runs, live_heads, live_training_busy, stop_live_training
+from .tasks.live_training import background_runs, live_heads, live_training_busy, run_owner, stop_live_training
 from .tasks.pair_heads import PairClassification, PairClassifierResult, classify_pair, list_pair_tasks, train_pair_classifier
 from .tasks.span_heads import SpanAnswer, SpanHeadResult, answer_span, train_span_head
 from .validation import MAX_TEXT_CHARS
@@ -320,6 +320,7 @@ __all__ = [
     "background_runs",
     "live_heads",
     "live_training_busy",
+    "run_owner",
     "stop_live_training",
     "PairClassification",
     "PairClassifierResult",

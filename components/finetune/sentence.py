@@ -24,7 +24,7 @@ from models import (
 )
 
 from ..shell.common import (HEAVY, changed_choices, encoder_choices, error_figure, model_choices,
-                            readable_errors, user_error)
+                            readable_errors, session_of, user_error, visitors_run)
 from ..shell.server import on_gpu
 from . import sentence_copy as copy
 from . import plots as finetune_plots
@@ -59,18 +59,19 @@ def refresh_search_models(known: list | None = None, value: str | None = None):
 
 
 @on_gpu
-def run_sentence_encoder(model_key: str, loss: str, margin: float, steps: float, seed: float):
+def run_sentence_encoder(model_key: str, loss: str, margin: float, steps: float, seed: float,
+                         request: gr.Request = None):
     """Train a sentence encoder on a copy (the ``train_sentence_encoder`` API)."""
-    with readable_errors("Training the sentence encoder"):
+    with visitors_run("Training the sentence encoder", request):
         r = train_sentence_encoder(model_key, loss=loss, margin=margin, steps=int(steps), seed=int(seed))
         return (plots.sentence_loss_chart(r), plots.similarity_before_after(r), plots.sentence_summary(r),
                 gr.update(choices=search_choices(), value=r.encoder_key))
 
 
 @on_gpu
-def run_pair(model_key: str, task: str, freeze: bool, epochs: float, seed: float):
+def run_pair(model_key: str, task: str, freeze: bool, epochs: float, seed: float, request: gr.Request = None):
     """Train a sentence-pair head (the ``train_pair_classifier`` API)."""
-    with readable_errors("Training the pair head"):
+    with visitors_run("Training the pair head", request):
         r = train_pair_classifier(model_key, task, freeze=freeze, epochs=int(epochs) if epochs else None, seed=int(seed))
         return finetune_plots.training_curves(r), plots.pair_summary(r), r.head_id
 
@@ -84,9 +85,9 @@ def run_classify_pair(head_id: str, text_a: str, text_b: str):
 
 
 @on_gpu
-def run_span(model_key: str, steps: float, seed: float):
+def run_span(model_key: str, steps: float, seed: float, request: gr.Request = None):
     """Train a span head (the ``train_span_head`` API)."""
-    with readable_errors("Training the span head"):
+    with visitors_run("Training the span head", request):
         r = train_span_head(model_key, steps=int(steps), seed=int(seed))
         return plots.span_summary(r), r.head_id
 
@@ -101,11 +102,18 @@ def run_answer(head_id: str, question: str, context: str):
 
 
 @on_gpu
-def run_distill(teacher: str, shape: str, steps: float, alpha: float, temperature: float, seed: float):
+def run_distill(teacher: str, shape: str, steps: float, alpha: float, temperature: float, seed: float,
+                request: gr.Request = None):
     """Two students, soft targets + MLM vs MLM alone (the ``distill`` API)."""
-    with readable_errors("Distillation"):
+    with visitors_run("Distillation", request):
         r = distill(teacher, shape, steps=int(steps), alpha=alpha, temperature=temperature, seed=int(seed))
         return plots.distill_chart(r), plots.distill_summary(r)
+
+
+def stop_run(request: gr.Request = None) -> str:
+    """Stop the live run this visitor started (the ``stop_live_training`` API): another
+    visitor's run is left going, with a message saying so."""
+    return stop_live_training(owner=session_of(request))
 
 
 def pair_example(task: str, text_a: str, text_b: str):
@@ -142,7 +150,7 @@ def build_sentence_sections(search_model: gr.Dropdown) -> None:
         matrix = gr.Plot(error_figure(copy.WAITING), label="Held-out similarity, before and after")
         train.click(run_sentence_encoder, [s_model, loss, margin, steps, seed], [loss_plot, matrix, summary, search_model],
                     api_name="train_sentence_encoder", **HEAVY)
-        stop.click(stop_live_training, None, stop_status, api_name="stop_live_training").then(
+        stop.click(stop_run, None, stop_status, api_name="stop_live_training").then(
             lambda: gr.update(visible=True), None, stop_status, api_visibility="private")
     tasks = [t.name for t in list_pair_tasks()]
     with gr.Accordion("Sentence pairs: [CLS] A [SEP] B [SEP] → a label", open=False):

@@ -19,7 +19,7 @@ from models import (
     train_classifier,
 )
 
-from ..shell.common import HEAVY, api_only, error_figure, model_choices, readable_errors, user_error
+from ..shell.common import HEAVY, api_only, error_figure, model_choices, readable_errors, user_error, visitors_run
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
@@ -46,9 +46,9 @@ def tasks_table():
 
 @on_gpu
 def run_train(model_key: str, task: str, pooling: str, layer: float, freeze: bool, epochs: float,
-              train_size: float, seed: float):
+              train_size: float, seed: float, request: gr.Request = None):
     """Train a head; curves, a summary and the head's id (the ``train_classifier`` API)."""
-    with readable_errors("Training the head"):
+    with visitors_run("Training the head", request):
         size = int(train_size) if train_size else None
         result = train_classifier(model_key, task, pooling=pooling, layer=int(layer), freeze=freeze,
                                   epochs=epochs, seed=seed, train_size=size)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from models import SHIPPED_RUN, TINY_MAX_STEPS, load_history, train_tiny
 
-from ..shell.common import error_figure, readable_errors, user_error
+from ..shell.common import error_figure, readable_errors, session_of, user_error
 from ..shell.deep_links import LinkTarget
 from ..shell.server import on_gpu
 from . import copy
@@ -19,10 +19,6 @@ from . import plots
 _training_lock = threading.Lock()  # one live training run per server: the CPU is shared
 _stop_requested = threading.Event()  # set by Stop (browser or API); the running loop checks it
 _run = {"owner": None}  # the session that started the run going on: only it can stop it
-
-
-def _session(request: gr.Request | None) -> str | None:
-    return getattr(request, "session_hash", None)
 
 
 @functools.lru_cache(maxsize=1)
@@ -85,7 +81,7 @@ def train_now(steps: float, seed: float, request: gr.Request = None, progress=gr
             "stays quick for everyone). Try again when it has finished."
         )
     _stop_requested.clear()
-    _run["owner"] = _session(request)
+    _run["owner"] = session_of(request)
     try:
         steps_done, losses, probes, status = [], [], [], ""
         with readable_errors("Training"):
@@ -128,7 +124,7 @@ def stop_training(request: gr.Request = None) -> str:
     if not _training_lock.locked():
         return "No live training run is going on."
     owner = _run["owner"]
-    if owner is not None and _session(request) != owner:
+    if owner is not None and session_of(request) != owner:
         return ("The run going on was started by another visitor: only they can stop it. "
                 "It ends by itself after its steps.")
     _stop_requested.set()

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import torch
 
-from models import EncoderLabError, sentence_encoders
+from models import EncoderLabError, run_owner, sentence_encoders
 
 log = logging.getLogger("encoder_lab")
 
@@ -103,6 +103,19 @@ def user_error(message: str):
     import gradio as gr
 
     return gr.Error(message, print_exception=False)
+
+
+def session_of(request) -> str | None:
+    """The visitor's session (a page, or one gradio_client ``Client``); None outside a request."""
+    return getattr(request, "session_hash", None)
+
+
+@contextmanager
+def visitors_run(task: str, request):
+    """``readable_errors`` for a handler that starts a live training run: the run belongs to the
+    visitor's session, so another visitor's Stop leaves it going (``models.run_owner``)."""
+    with readable_errors(task), run_owner(session_of(request)):
+        yield
 
 
 @contextmanager

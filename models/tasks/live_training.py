@@ -6,6 +6,7 @@ Used by the sentence encoder, the pair and span heads and the distillation run.
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import itertools
 import secrets
@@ -30,6 +31,8 @@ _STOP = threading.Event()
 _running: list[str] = []  # what the current run is, for the busy message
 _holder_background = [False]  # is the current run a background one (``background_runs``)?
 _holder_stop = [""]  # how the current run is stopped when not by ``stop_live_training`` (else "")
+_holder_owner: list[str | None] = [None]  # who started the current run (``run_owner``), None: anyone may stop it
+_OWNER: contextvars.ContextVar[str | None] = contextvars.ContextVar("live_run_owner", default=None)
 _thread = threading.local()  # .background: runs started on this thread give way
 
 
@@ -50,6 +53,18 @@ def background_runs():
 
 
 @contextmanager
+def run_owner(owner: str | None):
+    """Runs started inside this block belong to ``owner`` (the app passes its visitor's session):
+    ``stop_live_training(owner=...)`` from anyone else leaves them going. Outside it (a notebook,
+    the Lessons' runs) a run has no owner and any stop request stops it."""
+    token = _OWNER.set(owner)
+    try:
+        yield
+    finally:
+        _OWNER.reset(token)
+
+
+@contextmanager
 def exclusive_run(what: str, stopped_by: str = ""):
     """Hold the process's one live-training slot; an InputError says what runs when it is taken
     (a background run is waited for instead). ``stopped_by``: for a run that ``stop_live_training``
@@ -57,26 +72,33 @@ def exclusive_run(what: str, stopped_by: str = ""):
     if not _RUN_LOCK.acquire(blocking=False):
         if not (_holder_background[0] and _RUN_LOCK.acquire(timeout=BACKGROUND_WAIT_S)):
             running = _running[0] if _running else "another training run"
-            how = "Wait for it to end" if _holder_stop[0] else "Wait for it to end or stop it (stop_live_training)"
+            how = ("Wait for it to end" if _holder_stop[0] or _holder_owner[0] is not None
+                   else "Wait for it to end or stop it (stop_live_training)")
             raise InputError(f"Busy: {running} is running in this process (one training run at a time). "
                              f"{how}, then try again.")
     _STOP.clear()
     _running[:] = [what]
     _holder_background[0] = getattr(_thread, "background", False)
     _holder_stop[0] = stopped_by
+    _holder_owner[0] = _OWNER.get()
     try:
         yield
     finally:
         _running.clear()
         _holder_background[0] = False
         _holder_stop[0] = ""
+        _holder_owner[0] = None
         _STOP.clear()
         _RUN_LOCK.release()
 
 
-def stop_live_training() -> str:
+def stop_live_training(owner: str | None = None) -> str:
     """Ask the running live training (sentence encoder, pair/span head, distillation) to stop
-    after its current step; it returns what it has so far."""
+    after its current step; it returns what it has so far.
+
+    owner: who asks (the app passes its visitor's session). A run started inside ``run_owner``
+    by someone else is not stopped; None (a notebook) stops any run.
+    """
     if not _RUN_LOCK.locked():
         return "No live training run is running."
     if _holder_background[0]:
@@ -84,6 +106,9 @@ def stop_live_training() -> str:
                 "default view; it ends in seconds, and a training run asked for meanwhile waits for it.")
     if _holder_stop[0]:
         return f"Nothing stopped: {_running[0] if _running else 'the run'} is {_holder_stop[0]}."
+    if owner is not None and _holder_owner[0] is not None and owner != _holder_owner[0]:
+        return (f"Not stopped: {_running[0] if _running else 'the run'} was started by another visitor, and "
+                "only they can stop it; it ends by itself within its steps and seconds.")
     _STOP.set()
     return f"Stop requested: {_running[0] if _running else 'the run'} ends after its current step."
 

@@ -92,3 +92,27 @@ def test_a_search_picker_holding_an_encoder_pushed_out_by_other_visitors(client,
     assert update["value"] in [k for _, k in update["choices"]] and not update["value"].startswith("sbert:")
     hits, note = client.predict("a cat on a mat", update["value"], "mean", "exact", 10, api_name="/search")
     assert hits["data"] and "hits among" in note
+
+
+def test_only_the_visitor_who_started_a_live_run_stops_it(client, app_server):
+    """Two visitors (two gradio_client sessions, as two pages): the second's Stop leaves the
+    first's sentence encoder training, with a message saying why; the first's own Stop ends it
+    after its current step (before, anyone's Stop stopped whoever's run held the slot)."""
+    import time
+
+    from gradio_client import Client
+
+    other = Client(app_server, verbose=False, download_files=False)
+    job = client.submit("mini-bert", "triplet", 0.5, 1000, 0, api_name="/train_sentence_encoder")
+    deadline, answer = time.monotonic() + 150, ""
+    while time.monotonic() < deadline and not job.done():  # the warm-up's lesson runs may hold the slot first
+        answer = other.predict(api_name="/stop_live_training")
+        if "sentence encoder" in answer:
+            break
+        time.sleep(0.2)
+    assert answer.startswith("Not stopped: training a sentence encoder on mini-bert was started by another visitor"), answer
+    assert not job.done()
+    mine = client.predict(api_name="/stop_live_training")
+    assert mine.startswith("Stop requested: training a sentence encoder on mini-bert"), mine
+    summary = job.result(timeout=120)[2]
+    assert "of 1000 steps (stopped" in summary, summary

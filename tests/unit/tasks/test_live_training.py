@@ -168,3 +168,39 @@ def test_a_classifier_fine_tune_takes_the_live_training_slot(monkeypatch):
     assert answer.startswith("Nothing stopped: fine-tuning mini-bert on fiction-speech"), answer
     assert len(results) == 1 and len(results[0].validation_accuracy) == 1  # it ran to its end
     assert not live_training_busy()
+
+
+def test_a_run_started_for_a_visitor_is_stopped_by_that_visitor_or_a_notebook_only():
+    """``run_owner``: the app starts a visitor's run inside it; another visitor's stop request is
+    refused with a message, the visitor's own and an ownerless one (a notebook) stop it."""
+    from models import run_owner
+
+    started, release = threading.Event(), threading.Event()
+    stopped = []
+
+    def visitors_run():
+        with run_owner("page-a"), live_training.exclusive_run("training a sentence encoder on mini-bert"):
+            budget = live_training.Budget(60)
+            started.set()
+            release.wait(30)
+            stopped.append(budget.over())
+
+    for asker, stops in (("page-b", False), ("page-a", True), (None, True)):
+        started.clear(), release.clear()
+        stopped.clear()
+        worker = threading.Thread(target=visitors_run)
+        worker.start()
+        try:
+            assert started.wait(30)
+            answer = stop_live_training(owner=asker) if asker else stop_live_training()
+        finally:
+            release.set()
+            worker.join()
+        assert stopped == [stops], (asker, answer)
+        assert answer.startswith("Stop requested" if stops else "Not stopped: training a sentence encoder"), answer
+    # another visitor refused while it runs is told to wait, not to stop it
+    with run_owner("page-a"), live_training.exclusive_run("training a sentence encoder on mini-bert"):
+        with pytest.raises(InputError) as refused:
+            with live_training.exclusive_run("training a pair head on mini-bert"):
+                pass
+    assert "Wait for it to end, then try again" in str(refused.value)
