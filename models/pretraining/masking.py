@@ -105,7 +105,9 @@ def apply_masking(
     """
     labels = input_ids.clone()
     inputs = input_ids.clone()
-    probability = torch.full(labels.shape, policy.rate)  # (B, T)
+    # float32 named: another visitor's model load sets torch's default dtype (float16 on a GPU)
+    # meanwhile, and a float16 rate (0.15 -> 0.1499) draws other masks from the same seed
+    probability = torch.full(labels.shape, policy.rate, dtype=torch.float32)  # (B, T)
     if policy.whole_word:
         if word_ids is None:
             raise InputError("Whole-word masking needs the word of each token (word_ids).")
@@ -125,14 +127,14 @@ def apply_masking(
 
     fates = torch.zeros(labels.shape, dtype=torch.long)
     fates[selected] = KEPT
-    replaced = torch.bernoulli(torch.full(labels.shape, policy.mask), generator=generator).bool() & selected
+    replaced = torch.bernoulli(torch.full(labels.shape, policy.mask, dtype=torch.float32), generator=generator).bool() & selected
     inputs[replaced] = mask_token_id
     fates[replaced] = MASKED
     if policy.mask == 1 or policy.random == 0:
         return inputs, labels, fates
     random_scaled = policy.random / (1 - policy.mask)  # e.g. 0.1 / 0.2 = 0.5 of the rest
     randomised = (
-        torch.bernoulli(torch.full(labels.shape, random_scaled), generator=generator).bool()
+        torch.bernoulli(torch.full(labels.shape, random_scaled, dtype=torch.float32), generator=generator).bool()
         & selected
         & ~replaced
     )

@@ -76,3 +76,22 @@ def test_a_fine_tuned_head_trained_while_another_model_loads_is_the_one_trained_
     with another_visitor_loading():
         during = finetuned()
     np.testing.assert_array_equal(during, alone)
+
+
+def test_masking_drawn_while_another_model_loads_is_the_one_drawn_alone():
+    # the Masking lab's statistics and simulation: the same seed, the same masks (a float16
+    # default dtype made the rates 0.1499 / 0.7998, so some draws came out otherwise)
+    from models import masking_statistics, simulate_masking
+
+    sentences = ["The cat sat on the mat by the old wooden door.",
+                 "She opened the window and looked at the rain outside."] * 4
+
+    def drawn():
+        stats = masking_statistics("mini-bert", sentences, draws=300, seed=0)
+        simulation = simulate_masking("mini-bert", " ".join(sentences[:2]), epochs=10, seed=0)
+        return stats.mean, [(e.shown_ids, e.fates) for e in simulation.epochs]
+
+    alone = drawn()
+    with another_visitor_loading(seconds=3):
+        during = drawn()
+    assert during == alone
