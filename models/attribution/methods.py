@@ -54,7 +54,7 @@ class ScalarTarget:
         out = []
         with torch.inference_mode():
             for chunk in ids.split(_BATCH):
-                out.append(self._run(input_ids=chunk.to(self.loaded.device)).double().cpu())
+                out.append(self._run(input_ids=chunk.to(self.loaded.device)).cpu().double())  # MPS has no float64
         return torch.cat(out).numpy()
 
     def on_embeddings(self, embeds: torch.Tensor) -> torch.Tensor:
@@ -80,7 +80,7 @@ def gradient_x_input(target: ScalarTarget) -> np.ndarray:
     embeds = target.embed(target.input_ids)
     with torch.enable_grad():
         attributions = InputXGradient(target.on_embeddings).attribute(embeds.requires_grad_())
-    return attributions[0].sum(-1).double().detach().cpu().numpy()
+    return attributions[0].detach().cpu().double().sum(-1).numpy()  # MPS has no float64
 
 
 def integrated_gradients(target: ScalarTarget, n_steps: int) -> tuple[np.ndarray, float]:
@@ -101,7 +101,7 @@ def integrated_gradients(target: ScalarTarget, n_steps: int) -> tuple[np.ndarray
             internal_batch_size=min(n_steps, 16),
             return_convergence_delta=True,
         )
-    return attributions[0].sum(-1).double().detach().cpu().numpy(), float(delta[0])
+    return attributions[0].detach().cpu().double().sum(-1).numpy(), float(delta[0])  # MPS has no float64
 
 
 def leave_one_out(target: ScalarTarget) -> np.ndarray:

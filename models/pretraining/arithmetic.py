@@ -121,7 +121,7 @@ def explain_masked_position(model_key: str, simulation: MaskingSimulation, epoch
     loaded = load_model(spec, head="mlm")
     inputs = torch.tensor([chosen.shown_ids], device=loaded.device)  # (1, T)
     logits = masked_logits(loaded.model, {"input_ids": inputs, "attention_mask": torch.ones_like(inputs)},
-                           [position])[0].double().cpu().numpy()  # (V,) float64 for the sums
+                           [position])[0].cpu().double().numpy()  # (V,) float64 for the sums (on the CPU: MPS has none)
     target_id = selected[position].original_id
     shift = logits.max()  # exp of the shifted logits cannot overflow; shown unshifted below
     exps = np.exp(logits - shift)  # (V,)
