@@ -48,6 +48,20 @@ def encoder_key() -> str:
     return ENCODER_KEY
 
 
+@pytest.fixture
+def half_precision(monkeypatch):
+    """Models load in float16, as on a GPU, here on the CPU (the half-precision paths a GPU takes);
+    the model cache is emptied before and after."""
+    import torch
+
+    from models.runtime import loading
+
+    monkeypatch.setattr(loading, "dtype_for", lambda device: torch.float16)
+    loading.clear_cache()
+    yield
+    loading.clear_cache()
+
+
 @pytest.fixture(scope="session")
 def mlm_loaded():
     """The embedded MLM, loaded once per session."""

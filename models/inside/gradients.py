@@ -18,6 +18,7 @@ model's ``.grad``.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,6 +89,11 @@ def mlm_gradients(model_key: str, text: str, masked: tuple[int, ...] | list[int]
                          "tokens to mask by their index (masked=...).")
     loaded = load_model(model_key, "mlm", attn_implementation="eager")
     tokenizer, model = loaded.tokenizer, loaded.model
+    if loaded.dtype != torch.float32:
+        # In float16 (a GPU) a loss keeps about three digits, so the finite difference of two
+        # losses 2ε apart is rounding noise (a 30 % "error"): gradients and check run on a
+        # float32 copy (the shared cached model stays as it is), as the float32 CPU runs them.
+        model = copy.deepcopy(model).float()
     enc = tokenizer(text, truncation=False, return_tensors="pt", return_special_tokens_mask=True, verbose=False)
     special = tuple(bool(s) for s in enc.pop("special_tokens_mask")[0].tolist())
     ids = enc["input_ids"][0]

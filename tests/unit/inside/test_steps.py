@@ -303,6 +303,35 @@ def test_mlm_gradient_reaches_unmasked_tokens_and_matches_finite_difference(key)
     assert result.fd_relative_error < 5e-3
 
 
+def test_mlm_gradients_of_a_float16_model_match_float32_autograd_and_finite_difference(half_precision):
+    # a float16 loss keeps ~3 digits: the check's central difference was ~30 % off autograd there
+    from models import load_model
+    from tests.helpers import zoo_encode, zoo_reference
+
+    result = mlm_gradients("mini-bert", GRAD_TEXT, masked=[3])
+    assert load_model("mini-bert", "mlm", attn_implementation="eager").dtype == torch.float16
+    tok, model = zoo_reference("mini-bert", "mlm")  # float32, transformers' own model
+    enc = zoo_encode("mini-bert", GRAD_TEXT)
+    ids = enc.pop("input_ids").clone()
+    labels = torch.full_like(ids, -100)
+    labels[0, 3] = ids[0, 3]
+    ids[0, 3] = tok.mask_token_id
+    embeds = model.get_input_embeddings()(ids).detach().requires_grad_(True)
+    loss = model(inputs_embeds=embeds, labels=labels, **enc).loss
+    (grad,) = torch.autograd.grad(loss, [embeds])
+    with torch.no_grad():
+        losses = []
+        for sign in (1, -1):
+            e = embeds.detach().clone()
+            e[0, result.fd_position, result.fd_dim] += sign * 1e-2
+            losses.append(float(model(inputs_embeds=e, labels=labels, **enc).loss))
+    estimate = (losses[0] - losses[1]) / 2e-2
+    assert result.loss == pytest.approx(float(loss), rel=1e-2)  # the weights themselves are float16
+    np.testing.assert_allclose(result.embedding_grad_norms, grad[0].norm(dim=-1).numpy(), rtol=2e-2)
+    assert result.fd_estimate == pytest.approx(estimate, rel=2e-2)
+    assert result.fd_relative_error < 5e-3
+
+
 def test_mlm_gradients_bad_input():
     with pytest.raises(InputError, match="without \\[MASK\\]"):
         mlm_gradients("mini-bert", "The [MASK] sat.")
