@@ -35,4 +35,5 @@ class ClassifierModel(torch.nn.Module):
         hidden = hidden.to(self.head.weight.dtype)  # (B, T, d)
         if self.kind == "token":
             return self.head(hidden)  # (B, T, C)
-        return self.head(pool_hidden(hidden, attention_mask, self.pooling))  # (B, C)
+        # pooling gives float32; a probe's head on the shared model is in its dtype (float16 on a GPU)
+        return self.head(pool_hidden(hidden, attention_mask, self.pooling).to(self.head.weight.dtype))  # (B, C)

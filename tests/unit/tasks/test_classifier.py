@@ -266,3 +266,27 @@ def test_a_probe_leaves_torchs_global_generator_to_the_runs_beside_it(monkeypatc
         reference = torch.nn.Linear(x_train.shape[1], n_classes)
     head = classifier._seeded_linear(x_train.shape[1], n_classes, seed)
     assert torch.equal(head.weight, reference.weight) and torch.equal(head.bias, reference.bias)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls"])
+def test_a_probe_on_a_float16_model_classifies_as_transformers_float32_model(half_precision, pooling):
+    # on a GPU the probe's head sits on the shared float16 encoder: classify and its attribution
+    # failed there (pooling hands the head float32: "mat1 and mat2 must have the same dtype")
+    from helpers import zoo_encode, zoo_reference
+
+    from models import attribute_classification
+
+    probe = train_classifier("mini-bert", "fiction-speech", pooling=pooling, epochs=3, seed=0)
+    assert load_model("mini-bert").dtype == torch.float16
+    text = "She said she would come back tomorrow."
+    result = classify(probe.head_id, text)
+    _, model = zoo_reference("mini-bert")  # transformers' own float32 model
+    with torch.no_grad():
+        hidden = model(**zoo_encode("mini-bert", text)).last_hidden_state[0]  # (T, d)
+        pooled = hidden.mean(0) if pooling == "mean" else hidden[0]
+        head = classifier_forward(probe.head_id).head
+        expected = torch.softmax(pooled @ head.weight.float().T + head.bias.float(), -1).numpy()
+    np.testing.assert_allclose(result.probabilities, expected, atol=2e-2)
+    explained = attribute_classification(probe.head_id, text, "gradient_x_input")
+    assert explained.label == result.predicted[0]
+    assert explained.probability == pytest.approx(float(expected.max()), abs=2e-2)
