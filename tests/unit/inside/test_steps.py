@@ -306,7 +306,7 @@ def test_mlm_gradient_reaches_unmasked_tokens_and_matches_finite_difference(key)
 def test_mlm_gradients_of_a_float16_model_match_float32_autograd_and_finite_difference(half_precision):
     # a float16 loss keeps ~3 digits: the check's central difference was ~30 % off autograd there
     from models import load_model
-    from tests.helpers import zoo_encode, zoo_reference
+    from helpers import zoo_encode, zoo_reference
 
     result = mlm_gradients("mini-bert", GRAD_TEXT, masked=[3])
     assert load_model("mini-bert", "mlm", attn_implementation="eager").dtype == torch.float16
