@@ -321,3 +321,37 @@ def test_every_family_through_inputs_embeds(family):
     assert delta == pytest.approx(scores.sum() - (f_x - f_b), abs=1e-9)
     assert abs(delta) <= 0.05 * abs(f_x - f_b) + 1e-9
     assert leave_one_out(target).shape == (len(target.input_ids),)
+
+
+@pytest.mark.parametrize("method", ["gradient_x_input", "integrated_gradients"])
+def test_gradients_of_a_float16_model_match_float32_autograd_for_an_unlikely_target(half_precision, method):
+    # on a GPU (float16) the gradients of a small p(target) kept ~3 digits or underflowed: the
+    # scores came out 20-50 % off; now they are float32's, up to the float16 weights' rounding
+    from captum.attr import IntegratedGradients
+
+    from helpers import zoo_encode, zoo_reference
+
+    text = "The capital of France is [MASK]."
+    result = attribute_fill_mask("mini-bert", text, method, target="sat", n_steps=16)
+    assert load_model("mini-bert", head="mlm").dtype == torch.float16
+    tok, model = zoo_reference("mini-bert", "mlm")  # transformers' own float32 model
+    enc = zoo_encode("mini-bert", text)
+    ids = enc.pop("input_ids")
+    assert ids[0].tolist() == tok.convert_tokens_to_ids(list(result.tokens))
+
+    def p(embeds):
+        logits = model(inputs_embeds=embeds, **{k: v.expand(len(embeds), -1) for k, v in enc.items()}).logits
+        return logits[:, result.mask_position].softmax(-1)[:, result.target_id]
+
+    embeds = model.get_input_embeddings()(ids).detach()
+    if method == "gradient_x_input":
+        embeds.requires_grad_()
+        (grad,) = torch.autograd.grad(p(embeds).sum(), embeds)
+        expected = (grad * embeds).sum(-1)[0].detach().numpy()
+    else:
+        baseline_ids = ids.clone()
+        baseline_ids[0, torch.tensor(result.candidates)] = tok.mask_token_id
+        baseline = model.get_input_embeddings()(baseline_ids).detach()
+        expected = IntegratedGradients(p).attribute(embeds, baselines=baseline, n_steps=16)[0].sum(-1).detach().numpy()
+    assert result.target_probability < 1e-3  # an unlikely guess: its gradients are small
+    np.testing.assert_allclose(result.scores, expected, atol=0.05 * np.abs(expected).max())
