@@ -52,3 +52,9 @@ def check_int(value, name: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
         raise InputError(f"{name} must be a whole number from {low} to {high}; got {value!r}.")
     return int(value)
+
+
+def check_limit(limit, count: int) -> int:
+    """``limit`` (the first N items of a set of ``count``) as a whole number from 1 to count;
+    None means all of them."""
+    return count if limit is None else check_int(limit, "limit", 1, count)
