@@ -54,6 +54,14 @@ def check_int(value, name: str, low: int, high: int) -> int:
     return int(value)
 
 
+def check_bool(value, name: str) -> bool:
+    """True or False (a NumPy bool too), or an InputError: a string such as "False", a number,
+    NaN or None is not read by its truthiness."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
+
+
 def check_limit(limit, count: int) -> int:
     """``limit`` (the first N items of a set of ``count``) as a whole number from 1 to count;
     None means all of them."""

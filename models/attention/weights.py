@@ -27,7 +27,7 @@ from ..registry import catalogue
 from ..registry.spec import ModelSpec
 from ..runtime.loading import RESULT_CACHES, LoadedModel, ModelCache, check_token_count, get_device, load_model
 from ..runtime.onednn import onednn_linears
-from ..validation import check_text
+from ..validation import check_bool, check_text
 
 # Thresholds of the one-click head filters: (statistic, at least). Shares are averages
 # over the rows (queries) of a head; "broad" compares the entropy with the largest
@@ -136,7 +136,7 @@ def extract_attention(model_key: str, text: str, text_pair: str | None = None,
     unavailable model, empty or too long text, a family that cannot take a causal mask).
     """
     spec = catalogue.get_spec(model_key)  # the request's one look-up: the spec travels down
-    causal = bool(causal)
+    causal = check_bool(causal, "causal")
     if causal:
         require_causal(spec)
     text = check_text(text)

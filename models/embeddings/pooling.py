@@ -32,7 +32,7 @@ from ..runtime.batching import map_forwards
 from ..runtime.loading import LoadedModel, check_token_count, load_model, max_input_tokens
 from ..runtime.onednn import onednn_linears
 from ..runtime.packed import can_pack, packed_hidden_states
-from ..validation import check_text
+from ..validation import check_bool, check_text
 
 POOLINGS = ("cls", "mean", "max")
 MIN_SENTENCES = 2  # a similarity matrix needs two sentences
@@ -307,10 +307,11 @@ def embed(model_key: str, sentences, pooling: str = "mean", layer: int = -1,
     """
     spec = catalogue.get_spec(model_key)
     check_pooling(pooling)
+    normalize, truncate = check_bool(normalize, "normalize"), check_bool(truncate, "truncate")
     sentences = check_sentences(sentences, low=1, high=MAX_EMBED_SENTENCES)
     loaded = load_model(spec, head="base")
     layer = _layer_of(loaded, layer)
-    return _pooled(loaded, sentences, [pooling], layer, bool(normalize), bool(truncate))[pooling]
+    return _pooled(loaded, sentences, [pooling], layer, normalize, truncate)[pooling]
 
 
 def cosine_matrix(vectors: np.ndarray) -> np.ndarray:

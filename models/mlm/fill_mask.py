@@ -28,7 +28,7 @@ from ..runtime.cuda_graphs import cuda_graphs_enabled, graphed_body
 from ..runtime.onednn import onednn_linears
 from ..runtime.packed import can_pack, packed_last_states_at, scripted
 from .masked_head import FEW_ROWS, batch_masked_logits, masked_logits, project, transposed_few_rows
-from ..validation import check_int, check_text
+from ..validation import check_bool, check_int, check_text
 from .causal import require_causal, with_causal_mask
 from .results import FillMaskResult, MaskPrediction, Prediction
 
@@ -66,6 +66,7 @@ def fill_mask(model_key: str, text: str, top_k: int = 5, causal: bool = False) -
     """
     spec = catalogue.get_spec(model_key)  # the request's one look-up: the spec travels down
     require_head(spec, "mlm")  # before any work on the text
+    causal = check_bool(causal, "causal")
     if causal:
         require_causal(spec)
     top_k = check_int(top_k, "top_k", 1, MAX_TOP_K)
@@ -73,8 +74,8 @@ def fill_mask(model_key: str, text: str, top_k: int = 5, causal: bool = False) -
     spans = mask_spans(text)
     loaded = load_model(spec, head="mlm")
     encoded = encode_masks(loaded, text, spans)
-    logits = _forward(loaded, encoded, bool(causal))
-    return _decode(loaded, text, encoded, logits, top_k, bool(causal))
+    logits = _forward(loaded, encoded, causal)
+    return _decode(loaded, text, encoded, logits, top_k, causal)
 
 
 def mask_spans(text: str) -> list[tuple[int, int]]:

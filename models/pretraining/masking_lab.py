@@ -15,7 +15,7 @@ from ..errors import CapabilityError, InputError
 from ..mlm.masked_head import masked_logits
 from ..registry import catalogue
 from ..runtime.loading import load_model, load_tokenizer
-from ..validation import check_int, check_text
+from ..validation import check_bool, check_int, check_text
 from .masking import FATES, KEPT, MASKED, NOT_SELECTED, RANDOM, MaskingPolicy, apply_masking, word_ids_from_offsets
 
 MAX_EPOCHS = 20
@@ -106,7 +106,7 @@ class MaskingStatistics:
 
 
 def _policy(rate, mask, random, keep, whole_word) -> MaskingPolicy:
-    return MaskingPolicy(rate=rate, mask=mask, random=random, keep=keep, whole_word=bool(whole_word))
+    return MaskingPolicy(rate=rate, mask=mask, random=random, keep=keep, whole_word=check_bool(whole_word, "whole_word"))
 
 
 def simulate_masking(model_key: str, text: str, rate: float = 0.15, mask: float = 0.8,
@@ -122,6 +122,7 @@ def simulate_masking(model_key: str, text: str, rate: float = 0.15, mask: float 
     spec = catalogue.get_spec(model_key)
     policy = _policy(rate, mask, random, keep, whole_word)
     epochs = check_int(epochs, "epochs", 1, MAX_EPOCHS)
+    dynamic = check_bool(dynamic, "dynamic")
     seed = check_int(seed, "seed", 0, 2**31 - 1)
     text = check_text(text)
     tokenizer = load_tokenizer(spec)
@@ -153,7 +154,7 @@ def simulate_masking(model_key: str, text: str, rate: float = 0.15, mask: float 
     return MaskingSimulation(
         model_key=model_key, text=text, tokens=tuple(tokens), ids=tuple(ids[0].tolist()),
         special=tuple(bool(s) for s in special[0].tolist()), word_ids=tuple(int(w) for w in word_ids[0]),
-        policy=policy, dynamic=bool(dynamic), seed=seed, epochs=tuple(results),
+        policy=policy, dynamic=dynamic, seed=seed, epochs=tuple(results),
     )
 
 

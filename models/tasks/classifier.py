@@ -35,7 +35,7 @@ from ..errors import CapabilityError, InputError
 from ..registry import catalogue
 from ..runtime.loading import BUILD_LOCK, RESULT_CACHES, check_token_count, load_model
 from ..runtime.run_store import register_kind
-from ..validation import check_int, check_text
+from ..validation import check_bool, check_int, check_text
 from .classifier_model import ClassifierModel
 from .features import task_features, word_positions
 from .live_training import adopt_head_model, exclusive_run, export_head_run, train_how
@@ -301,7 +301,7 @@ def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int
     spec = catalogue.get_spec(model_key)
     data = load_task(task)
     pooling = _check_pooling(pooling)
-    freeze = bool(freeze)
+    freeze = check_bool(freeze, "freeze")
     seed = check_int(seed, "seed", 0, 2**31 - 1)
     high = MAX_PROBE_EPOCHS if freeze else MAX_FINETUNE_EPOCHS
     epochs = check_int((30 if freeze else 2) if epochs is None else epochs, "epochs", 1, high)

@@ -31,7 +31,7 @@ from ..errors import InputError
 from ..registry import catalogue
 from ..runtime.loading import BUILD_LOCK, check_token_count, load_model, max_input_tokens
 from ..runtime.run_store import register_kind
-from ..validation import check_int, check_text
+from ..validation import check_bool, check_int, check_text
 from .classifier import _fit_probe, _majority, _subset
 from .live_training import (Budget, HeadStore, adopt_head_model, check_rate, check_seconds, exclusive_run,
                             export_head_run, linear_head, parameter_count, trainable_copy)
@@ -305,7 +305,7 @@ def train_pair_classifier(model_key: str, task: str = "definition-match", poolin
     data = load_pair_task(task)
     if pooling not in PAIR_POOLINGS:
         raise InputError(f"Unknown pooling {pooling!r} for a pair head; choose one of: {', '.join(PAIR_POOLINGS)}.")
-    freeze = bool(freeze)
+    freeze = check_bool(freeze, "freeze")
     epochs = check_int((60 if freeze else 1) if epochs is None else epochs, "epochs", 1, MAX_PAIR_EPOCHS[freeze])
     seed = check_int(seed, "seed", 0, 2**31 - 1)
     lr = check_rate(learning_rate if learning_rate is not None else (1e-2 if freeze else 5e-5))

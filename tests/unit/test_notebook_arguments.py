@@ -11,9 +11,18 @@ import pytest
 
 from models import (
     InputError,
+    embed,
     evaluate_causal,
     evaluate_fill_mask,
+    extract_attention,
+    fill_mask,
+    forward_steps,
     knowledge_probe,
+    masking_statistics,
+    pair_loss,
+    simulate_masking,
+    train_classifier,
+    train_pair_classifier,
 )
 
 MLM = "mini-bert"
@@ -47,3 +56,37 @@ def test_the_causal_evaluations_seed_is_checked(seed):
 def test_an_unhashable_probe_set_is_an_unknown_set(probe_set):
     with pytest.raises(InputError, match="Unknown probe set"):
         knowledge_probe(MLM, probe_set, limit=2)
+
+
+TEXT = "The cat sat on the [MASK]."
+FLAGS = {
+    "fill_mask causal": (lambda v: fill_mask(MLM, TEXT, causal=v), "causal"),
+    "extract_attention causal": (lambda v: extract_attention(MLM, "The cat sat.", causal=v), "causal"),
+    "embed normalize": (lambda v: embed(MLM, ["The cat sat."], normalize=v), "normalize"),
+    "embed truncate": (lambda v: embed(MLM, ["The cat sat."], truncate=v), "truncate"),
+    "simulate_masking whole_word": (lambda v: simulate_masking(MLM, "The cat sat.", whole_word=v), "whole_word"),
+    "simulate_masking dynamic": (lambda v: simulate_masking(MLM, "The cat sat.", dynamic=v), "dynamic"),
+    "masking_statistics whole_word": (lambda v: masking_statistics(MLM, ["The cat sat."], whole_word=v, draws=2),
+                                      "whole_word"),
+    "pair_loss label": (lambda v: pair_loss("mini-albert", "It rained.", "The road was wet.", label=v), "label"),
+    "forward_steps mlm_head": (lambda v: forward_steps(MLM, TEXT, mlm_head=v), "mlm_head"),
+    "train_classifier freeze": (lambda v: train_classifier(MLM, "source", freeze=v, epochs=1), "freeze"),
+    "train_pair_classifier freeze": (lambda v: train_pair_classifier(MLM, freeze=v, epochs=1), "freeze"),
+}
+
+
+@pytest.mark.parametrize("flag, value", [
+    (flag, value) for flag in FLAGS for value in ["False", "no", 0, 1, math.nan, [], None]
+    if not (value is None and flag.endswith("mlm_head"))  # None: mlm_head's documented default
+])
+def test_a_flag_is_true_or_false_not_a_truthy_value(flag, value):
+    """causal="False" used to run causal (a non-empty string is truthy), label=math.nan scored the
+    pair as "in order", freeze=0 fine-tuned: a flag is read only from True or False."""
+    call, name = FLAGS[flag]
+    with pytest.raises(InputError, match=f"{name} must be True or False; got"):
+        call(value)
+
+
+def test_a_numpy_bool_is_a_flag():
+    assert fill_mask(MLM, TEXT, causal=np.bool_(True)) == fill_mask(MLM, TEXT, causal=True)
+    assert pair_loss("mini-albert", "It rained.", "The road was wet.", label=np.bool_(False)).is_next is False
