@@ -11,14 +11,19 @@ import pytest
 
 from models import (
     InputError,
+    attribute_fill_mask,
+    default_selection,
+    deletion_curve,
     embed,
     evaluate_causal,
     evaluate_fill_mask,
     extract_attention,
     fill_mask,
+    first_capable,
     forward_steps,
     knowledge_probe,
     masking_statistics,
+    mlm_gradients,
     pair_loss,
     simulate_masking,
     train_classifier,
@@ -90,3 +95,37 @@ def test_a_flag_is_true_or_false_not_a_truthy_value(flag, value):
 def test_a_numpy_bool_is_a_flag():
     assert fill_mask(MLM, TEXT, causal=np.bool_(True)) == fill_mask(MLM, TEXT, causal=True)
     assert pair_loss("mini-albert", "It rained.", "The road was wet.", label=np.bool_(False)).is_next is False
+
+
+@pytest.mark.parametrize("call", [attribute_fill_mask, deletion_curve])
+@pytest.mark.parametrize("argument, value", [
+    ("text", ["The cat sat on the [MASK]."]), ("mask_index", [0]), ("target", ["mat"]), ("target", {"mat": 1}),
+])
+def test_a_list_where_a_value_goes_is_an_input_error_not_an_unhashable_key(call, argument, value):
+    """The arguments were the result cache's key before they were checked: a TypeError."""
+    kwargs = {"text": TEXT, "mask_index": 0, "target": None, argument: value}
+    with pytest.raises(InputError, match=argument):
+        call(MLM, method="gradient_x_input", **kwargs)
+
+
+def test_a_numpy_token_id_is_a_target_as_an_int_is():
+    """np.int64 (what a notebook's argmax gives) was refused as not 'a token id'."""
+    top = fill_mask(MLM, TEXT, top_k=1).masks[0].predictions[0].token_id
+    as_numpy = attribute_fill_mask(MLM, TEXT, "gradient_x_input", target=np.int64(top))
+    assert as_numpy.target_id == top == attribute_fill_mask(MLM, TEXT, "gradient_x_input", target=int(top)).target_id
+
+
+@pytest.mark.parametrize("masked", [3, "3", 2.0, np.int64(3)])
+def test_mlm_gradients_masked_is_a_list_of_token_indices(masked):
+    """A lone index (a TypeError: not iterable) or a string (its characters read as nothing
+    masked) is an InputError that shows the list form."""
+    with pytest.raises(InputError, match=r"masked must be a list of token indices, e\.g\. \[1\]"):
+        mlm_gradients(MLM, "the cat sat on the mat", masked=masked)
+
+
+@pytest.mark.parametrize("capability", ["mlmm", ["mlm"], None])
+def test_an_unknown_capability_is_an_input_error(capability):
+    """default_selection and first_capable raised a bare ValueError (a TypeError for a list)."""
+    for call in (default_selection, first_capable):
+        with pytest.raises(InputError, match="Unknown capability"):
+            call(capability=capability)
