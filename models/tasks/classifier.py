@@ -38,7 +38,7 @@ from ..runtime.run_store import register_kind
 from ..validation import check_bool, check_int, check_text
 from .classifier_model import ClassifierModel
 from .features import task_features, word_positions
-from .live_training import adopt_head_model, exclusive_run, export_head_run, train_how
+from .live_training import adopt_head_model, check_rate, exclusive_run, export_head_run, train_how
 from .finetuning import FINETUNE_BATCH, finetune
 from .task_data import casing_labels, load_task
 
@@ -156,7 +156,7 @@ def _keep(trained: _Trained) -> str:
 
 def _trained(head_id) -> _Trained:
     with _TRAINED_LOCK:
-        if head_id not in _TRAINED:
+        if not isinstance(head_id, str) or head_id not in _TRAINED:
             raise InputError(
                 f"No trained head {head_id!r} in this process (the last {MAX_TRAINED_HEADS} are kept, "
                 f"{MAX_FINETUNED_KEPT} fine-tuned): {train_how('one first', 'Train the head', 'train_classifier')}."
@@ -305,9 +305,7 @@ def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int
     seed = check_int(seed, "seed", 0, 2**31 - 1)
     high = MAX_PROBE_EPOCHS if freeze else MAX_FINETUNE_EPOCHS
     epochs = check_int((30 if freeze else 2) if epochs is None else epochs, "epochs", 1, high)
-    lr = float(learning_rate) if learning_rate is not None else (1e-2 if freeze else 5e-5)
-    if not 0 < lr < 1:
-        raise InputError(f"learning_rate must be between 0 and 1; got {learning_rate!r}.")
+    lr = check_rate(learning_rate if learning_rate is not None else (1e-2 if freeze else 5e-5))
     subset = _subset(train_size, data.info.train_size, seed)
     loaded = load_model(spec, head="base")
     _check_task_fits(loaded, data)

@@ -240,7 +240,7 @@ class HeadStore:
     def get(self, head_id) -> tuple:
         """(model, model key), or an InputError naming the button and function that train one."""
         with self._lock:
-            if head_id not in self._items:
+            if not isinstance(head_id, str) or head_id not in self._items:
                 raise InputError(f"No trained {self.prefix} head {head_id!r} in this process (the last "
                                  f"{self.size} are kept): {train_how('one first', self.button, self.trainer)}.")
             return self._items[head_id]

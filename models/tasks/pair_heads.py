@@ -150,11 +150,15 @@ def _source_rows():
             yield split, label, (t, pool[rng.integers(len(pool))])
 
 
-@lru_cache(maxsize=None)
 def load_pair_task(name: str) -> PairTask:
     """A pair task's pairs and labels, train and validation (cached)."""
-    if name not in _PAIR_TASKS:
+    if not isinstance(name, str) or name not in _PAIR_TASKS:  # a list has no cache key
         raise InputError(f"Unknown pair task {name!r}; choose one of: {', '.join(_PAIR_TASKS)}.")
+    return _load_pair_task(name)
+
+
+@lru_cache(maxsize=None)
+def _load_pair_task(name: str) -> PairTask:
     labels, description, source = _PAIR_TASKS[name]
     rows = _definition_rows() if name == "definition-match" else _source_rows()
     parts = {"train": ([], []), "validation": ([], [])}

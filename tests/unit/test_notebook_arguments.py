@@ -11,7 +11,11 @@ import pytest
 
 from models import (
     InputError,
+    answer_span,
+    attribute_classification,
     attribute_fill_mask,
+    classify,
+    classify_pair,
     default_selection,
     deletion_curve,
     embed,
@@ -19,15 +23,18 @@ from models import (
     evaluate_fill_mask,
     extract_attention,
     fill_mask,
+    head_model_key,
     first_capable,
     forward_steps,
     knowledge_probe,
     masking_statistics,
     mlm_gradients,
     pair_loss,
+    probe_layers,
     simulate_masking,
     train_classifier,
     train_pair_classifier,
+    train_span_head,
 )
 
 MLM = "mini-bert"
@@ -129,3 +136,45 @@ def test_an_unknown_capability_is_an_input_error(capability):
     for call in (default_selection, first_capable):
         with pytest.raises(InputError, match="Unknown capability"):
             call(capability=capability)
+
+
+@pytest.mark.parametrize("call", [
+    lambda task: train_classifier(MLM, task, epochs=1),
+    lambda task: probe_layers(MLM, task, epochs=1),
+    lambda task: train_pair_classifier(MLM, task, epochs=1),
+], ids=["train_classifier", "probe_layers", "train_pair_classifier"])
+def test_a_list_of_tasks_is_an_unknown_task(call):
+    """The task name was a cache's key before it was checked: a TypeError (unhashable)."""
+    with pytest.raises(InputError, match="Unknown (pair )?task"):
+        call(["source"])
+
+
+@pytest.mark.parametrize("call", [
+    lambda h: classify(h, "Hi."), head_model_key, lambda h: attribute_classification(h, "Hi.", "gradient_x_input"),
+    lambda h: classify_pair(h, "dog", "an animal"), lambda h: answer_span(h, "Where?", "In Paris."),
+], ids=["classify", "head_model_key", "attribute_classification", "classify_pair", "answer_span"])
+def test_a_list_of_head_ids_is_no_trained_head(call):
+    with pytest.raises(InputError, match="No trained"):
+        call(["probe-1"])
+
+
+@pytest.mark.parametrize("learning_rate", ["x", [0.01]])
+def test_train_classifiers_learning_rate_is_checked_as_the_pair_heads_is(learning_rate):
+    """float("x") was a bare ValueError, float([0.01]) a TypeError."""
+    with pytest.raises(InputError, match="learning_rate must be between 0 and 1"):
+        train_classifier(MLM, "source", epochs=1, learning_rate=learning_rate)
+
+
+@pytest.fixture(scope="module")
+def span_head():
+    return train_span_head(MLM, steps=2).head_id
+
+
+@pytest.mark.parametrize("argument", ["question", "context"])
+@pytest.mark.parametrize("value", [3, 2.5, ["Where?"], True, "x " * 20_000])
+def test_answer_spans_texts_are_checked_as_every_text_is(span_head, argument, value):
+    """A number or a list was an AttributeError ('has no attribute strip'); a text over the
+    core's limit was not refused as every other text is."""
+    texts = {"question": "Where is the cat?", "context": "The cat is in Paris.", argument: value}
+    with pytest.raises(InputError, match=f"The {argument} (must be a string|is 40,000 characters)"):
+        answer_span(span_head, **texts)
