@@ -54,6 +54,14 @@ def check_int(value, name: str, low: int, high: int) -> int:
     return int(value)
 
 
+def as_real(value) -> float:
+    """``value`` as a float when it is a real number (a NumPy one too), else NaN, which every
+    range check refuses: True is not 1.0 and "0.5" is not 0.5."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return float("nan")
+    return float(value)
+
+
 def check_bool(value, name: str) -> bool:
     """True or False (a NumPy bool too), or an InputError: a string such as "False", a number,
     NaN or None is not read by its truthiness."""

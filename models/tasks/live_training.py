@@ -20,6 +20,7 @@ import torch
 from ..errors import CapabilityError, InputError
 from ..runtime.loading import BUILD_LOCK, load_model
 from ..runtime.run_store import body_from_state, body_state
+from ..validation import as_real
 
 MAX_LIVE_PARAMETERS = 40_000_000  # all-MiniLM-L6-v2 is 22.7 M; BERT-base (110 M) is refused
 MAX_LIVE_SECONDS = 300  # no live run lasts longer, whatever its steps
@@ -136,20 +137,14 @@ class Budget:
 
 
 def check_seconds(max_seconds) -> float:
-    try:
-        value = float(max_seconds)
-    except (TypeError, ValueError):
-        value = float("nan")
+    value = as_real(max_seconds)
     if not 1 <= value <= MAX_LIVE_SECONDS:
         raise InputError(f"max_seconds must be between 1 and {MAX_LIVE_SECONDS}; got {max_seconds!r}.")
     return value
 
 
 def check_rate(learning_rate) -> float:
-    try:
-        lr = float(learning_rate)
-    except (TypeError, ValueError):
-        lr = float("nan")
+    lr = as_real(learning_rate)
     if not 0 < lr < 1:
         raise InputError(f"learning_rate must be between 0 and 1; got {learning_rate!r}.")
     return lr

@@ -18,6 +18,7 @@ from models import (
     classify_pair,
     default_selection,
     deletion_curve,
+    distill,
     embed,
     evaluate_causal,
     evaluate_fill_mask,
@@ -34,7 +35,9 @@ from models import (
     simulate_masking,
     train_classifier,
     train_pair_classifier,
+    train_sentence_encoder,
     train_span_head,
+    train_tiny,
 )
 
 MLM = "mini-bert"
@@ -178,3 +181,43 @@ def test_answer_spans_texts_are_checked_as_every_text_is(span_head, argument, va
     texts = {"question": "Where is the cat?", "context": "The cat is in Paris.", argument: value}
     with pytest.raises(InputError, match=f"The {argument} (must be a string|is 40,000 characters)"):
         answer_span(span_head, **texts)
+
+
+@pytest.mark.parametrize("argument, value, words", [
+    ("seed", 2.5, "seed must be a whole number"),  # was run as seed 2
+    ("steps", 2.5, "steps must be a whole number"),  # was run as 2 steps
+    ("alpha", True, "alpha must be above 0"),  # was alpha 1.0
+    ("temperature", "2", "temperature must be at least"),
+    ("learning_rate", "0.002", "learning_rate must be between 0 and 1"),  # was read as 0.002
+    ("max_seconds", True, "max_seconds must be between 1 and"),
+    ("student_shape", ["2x64"], "Unknown student shape"),  # was a TypeError (unhashable)
+])
+def test_distills_numbers_are_not_truncated_nor_read_from_bools(argument, value, words):
+    with pytest.raises(InputError, match=words):
+        distill(MLM, **{"steps": 2, argument: value})
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: train_sentence_encoder(MLM, margin=True, steps=2), "margin must be above 0"),
+    (lambda: train_sentence_encoder(MLM, max_seconds=np.bool_(True), steps=2), "max_seconds must be"),
+    (lambda: train_span_head(MLM, steps=2, max_seconds=True), "max_seconds must be"),
+    (lambda: train_pair_classifier(MLM, epochs=1, learning_rate="0.01"), "learning_rate must be"),
+], ids=["margin", "sentence max_seconds", "span max_seconds", "pair learning_rate"])
+def test_a_live_runs_numbers_are_real_numbers(call, words):
+    """True was read as 1 (a margin of 1, a 1 s budget), a string as its number."""
+    with pytest.raises(InputError, match=words):
+        call()
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"batch_size": 2.5}, "batch_size must be a whole number from 1 to 256"),  # was a TypeError
+    ({"batch_size": -1}, "batch_size must be a whole number"),  # was an IndexError
+    ({"batch_size": True}, "batch_size must be a whole number"),  # was a batch of 1
+    ({"sentences": "The cat sat."}, "sentences must be a list of texts"),
+    ({"sentences": [3]}, "The sentence 1 must be a string"),
+    ({"probes": ["The cat sat."]}, r"probe 1 has no \[MASK\]"),  # was an IndexError
+    ({"should_stop": True}, "should_stop must be a function"),  # was a TypeError: not callable
+])
+def test_train_tiny_checks_its_arguments(kwargs, words):
+    with pytest.raises(InputError, match=words):
+        next(iter(train_tiny(steps=2, **kwargs)))
