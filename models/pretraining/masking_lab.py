@@ -118,6 +118,10 @@ def simulate_masking(model_key: str, text: str, rate: float = 0.15, mask: float 
     (original BERT's data script drew 10 masks per sentence, ``dupe_factor = 10``, each reused
     over 4 of its 40 epochs); dynamic: a fresh draw each epoch, as RoBERTa does. Deterministic
     for a seed.
+
+    rate: the share of tokens selected (0 to 1); mask / random / keep: how a selected token is
+    shown (each 0 to 1, adding up to 1); whole_word: select whole words; epochs: 1 to 20;
+    seed: 0 to 2**31 - 1; a text of at most 256 tokens. Anything else is an ``InputError``.
     """
     spec = catalogue.get_spec(model_key)
     policy = _policy(rate, mask, random, keep, whole_word)
@@ -212,7 +216,8 @@ def compare_policies(model_key: str, text: str, rate: float = 0.15, seed: int = 
     """The same text, seed and selection under each preset split: loss and top-1 side by side.
 
     The selection draw is the same for every preset (same seed, same first Bernoulli draw),
-    so only what the model is shown at the selected positions changes.
+    so only what the model is shown at the selected positions changes. rate, seed,
+    whole_word: as ``simulate_masking``; the keys are ``POLICY_PRESETS``' names.
     """
     return {
         name: masked_lm_loss(model_key, simulate_masking(model_key, text, rate, m, r, k, whole_word, 1, True, seed))
@@ -223,7 +228,10 @@ def compare_policies(model_key: str, text: str, rate: float = 0.15, seed: int = 
 def masking_statistics(model_key: str, sentences: list[str], rate: float = 0.15, mask: float = 0.8,
                        random: float = 0.1, keep: float = 0.1, whole_word: bool = False,
                        draws: int = 200, seed: int = 0) -> MaskingStatistics:
-    """Draw the policy ``draws`` times over a batch of sentences; observed vs configured rates."""
+    """Draw the policy ``draws`` times over a batch of sentences; observed vs configured rates.
+
+    sentences: a list of 1 to 5,000 texts; rate, mask, random, keep, whole_word: as
+    ``simulate_masking``; draws: 1 to 5,000; seed: 0 to 2**31 - 1."""
     policy = _policy(rate, mask, random, keep, whole_word)
     draws = check_int(draws, "draws", 1, MAX_DRAWS)
     seed = check_int(seed, "seed", 0, 2**31 - 1)

@@ -374,7 +374,10 @@ def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int
 
 def probe_layers(model_key: str, task: str, pooling: str = "mean", epochs: int = 30,
                  seed: int = 0) -> ProbeLayersResult:
-    """A frozen probe on every layer (0 = the input embeddings .. L): where does the task live?"""
+    """A frozen probe on every layer (0 = the input embeddings .. L): where does the task live?
+
+    task: a name of ``list_tasks``; pooling: "cls" or "mean"; epochs: 1 to 300; seed: 0 to
+    2**31 - 1. Anything else is an ``InputError``."""
     spec = catalogue.get_spec(model_key)
     data = load_task(task)
     pooling = _check_pooling(pooling)
