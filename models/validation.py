@@ -62,6 +62,18 @@ def as_real(value) -> float:
     return float(value)
 
 
+def check_array(value, what: str, dtype=np.float64) -> np.ndarray:
+    """``value`` (an array, nested lists) as a NumPy array of finite numbers, or an InputError
+    naming ``what``: text, None, ragged lists, NaN or infinity are not numbers to compute on."""
+    try:
+        array = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError):
+        raise InputError(f"{what} must be an array of numbers; got {type(value).__name__}.") from None
+    if not np.isfinite(array).all():
+        raise InputError(f"{what} holds NaN or infinite values.")
+    return array
+
+
 def check_bool(value, name: str) -> bool:
     """True or False (a NumPy bool too), or an InputError: a string such as "False", a number,
     NaN or None is not read by its truthiness."""

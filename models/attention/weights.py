@@ -27,7 +27,7 @@ from ..registry import catalogue
 from ..registry.spec import ModelSpec
 from ..runtime.loading import RESULT_CACHES, LoadedModel, ModelCache, check_token_count, get_device, load_model
 from ..runtime.onednn import onednn_linears
-from ..validation import check_bool, check_text
+from ..validation import check_array, check_bool, check_text
 
 # Thresholds of the one-click head filters: (statistic, at least). Shares are averages
 # over the rows (queries) of a head; "broad" compares the entropy with the largest
@@ -265,7 +265,7 @@ def head_statistics(attention, cls_positions=(0,), sep_positions=()) -> HeadStat
 
 
 def _head_statistics(weights: np.ndarray, cls_positions, sep_positions) -> HeadStatistics:
-    w = np.asarray(weights, dtype=np.float32)  # float64 would double a 500 MB array
+    w = check_array(weights, "The attention weights", np.float32)  # float64 would double a 500 MB array
     if w.ndim != 4 or w.shape[2] != w.shape[3]:
         raise InputError(f"Expected weights of shape (layers, heads, T, T); got {w.shape}.")
     t = w.shape[-1]
@@ -305,8 +305,12 @@ def _derived(result: AttentionResult, name: str, compute):
 
 
 def filter_heads(stats: HeadStatistics, name: str) -> list[tuple[int, int]]:
-    """(layer, head) of the heads that pass one of ``HEAD_FILTERS``."""
-    if name not in HEAD_FILTERS:
+    """(layer, head) of the heads that pass one of ``HEAD_FILTERS``.
+
+    stats: a ``head_statistics`` result; name: a key of ``HEAD_FILTERS``."""
+    if not isinstance(stats, HeadStatistics):
+        raise InputError(f"filter_heads needs a head_statistics result; got {type(stats).__name__}.")
+    if not isinstance(name, str) or name not in HEAD_FILTERS:
         raise InputError(f"Unknown filter {name!r}; choose one of: {', '.join(HEAD_FILTERS)}.")
     stat, at_least = HEAD_FILTERS[name]
     layers, heads = np.nonzero(getattr(stats, stat) >= at_least)
@@ -332,7 +336,7 @@ def attention_rollout(attention) -> np.ndarray:
 
 
 def _rollout(weights: np.ndarray) -> np.ndarray:
-    w = np.asarray(weights, dtype=np.float32)  # float64 would double a 500 MB array
+    w = check_array(weights, "The attention weights", np.float32)  # float64 would double a 500 MB array
     if w.ndim != 4 or w.shape[2] != w.shape[3]:
         raise InputError(f"Expected weights of shape (layers, heads, T, T); got {w.shape}.")
     t = w.shape[-1]

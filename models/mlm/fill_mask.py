@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..errors import CapabilityError, InputError
@@ -351,9 +352,17 @@ def text_segments(text: str) -> list[tuple[str, str | None]]:
 def mask_word(text: str, segment_index: int, mask: str = "[MASK]") -> str:
     """The text with the word at ``segment_index`` (of ``text_segments``) replaced by a mask.
 
-    Spaces, and words that are already masks, leave the text unchanged.
+    Spaces, words that are already masks, and an index with no segment leave the text
+    unchanged. segment_index: a whole number (True or 1.5 is an ``InputError``); mask: a string.
     """
     segments = text_segments(text)
+    if isinstance(segment_index, float) and segment_index.is_integer():
+        segment_index = int(segment_index)
+    if isinstance(segment_index, bool) or not isinstance(segment_index, (int, np.integer)):
+        raise InputError(f"segment_index must be a whole number (an index of text_segments(text)); "
+                         f"got {segment_index!r}.")
+    if not isinstance(mask, str):
+        raise InputError(f"The mask must be a string such as [MASK]; got {type(mask).__name__}.")
     if not 0 <= segment_index < len(segments) or segments[segment_index][1] != "word":
         return text
     return "".join(

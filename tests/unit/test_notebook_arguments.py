@@ -10,10 +10,13 @@ import numpy as np
 import pytest
 
 from models import (
+    HEAD_FILTERS,
     InputError,
     answer_span,
+    attention_rollout,
     attribute_classification,
     attribute_fill_mask,
+    best_pooling,
     classify,
     classify_pair,
     default_selection,
@@ -23,15 +26,22 @@ from models import (
     evaluate_causal,
     evaluate_fill_mask,
     extract_attention,
+    filter_heads,
     fill_mask,
+    groups_text,
     head_model_key,
+    head_statistics,
     first_capable,
     forward_steps,
     knowledge_probe,
+    mask_word,
     masking_statistics,
     mlm_gradients,
     pair_loss,
+    parse_groups,
     probe_layers,
+    project_2d,
+    separation_score,
     simulate_masking,
     train_classifier,
     train_pair_classifier,
@@ -221,3 +231,30 @@ def test_a_live_runs_numbers_are_real_numbers(call, words):
 def test_train_tiny_checks_its_arguments(kwargs, words):
     with pytest.raises(InputError, match=words):
         next(iter(train_tiny(steps=2, **kwargs)))
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: mask_word("The cat sat.", True), "segment_index must be a whole number"),  # was index 1
+    (lambda: mask_word("The cat sat.", 2.5), "segment_index must be a whole number"),  # was a TypeError
+    (lambda: mask_word("The cat sat.", 2, mask=None), "The mask must be a string"),  # was a TypeError
+    (lambda: parse_groups(["a", "b"]), "The sentences must be a string"),  # was an AttributeError
+    (lambda: groups_text("no such set"), "Unknown sentence set"),  # was a KeyError
+    (lambda: groups_text(["a"]), "Unknown sentence set"),
+    (lambda: filter_heads(None, next(iter(HEAD_FILTERS))), "needs a head_statistics result"),  # AttributeError
+    (lambda: filter_heads(head_statistics(np.full((1, 1, 2, 2), 0.5)), ["x"]), "Unknown filter"),  # TypeError
+    (lambda: head_statistics("weights"), "The attention weights must be an array of numbers"),
+    (lambda: attention_rollout([[1, 2], [3]]), "The attention weights must be an array of numbers"),
+    (lambda: project_2d([["a", "b"], ["c", "d"]]), "The vectors must be an array of numbers"),  # ValueError
+    (lambda: separation_score(np.eye(3), 3), "one group"),  # was a TypeError: no len()
+    (lambda: separation_score(0.5, [0]), "must be square"),  # was an IndexError
+    (lambda: separation_score([[1, math.nan], [math.nan, 1]], [0, 0]), "NaN"),  # scored
+    (lambda: best_pooling({}), "at least one pooling"),  # was a ValueError: max() of nothing
+    (lambda: best_pooling({"cls": 0.9}), "at least one pooling"),  # was an AttributeError
+])
+def test_the_plain_helpers_refuse_what_they_cannot_read(call, words):
+    with pytest.raises(InputError, match=words):
+        call()
+
+
+def test_a_whole_float_or_numpy_segment_index_masks_as_an_int_does():
+    assert mask_word("The cat sat.", 2.0) == mask_word("The cat sat.", np.int64(2)) == "The [MASK] sat."
