@@ -235,7 +235,7 @@ def masking_statistics(model_key: str, sentences: list[str], rate: float = 0.15,
     policy = _policy(rate, mask, random, keep, whole_word)
     draws = check_int(draws, "draws", 1, MAX_DRAWS)
     seed = check_int(seed, "seed", 0, 2**31 - 1)
-    if isinstance(sentences, str) or not sentences:
+    if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)) or not sentences:
         raise InputError("Give a list of at least one non-empty sentence.")
     if len(sentences) > MAX_STAT_SENTENCES:
         raise InputError(f"Give at most {MAX_STAT_SENTENCES:,} sentences; got {len(sentences):,}.")

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from models import (
     HEAD_FILTERS,
@@ -19,11 +20,13 @@ from models import (
     best_pooling,
     classify,
     classify_pair,
+    compare_poolings,
     default_selection,
     deletion_curve,
     distill,
     embed,
     evaluate_causal,
+    explain_loss,
     evaluate_fill_mask,
     extract_attention,
     filter_heads,
@@ -258,3 +261,22 @@ def test_the_plain_helpers_refuse_what_they_cannot_read(call, words):
 
 def test_a_whole_float_or_numpy_segment_index_masks_as_an_int_does():
     assert mask_word("The cat sat.", 2.0) == mask_word("The cat sat.", np.int64(2)) == "The [MASK] sat."
+
+
+def test_explain_loss_takes_a_models_own_numpy_logits():
+    """A float32 logit (what a model's logits.numpy() holds) was refused as not a number."""
+    logits = np.array([3.0, 1.5, 0.2], dtype=np.float32)
+    result = explain_loss(dict(zip(["cat", "dog", "mat"], logits)), "cat")
+    expected = torch.nn.functional.cross_entropy(torch.tensor(logits)[None], torch.tensor([0]))
+    assert result.loss == pytest.approx(float(expected), rel=1e-6)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: explain_loss({"cat": 3.0}, ["cat"]), "The target"),  # was a TypeError: unhashable
+    (lambda: masking_statistics(MLM, 3, draws=2), "Give a list of at least one"),  # was a TypeError
+    (lambda: compare_poolings(MLM, ["A cat.", "A dog."], poolings=None), "poolings must be a list"),
+    (lambda: compare_poolings(MLM, ["A cat.", "A dog."], poolings="cls"), "poolings must be a list"),  # was read as 'c', 'l', 's'
+])
+def test_containers_where_a_list_goes(call, words):
+    with pytest.raises(InputError, match=words):
+        call()
