@@ -37,6 +37,7 @@ from models import (
     first_capable,
     forward_steps,
     knowledge_probe,
+    list_models,
     mask_word,
     masking_statistics,
     mlm_gradients,
@@ -280,3 +281,18 @@ def test_explain_loss_takes_a_models_own_numpy_logits():
 def test_containers_where_a_list_goes(call, words):
     with pytest.raises(InputError, match=words):
         call()
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: default_selection(["mini-bert"]), "models must be a list of ModelSpec"),  # AttributeError
+    (lambda: first_capable("mini-bert"), "models must be a list of ModelSpec"),  # AttributeError
+    (lambda: default_selection(published_limit=-1), "published_limit must be a whole number"),  # dropped one
+    (lambda: default_selection(published_limit=2.5), "published_limit must be a whole number"),
+])
+def test_the_model_pickers_check_their_arguments(call, words):
+    with pytest.raises(InputError, match=words):
+        call()
+
+
+def test_the_model_pickers_take_the_registry_as_a_tuple_or_a_list():
+    assert default_selection(list(list_models())) == default_selection(tuple(list_models())) == default_selection()
