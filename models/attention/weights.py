@@ -27,7 +27,7 @@ from ..registry import catalogue
 from ..registry.spec import ModelSpec
 from ..runtime.loading import RESULT_CACHES, LoadedModel, ModelCache, check_token_count, get_device, load_model
 from ..runtime.onednn import onednn_linears
-from ..validation import check_array, check_bool, check_text
+from ..validation import check_array, check_bool, check_int, check_text
 
 # Thresholds of the one-click head filters: (statistic, at least). Shares are averages
 # over the rows (queries) of a head; "broad" compares the entropy with the largest
@@ -278,13 +278,20 @@ def _head_statistics(weights: np.ndarray, cls_positions, sep_positions) -> HeadS
     return HeadStatistics(
         entropy=entropy,
         entropy_ratio=entropy / np.log2(t) if t > 1 else np.zeros_like(entropy),
-        to_cls=_share(w, cls_positions),
-        to_sep=_share(w, sep_positions),
+        to_cls=_share(w, _checked_positions(cls_positions, t, "cls_positions")),
+        to_sep=_share(w, _checked_positions(sep_positions, t, "sep_positions")),
         to_self=diagonal.mean(-1),
         to_prev=prev,
         to_next=nxt,
         max_weight=w.max(-1).mean(-1),
     )
+
+
+def _checked_positions(positions, t: int, name: str) -> list[int]:
+    """Token positions 0..t-1 (a list or tuple of whole numbers), or an InputError naming them."""
+    if not isinstance(positions, (list, tuple, np.ndarray)):
+        raise InputError(f"{name} must be a list of token positions; got {positions!r}.")
+    return [check_int(p, f"each of {name}", 0, t - 1) for p in positions]
 
 
 def _share(w: np.ndarray, positions) -> np.ndarray:

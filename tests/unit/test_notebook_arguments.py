@@ -296,3 +296,22 @@ def test_the_model_pickers_check_their_arguments(call, words):
 
 def test_the_model_pickers_take_the_registry_as_a_tuple_or_a_list():
     assert default_selection(list(list_models())) == default_selection(tuple(list_models())) == default_selection()
+
+
+@pytest.mark.parametrize("positions, words", [
+    ([-1], "each of cls_positions must be a whole number from 0 to 2"),  # was read as the last token
+    ([True], "each of cls_positions must be a whole number"),  # was an IndexError
+    ([7], "each of cls_positions must be a whole number from 0 to 2"),  # was an IndexError
+    (None, "cls_positions must be a list of token positions"),  # was a TypeError
+])
+def test_head_statistics_of_an_array_checks_the_cls_positions(positions, words):
+    with pytest.raises(InputError, match=words):
+        head_statistics(np.full((1, 1, 3, 3), 1 / 3), cls_positions=positions)
+
+
+def test_head_statistics_of_an_array_equals_the_results_own():
+    result = extract_attention(MLM, "The cat sat.")
+    of_array = head_statistics(result.weights, cls_positions=list(result.cls_positions),
+                               sep_positions=np.array(result.sep_positions))
+    weights = result.weights  # (L, H, T, T): the share each row puts on [CLS], by hand
+    assert np.allclose(of_array.to_cls, weights[..., list(result.cls_positions)].sum(-1).mean(-1))
