@@ -62,6 +62,7 @@ def fill_mask(model_key: str, text: str, top_k: int = 5, causal: bool = False) -
     causal: add a causal attention mask (each position sees only itself and its left), a
     way this model was never trained to read; a ``CapabilityError`` for families that
     cannot take one.
+    top_k: 1 to ``MAX_TOP_K`` (50); at most ``MAX_MASKS`` (10) masks, written [MASK] or <mask>.
     Raises ``EncoderLabError`` subclasses on bad input (unknown model, a model with no MLM
     head, empty text, no mask, too many masks, text too long, top_k out of range).
     """

@@ -23,6 +23,7 @@ from models import (
     compare_poolings,
     default_selection,
     deletion_curve,
+    detect_replaced,
     distill,
     embed,
     evaluate_causal,
@@ -315,3 +316,14 @@ def test_head_statistics_of_an_array_equals_the_results_own():
                                sep_positions=np.array(result.sep_positions))
     weights = result.weights  # (L, H, T, T): the share each row puts on [CLS], by hand
     assert np.allclose(of_array.to_cls, weights[..., list(result.cls_positions)].sum(-1).mean(-1))
+
+
+def test_detect_replaced_takes_a_whole_float_or_numpy_swap_as_every_count():
+    """swap=2.0 or np.int64(2) (what a number box or a NumPy draw gives) was refused, though
+    every other count takes them."""
+    text = "The chef cooked a delicious meal for the guests."
+    as_int = detect_replaced("mini-electra", text, swap=2, seed=3)
+    assert detect_replaced("mini-electra", text, swap=2.0, seed=3) == as_int
+    assert detect_replaced("mini-electra", text, swap=np.int64(2), seed=3) == as_int
+    with pytest.raises(InputError, match=r"swap \(tokens the generator replaces\) must be a whole number from 0 to 10"):
+        detect_replaced("mini-electra", text, swap=2.5)
