@@ -327,3 +327,13 @@ def test_detect_replaced_takes_a_whole_float_or_numpy_swap_as_every_count():
     assert detect_replaced("mini-electra", text, swap=np.int64(2), seed=3) == as_int
     with pytest.raises(InputError, match=r"swap \(tokens the generator replaces\) must be a whole number from 0 to 10"):
         detect_replaced("mini-electra", text, swap=2.5)
+
+
+def test_the_masking_rates_may_be_numpy_numbers():
+    """np.float32(0.15) or np.int64(1) was refused as 'must be a number'."""
+    plain = simulate_masking(MLM, "The cat sat on the mat.", rate=0.5, mask=1.0, random=0.0, keep=0.0, seed=1)
+    numpy = simulate_masking(MLM, "The cat sat on the mat.", rate=np.float32(0.5), mask=np.int64(1),
+                             random=np.float64(0), keep=np.float32(0), seed=1)
+    assert numpy == plain and type(numpy.policy.rate) is float
+    with pytest.raises(InputError, match="The rate probability must be a number"):
+        simulate_masking(MLM, "The cat sat.", rate=True)
