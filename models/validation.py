@@ -52,3 +52,37 @@ def check_int(value, name: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
         raise InputError(f"{name} must be a whole number from {low} to {high}; got {value!r}.")
     return int(value)
+
+
+def as_real(value) -> float:
+    """``value`` as a float when it is a real number (a NumPy one too), else NaN, which every
+    range check refuses: True is not 1.0 and "0.5" is not 0.5."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return float("nan")
+    return float(value)
+
+
+def check_array(value, what: str, dtype=np.float64) -> np.ndarray:
+    """``value`` (an array, nested lists) as a NumPy array of finite numbers, or an InputError
+    naming ``what``: text, None, ragged lists, NaN or infinity are not numbers to compute on."""
+    try:
+        array = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError):
+        raise InputError(f"{what} must be an array of numbers; got {type(value).__name__}.") from None
+    if not np.isfinite(array).all():
+        raise InputError(f"{what} holds NaN or infinite values.")
+    return array
+
+
+def check_bool(value, name: str) -> bool:
+    """True or False (a NumPy bool too), or an InputError: a string such as "False", a number,
+    NaN or None is not read by its truthiness."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
+
+
+def check_limit(limit, count: int) -> int:
+    """``limit`` (the first N items of a set of ``count``) as a whole number from 1 to count;
+    None means all of them."""
+    return count if limit is None else check_int(limit, "limit", 1, count)

@@ -27,7 +27,7 @@ from ..registry import catalogue
 from ..registry.spec import ModelSpec
 from ..runtime.loading import RESULT_CACHES, LoadedModel, ModelCache, check_token_count, get_device, load_model
 from ..runtime.onednn import onednn_linears
-from ..validation import check_text
+from ..validation import check_array, check_bool, check_int, check_text
 
 # Thresholds of the one-click head filters: (statistic, at least). Shares are averages
 # over the rows (queries) of a head; "broad" compares the entropy with the largest
@@ -136,7 +136,7 @@ def extract_attention(model_key: str, text: str, text_pair: str | None = None,
     unavailable model, empty or too long text, a family that cannot take a causal mask).
     """
     spec = catalogue.get_spec(model_key)  # the request's one look-up: the spec travels down
-    causal = bool(causal)
+    causal = check_bool(causal, "causal")
     if causal:
         require_causal(spec)
     text = check_text(text)
@@ -265,7 +265,7 @@ def head_statistics(attention, cls_positions=(0,), sep_positions=()) -> HeadStat
 
 
 def _head_statistics(weights: np.ndarray, cls_positions, sep_positions) -> HeadStatistics:
-    w = np.asarray(weights, dtype=np.float32)  # float64 would double a 500 MB array
+    w = check_array(weights, "The attention weights", np.float32)  # float64 would double a 500 MB array
     if w.ndim != 4 or w.shape[2] != w.shape[3]:
         raise InputError(f"Expected weights of shape (layers, heads, T, T); got {w.shape}.")
     t = w.shape[-1]
@@ -278,13 +278,20 @@ def _head_statistics(weights: np.ndarray, cls_positions, sep_positions) -> HeadS
     return HeadStatistics(
         entropy=entropy,
         entropy_ratio=entropy / np.log2(t) if t > 1 else np.zeros_like(entropy),
-        to_cls=_share(w, cls_positions),
-        to_sep=_share(w, sep_positions),
+        to_cls=_share(w, _checked_positions(cls_positions, t, "cls_positions")),
+        to_sep=_share(w, _checked_positions(sep_positions, t, "sep_positions")),
         to_self=diagonal.mean(-1),
         to_prev=prev,
         to_next=nxt,
         max_weight=w.max(-1).mean(-1),
     )
+
+
+def _checked_positions(positions, t: int, name: str) -> list[int]:
+    """Token positions 0..t-1 (a list or tuple of whole numbers), or an InputError naming them."""
+    if not isinstance(positions, (list, tuple, np.ndarray)):
+        raise InputError(f"{name} must be a list of token positions; got {positions!r}.")
+    return [check_int(p, f"each of {name}", 0, t - 1) for p in positions]
 
 
 def _share(w: np.ndarray, positions) -> np.ndarray:
@@ -305,8 +312,12 @@ def _derived(result: AttentionResult, name: str, compute):
 
 
 def filter_heads(stats: HeadStatistics, name: str) -> list[tuple[int, int]]:
-    """(layer, head) of the heads that pass one of ``HEAD_FILTERS``."""
-    if name not in HEAD_FILTERS:
+    """(layer, head) of the heads that pass one of ``HEAD_FILTERS``.
+
+    stats: a ``head_statistics`` result; name: a key of ``HEAD_FILTERS``."""
+    if not isinstance(stats, HeadStatistics):
+        raise InputError(f"filter_heads needs a head_statistics result; got {type(stats).__name__}.")
+    if not isinstance(name, str) or name not in HEAD_FILTERS:
         raise InputError(f"Unknown filter {name!r}; choose one of: {', '.join(HEAD_FILTERS)}.")
     stat, at_least = HEAD_FILTERS[name]
     layers, heads = np.nonzero(getattr(stats, stat) >= at_least)
@@ -332,7 +343,7 @@ def attention_rollout(attention) -> np.ndarray:
 
 
 def _rollout(weights: np.ndarray) -> np.ndarray:
-    w = np.asarray(weights, dtype=np.float32)  # float64 would double a 500 MB array
+    w = check_array(weights, "The attention weights", np.float32)  # float64 would double a 500 MB array
     if w.ndim != 4 or w.shape[2] != w.shape[3]:
         raise InputError(f"Expected weights of shape (layers, heads, T, T); got {w.shape}.")
     t = w.shape[-1]

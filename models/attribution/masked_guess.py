@@ -216,6 +216,9 @@ def _mask_case(model_key: str, text: str, mask_index, target: str | None) -> _Ma
     )
 
 
+TARGET_KINDS = "target must be a word, a token id, or empty for the top guess."
+
+
 def _target_id(loaded: LoadedModel, word: str | int) -> int:
     """The one vocabulary entry for ``word``: a token id, the word as written, or as the
     tokenizer writes it after a space (Ġdoor, ▁door); an ``InputError`` when it is several
@@ -224,7 +227,7 @@ def _target_id(loaded: LoadedModel, word: str | int) -> int:
     if isinstance(word, int) and not isinstance(word, bool):
         return check_int(word, "target (a token id)", 0, len(tokenizer) - 1)
     if not isinstance(word, str):
-        raise InputError("target must be a word, a token id, or empty for the top guess.")
+        raise InputError(TARGET_KINDS)
     word = word.strip()
     vocab = tokenizer.get_vocab()
     if word in vocab:
@@ -262,6 +265,14 @@ def attribute_fill_mask(
     if method not in ATTRIBUTION_METHODS:
         raise InputError(f"Unknown method {method!r}; choose one of: {', '.join(ATTRIBUTION_METHODS)}.")
     n_steps = check_int(n_steps, "n_steps", 2, MAX_IG_STEPS)
+    # The arguments are the cache's key: checked first, so a list or a dict (unhashable) is an
+    # InputError, and mask_index 1.0 or np.int64(1) finds the result of 1.
+    catalogue.get_spec(model_key)
+    text = check_text(text)
+    mask_index = check_int(mask_index, "mask_index", 0, MAX_MASKS)
+    if not (target is None or isinstance(target, (str, int, np.integer)) and not isinstance(target, bool)):
+        raise InputError(TARGET_KINDS)
+    target = int(target) if isinstance(target, np.integer) else target
     target_key = target.strip() if isinstance(target, str) else target
     key = ("attribution", model_key, text, method, mask_index, target_key,
            n_steps if method == "integrated_gradients" else None, str(get_device()))

@@ -32,7 +32,7 @@ from ..runtime.batching import map_forwards
 from ..runtime.loading import LoadedModel, check_token_count, load_model, max_input_tokens
 from ..runtime.onednn import onednn_linears
 from ..runtime.packed import can_pack, packed_hidden_states
-from ..validation import check_text
+from ..validation import check_bool, check_text
 
 POOLINGS = ("cls", "mean", "max")
 MIN_SENTENCES = 2  # a similarity matrix needs two sentences
@@ -114,6 +114,13 @@ def check_pooling(pooling) -> str:
     if pooling not in POOLINGS:
         raise InputError(f"Unknown pooling {pooling!r}; choose one of: {', '.join(POOLINGS)}.")
     return pooling
+
+
+def check_poolings(poolings) -> tuple[str, ...]:
+    """A list or tuple of one or more poolings, each checked (a lone string is not a list)."""
+    if isinstance(poolings, str) or not isinstance(poolings, (list, tuple)) or not poolings:
+        raise InputError(f"poolings must be a list of one or more of: {', '.join(POOLINGS)}; got {poolings!r}.")
+    return tuple(check_pooling(p) for p in poolings)
 
 
 def check_sentences(sentences, low: int = MIN_SENTENCES, high: int = MAX_SENTENCES) -> tuple[str, ...]:
@@ -273,7 +280,7 @@ def pooled_vectors(model_key: str, sentences, poolings: Sequence[str], truncate:
     """{pooling: (N, d) float32 unnormalised vectors} of the last layer, every pooling from one
     forward pass (``embed`` with normalize=False, once per pooling, gives the same vectors)."""
     spec = catalogue.get_spec(model_key)
-    poolings = tuple(check_pooling(p) for p in poolings)
+    poolings = check_poolings(poolings)
     sentences = check_sentences(sentences, low=1, high=MAX_EMBED_SENTENCES)
     loaded = load_model(spec, head="base")
     return _pooled(loaded, sentences, poolings, _layer_of(loaded, -1), False, bool(truncate))
@@ -307,10 +314,11 @@ def embed(model_key: str, sentences, pooling: str = "mean", layer: int = -1,
     """
     spec = catalogue.get_spec(model_key)
     check_pooling(pooling)
+    normalize, truncate = check_bool(normalize, "normalize"), check_bool(truncate, "truncate")
     sentences = check_sentences(sentences, low=1, high=MAX_EMBED_SENTENCES)
     loaded = load_model(spec, head="base")
     layer = _layer_of(loaded, layer)
-    return _pooled(loaded, sentences, [pooling], layer, bool(normalize), bool(truncate))[pooling]
+    return _pooled(loaded, sentences, [pooling], layer, normalize, truncate)[pooling]
 
 
 def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
@@ -325,7 +333,7 @@ def compare_poolings(model_key: str, sentences, layer: int = -1,
                      poolings: Sequence[str] = ("cls", "mean")) -> tuple[SimilarityResult, ...]:
     """The cosine matrix of each pooling, from one forward pass (what the tab shows)."""
     spec = catalogue.get_spec(model_key)
-    poolings = tuple(check_pooling(p) for p in poolings)
+    poolings = check_poolings(poolings)
     sentences = check_sentences(sentences)
     loaded = load_model(spec, head="base")
     layer = _layer_of(loaded, layer)

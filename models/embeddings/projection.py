@@ -7,6 +7,7 @@ import importlib.util
 import numpy as np
 
 from ..errors import CapabilityError, InputError
+from ..validation import check_array
 
 PROJECTIONS = ("pca", "umap")
 
@@ -20,8 +21,8 @@ def project_2d(vectors, method: str = "pca") -> np.ndarray:
     """
     if method not in PROJECTIONS:
         raise InputError(f"Unknown projection {method!r}; choose one of: {', '.join(PROJECTIONS)}.")
-    x = np.asarray(vectors, dtype=np.float64)
-    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 1 or not np.isfinite(x).all():
+    x = check_array(vectors, "The vectors")
+    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 1:
         raise InputError(
             f"project_2d needs an (N, d) array of finite numbers with N >= 2 and d >= 1; "
             f"got shape {x.shape}."

@@ -259,7 +259,14 @@ def build_index(model_key: str, pooling: str = "mean", progress: Progress | None
 
 def search(model_key: str, query: str, k: int = 10, pooling: str = "mean", index: str = "exact",
            progress: Progress | None = None) -> SearchResult:
-    """The k corpus sentences closest to the query (cosine), with score and source."""
+    """The k corpus sentences closest to the query (cosine), with score and source.
+
+    k: 1 to 100. pooling: "cls", "mean" or "max" (as ``embed``). index: "exact" (every
+    vector compared) or "ann" (the approximate index). progress: None or a callable
+    ``progress(done, total, what)`` told how a first build of the model's index advances. The
+    first call per model and pooling embeds the corpus (cached after). An unknown model is an
+    ``UnknownModelError``; a bad k, pooling or index, or a query over the model's length, an
+    ``InputError``."""
     spec = catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
     query = check_text(query, what="query")
     k, pooling, index = _check_k(k), check_pooling(pooling), _check_index(index)
@@ -308,7 +315,10 @@ def _paraphrase_recall(model_key: str, pooling: str, k: int, distractors: np.nda
 def retrieval_report(model_key: str, k: int = 10, pooling: str = "mean", queries: int = REPORT_QUERIES,
                      progress: Progress | None = None) -> RetrievalReport:
     """Recall@k of the ANN index against exact search and each one's latency; cosine vs dot
-    product on unnormalised vectors; [CLS] vs mean pooling as paraphrase-search quality."""
+    product on unnormalised vectors; [CLS] vs mean pooling as paraphrase-search quality.
+
+    k: 1 to 100; pooling: as ``search``; queries: how many training-sample sentences are the
+    queries, 10 to 2000; progress: as ``search``. Out of range: an ``InputError``."""
     catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
     k, pooling = _check_k(k), check_pooling(pooling)
     queries = check_int(queries, "queries", 10, 2000)

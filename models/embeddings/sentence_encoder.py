@@ -48,7 +48,7 @@ from ..tasks.finetuning import _padded
 from ..tasks.live_training import (Budget, check_rate, check_seconds, exclusive_run, parameter_count, train_how,
                                    trainable_copy)
 from ..tasks.task_data import TASKS_DIR
-from ..validation import check_int
+from ..validation import as_real, check_int
 from .pooling import encode_unpadded, pool_hidden
 from .sentence_sets import sentence_groups
 from .separation import SeparationScore, separation_score
@@ -204,10 +204,7 @@ def _check_loss(loss) -> str:
 
 def _check_margin(loss: str, margin) -> float:
     high = 4.0 if loss == "triplet" else 2.0  # squared vs plain distance between unit vectors
-    try:
-        value = float(margin)
-    except (TypeError, ValueError):
-        value = float("nan")
+    value = as_real(margin)
     if not 0 < value <= high:
         raise InputError(f"The {loss} margin must be above 0 and at most {high:g} (unit vectors); got {margin!r}.")
     return value

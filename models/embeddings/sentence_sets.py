@@ -10,6 +10,7 @@ import copy
 import json
 from functools import lru_cache
 
+from ..errors import InputError
 from ..registry import catalogue
 GROUPS_FILE = catalogue.REPO_ROOT / "data" / "sentence_groups.json"
 
@@ -36,6 +37,8 @@ def parse_groups(text: str) -> tuple[tuple[str, ...], tuple[int, ...], tuple[str
 
     Returns (sentences, group number of each, topic of each or None when no topic is named).
     """
+    if text is not None and not isinstance(text, str):
+        raise InputError(f"The sentences must be a string, one per line; got {type(text).__name__}.")
     sentences, groups, topics = [], [], []
     group, topic, new_group = 0, None, False
     for line in (text or "").splitlines():
@@ -56,9 +59,13 @@ def parse_groups(text: str) -> tuple[tuple[str, ...], tuple[int, ...], tuple[str
 
 
 def groups_text(name: str) -> str:
-    """A built-in set written in the format ``parse_groups`` reads."""
+    """A built-in set (``name``: a key of ``sentence_groups()``) written in the format
+    ``parse_groups`` reads; an unknown name is an ``InputError``."""
+    sets = sentence_groups()
+    if not isinstance(name, str) or name not in sets:
+        raise InputError(f"Unknown sentence set {name!r}; choose one of: {', '.join(sets)}.")
     blocks, last_topic = [], None
-    for group in sentence_groups()[name]["groups"]:
+    for group in sets[name]["groups"]:
         lines = []
         if group.get("topic") and group["topic"] != last_topic:
             lines.append(f"# {group['topic']}")

@@ -12,6 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError
+from ..validation import check_array
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,10 @@ def separation_score(matrix: np.ndarray, groups: Sequence, topics: Sequence | No
     optional label per sentence; then the different-group pairs are split into same-topic
     and unrelated ones.
     """
-    matrix = np.asarray(matrix, dtype=np.float64)
-    n = matrix.shape[0]
-    if matrix.shape != (n, n) or len(groups) != n or (topics is not None and len(topics) != n):
+    matrix = check_array(matrix, "The similarity matrix")
+    n = matrix.shape[0] if matrix.ndim else 0
+    if (matrix.shape != (n, n) or not hasattr(groups, "__len__") or len(groups) != n
+            or (topics is not None and (not hasattr(topics, "__len__") or len(topics) != n))):
         raise InputError("The matrix must be square with one group (and topic) label per sentence.")
     i, j = np.triu_indices(n, k=1)
     groups = np.asarray(groups, dtype=object)
@@ -86,5 +88,9 @@ def separation_score(matrix: np.ndarray, groups: Sequence, topics: Sequence | No
 
 
 def best_pooling(scores: dict[str, SeparationScore]) -> str:
-    """The pooling whose scores separate the groups best: highest ROC AUC, then largest gap."""
+    """The pooling whose scores separate the groups best: highest ROC AUC, then largest gap.
+
+    scores: pooling name -> its ``separation_score`` (at least one)."""
+    if not isinstance(scores, dict) or not scores or not all(isinstance(s, SeparationScore) for s in scores.values()):
+        raise InputError("best_pooling needs a dict of at least one pooling name -> its separation_score result.")
     return max(scores, key=lambda p: (round(scores[p].auc, 3), scores[p].gap))

@@ -73,7 +73,7 @@ class MLMGradients:
 
 def mlm_gradients(model_key: str, text: str, masked: tuple[int, ...] | list[int] | None = None,
                   check_position: int | None = None) -> MLMGradients:
-    """Mask ``masked`` (token indices; default: the middle word token) in ``text`` and
+    """Mask ``masked`` (a list or tuple of token indices; None or empty: the middle word token) in ``text`` and
     follow the MLM loss's gradient back to every input embedding.
 
     The text is written without masks: its own tokens are the labels. ``check_position``:
@@ -104,6 +104,8 @@ def mlm_gradients(model_key: str, text: str, masked: tuple[int, ...] | list[int]
         raise InputError("The text needs at least two word tokens: one to mask, one to read.")
     if masked is None or (isinstance(masked, (list, tuple)) and not masked):
         masked = (words[len(words) // 2],)
+    elif not isinstance(masked, (list, tuple)):
+        raise InputError(f"masked must be a list of token indices, e.g. [{words[0]}]; got {masked!r}.")
     masked = tuple(sorted({check_int(m, "masked position (token index)", 0, n - 1) for m in masked}))
     if any(special[m] for m in masked):
         raise InputError(f"Masked positions must be word tokens ({words[0]} to {words[-1]}), not special tokens.")

@@ -29,7 +29,7 @@ from ..errors import InputError
 from ..mlm.fill_mask import MASK_PATTERN
 from ..runtime.capture import Recorder
 from ..runtime.loading import RESULT_CACHES, ModelCache, check_token_count, get_device, load_model, require_head
-from ..validation import check_int, check_texts
+from ..validation import check_bool, check_int, check_texts
 from .families import base_model, embedding_projection, head_modules, layer_modules, num_heads, num_layers
 from .attention_steps import as_float as _f, attention_scores, query_key_value
 
@@ -130,7 +130,7 @@ def forward_steps(model_key: str, text: str, text_pair: str | None = None, layer
     """
     spec = catalogue.get_spec(model_key)
     text, text_pair = check_texts(text, text_pair)
-    with_head = spec.has_mlm_head if mlm_head is None else bool(mlm_head)
+    with_head = spec.has_mlm_head if mlm_head is None else check_bool(mlm_head, "mlm_head")
     if with_head:
         require_head(spec, "mlm")
     top_k = check_int(top_k, "top_k", 1, 50)

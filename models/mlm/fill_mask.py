@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..errors import CapabilityError, InputError
@@ -28,7 +29,7 @@ from ..runtime.cuda_graphs import cuda_graphs_enabled, graphed_body
 from ..runtime.onednn import onednn_linears
 from ..runtime.packed import can_pack, packed_last_states_at, scripted
 from .masked_head import FEW_ROWS, batch_masked_logits, masked_logits, project, transposed_few_rows
-from ..validation import check_int, check_text
+from ..validation import check_bool, check_int, check_text
 from .causal import require_causal, with_causal_mask
 from .results import FillMaskResult, MaskPrediction, Prediction
 
@@ -61,11 +62,13 @@ def fill_mask(model_key: str, text: str, top_k: int = 5, causal: bool = False) -
     causal: add a causal attention mask (each position sees only itself and its left), a
     way this model was never trained to read; a ``CapabilityError`` for families that
     cannot take one.
+    top_k: 1 to ``MAX_TOP_K`` (50); at most ``MAX_MASKS`` (10) masks, written [MASK] or <mask>.
     Raises ``EncoderLabError`` subclasses on bad input (unknown model, a model with no MLM
     head, empty text, no mask, too many masks, text too long, top_k out of range).
     """
     spec = catalogue.get_spec(model_key)  # the request's one look-up: the spec travels down
     require_head(spec, "mlm")  # before any work on the text
+    causal = check_bool(causal, "causal")
     if causal:
         require_causal(spec)
     top_k = check_int(top_k, "top_k", 1, MAX_TOP_K)
@@ -73,8 +76,8 @@ def fill_mask(model_key: str, text: str, top_k: int = 5, causal: bool = False) -
     spans = mask_spans(text)
     loaded = load_model(spec, head="mlm")
     encoded = encode_masks(loaded, text, spans)
-    logits = _forward(loaded, encoded, bool(causal))
-    return _decode(loaded, text, encoded, logits, top_k, bool(causal))
+    logits = _forward(loaded, encoded, causal)
+    return _decode(loaded, text, encoded, logits, top_k, causal)
 
 
 def mask_spans(text: str) -> list[tuple[int, int]]:
@@ -350,9 +353,17 @@ def text_segments(text: str) -> list[tuple[str, str | None]]:
 def mask_word(text: str, segment_index: int, mask: str = "[MASK]") -> str:
     """The text with the word at ``segment_index`` (of ``text_segments``) replaced by a mask.
 
-    Spaces, and words that are already masks, leave the text unchanged.
+    Spaces, words that are already masks, and an index with no segment leave the text
+    unchanged. segment_index: a whole number (True or 1.5 is an ``InputError``); mask: a string.
     """
     segments = text_segments(text)
+    if isinstance(segment_index, float) and segment_index.is_integer():
+        segment_index = int(segment_index)
+    if isinstance(segment_index, bool) or not isinstance(segment_index, (int, np.integer)):
+        raise InputError(f"segment_index must be a whole number (an index of text_segments(text)); "
+                         f"got {segment_index!r}.")
+    if not isinstance(mask, str):
+        raise InputError(f"The mask must be a string such as [MASK]; got {type(mask).__name__}.")
     if not 0 <= segment_index < len(segments) or segments[segment_index][1] != "word":
         return text
     return "".join(

@@ -60,6 +60,7 @@ def generate_left_to_right(model_key: str, prompt: str, steps: int = 8, seed: in
     ``top_k`` tokens at the mask, special tokens left out (probabilities are over the
     whole vocabulary); the next token is drawn from them in proportion to their
     probabilities, with a generator seeded by ``seed`` (``top_k=1``: always the best).
+    steps: 1 to 30; top_k: 1 to 50; seed: 0 to 2**31 - 1.
     """
     spec = catalogue.get_spec(model_key)
     require_head(spec, "mlm")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..registry import catalogue
 from ..runtime.loading import require_head
-from ..validation import check_int
+from ..validation import check_limit
 from .fill_mask import fill_mask
 
 PROBE_SETS = {"facts": "facts_cloze.json", "everyday": "everyday_cloze.json"}
@@ -83,11 +83,15 @@ class KnowledgeProbe:
         return {k: tuple(v) for k, v in out.items()}
 
 
-@functools.lru_cache(maxsize=None)
 def probe_items(probe_set: str = "facts") -> tuple[dict, ...]:
     """The sentences of a built-in probe set: dicts with text, answers and category."""
-    if probe_set not in PROBE_SETS:
+    if not isinstance(probe_set, str) or probe_set not in PROBE_SETS:
         raise InputError(f"Unknown probe set {probe_set!r}; choose one of {', '.join(PROBE_SETS)}.")
+    return _read_probe_set(probe_set)
+
+
+@functools.lru_cache(maxsize=None)
+def _read_probe_set(probe_set: str) -> tuple[dict, ...]:
     data = json.loads((catalogue.REPO_ROOT / "data" / PROBE_SETS[probe_set]).read_text(encoding="utf-8"))
     return tuple({"text": i["text"], "answers": tuple(a.lower() for a in i["answers"]),
                   "category": i.get("category", "")} for i in data["items"])
@@ -105,8 +109,7 @@ def knowledge_probe(model_key: str, probe_set: str = "facts", limit: int | None 
     or a limit out of range."""
     require_head(catalogue.get_spec(model_key), "mlm")
     sentences = probe_items(probe_set)
-    if limit is not None:
-        sentences = sentences[:check_int(limit, "limit", 1, len(sentences))]
+    sentences = sentences[:check_limit(limit, len(sentences))]
     items = []
     for item in sentences:
         preds = fill_mask(model_key, item["text"], top_k=PROBE_TOP_K).masks[0].predictions

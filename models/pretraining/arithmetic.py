@@ -25,7 +25,7 @@ from ..errors import CapabilityError, InputError
 from ..mlm.masked_head import masked_logits
 from ..registry import catalogue
 from ..runtime.loading import load_model, require_head
-from ..validation import check_int, check_text
+from ..validation import as_real, check_bool, check_int, check_text
 from .masking_lab import MaskingSimulation, check_selected
 from .objective_heads import check_pair_length
 
@@ -74,12 +74,12 @@ def explain_loss(logits: dict[str, float], target: str) -> LossArithmetic:
     for word, value in logits.items():
         if not isinstance(word, str) or not word.strip():
             raise InputError("Every word must be a non-empty string.")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if not math.isfinite(as_real(value)):  # a NumPy number (a model's own logit) is one too
             raise InputError(f"The logit of {word!r} must be a finite number, not {value!r}.")
         if abs(value) > 700:  # exp overflows a float64 past ~709
             raise InputError(f"The logit of {word!r} is {value}; keep logits between -700 and 700.")
         values[word] = float(value)
-    if target not in values:
+    if not isinstance(target, str) or target not in values:
         raise InputError(f"The target {target!r} is not among the words: {', '.join(values)}.")
     exps = {w: math.exp(z) for w, z in values.items()}
     denominator = math.fsum(exps.values())
@@ -179,7 +179,7 @@ def next_sentence_loss(model_key: str, a: str, b: str, is_next: bool = True) -> 
     hand from the [CLS] vector (pooler dense + tanh, then the classifier), and
     ``pooler_check`` says how far that is from the model's own logits.
     """
-    return _pair_loss(catalogue.get_spec(model_key), a, b, is_next, "nsp")
+    return _pair_loss(catalogue.get_spec(model_key), a, b, check_bool(is_next, "is_next"), "nsp")
 
 
 def pair_loss(model_key: str, a: str, b: str, label: bool = True) -> NSPLoss:
@@ -191,7 +191,7 @@ def pair_loss(model_key: str, a: str, b: str, label: bool = True) -> NSPLoss:
         having = catalogue.named_by_availability([s for s in catalogue.SPECS if s.can("pair")])
         raise CapabilityError(f"{spec.display_name} ({spec.key}) has no sentence-pair head (BERT's next-sentence "
                               f"or ALBERT's sentence-order prediction). Models that have one: {having}.")
-    return _pair_loss(spec, a, b, label, spec.pair_head)
+    return _pair_loss(spec, a, b, check_bool(label, "label"), spec.pair_head)
 
 
 def _pair_loss(spec, a: str, b: str, label: bool, head: str) -> NSPLoss:

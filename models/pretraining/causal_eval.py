@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..mlm.causal import causal_attention_mask, require_causal
 from ..runtime.loading import load_model
+from ..validation import check_int, check_limit
 from .evaluation import heldout_sentences
 from .trainer import evaluate_masked
 
@@ -56,12 +57,15 @@ def evaluate_causal(model_key: str, limit: int | None = None, seed: int = 1234) 
     """Held-out top-1 / top-5 / loss of an MLM, bidirectional and causal, at the same positions.
 
     The split is ``data/heldout.txt`` (never trained on); ``limit``: the first N sentences
-    only. The masked positions are those of ``evaluate_fill_mask(split="heldout")`` (same
+    only (1 to the split's size; None: all). ``seed``: the masking draw's, 0 to 2**31 - 1.
+    A limit or seed out of range is an ``InputError``. The masked positions are those of ``evaluate_fill_mask(split="heldout")`` (same
     seed, same draw), so the bidirectional figures equal that function's.
     """
     spec = require_causal(model_key)
+    sentences = heldout_sentences()
+    sentences = sentences[:check_limit(limit, len(sentences))]
+    seed = check_int(seed, "seed", 0, 2**31 - 1)
     loaded = load_model(spec, head="mlm")
-    sentences = heldout_sentences()[:limit]
     both = evaluate_masked(loaded.model, loaded.tokenizer, sentences, seed=seed)
     left = evaluate_masked(_CausalView(loaded.model), loaded.tokenizer, sentences, seed=seed)
     return CausalEval(

@@ -31,6 +31,7 @@ from ..registry import catalogue
 from ..runtime.loading import BUILD_LOCK, load_model
 from ..runtime.run_store import register_kind
 from ..tasks.live_training import Budget, check_rate, check_seconds, exclusive_run, parameter_count
+from ..validation import as_real, check_int
 from .masking import MaskingPolicy, apply_masking
 from .mlm_data import collate, encode_sentences, read_sentences
 
@@ -88,10 +89,7 @@ register_kind(DistillResult, lambda result: None, lambda result, _payload: resul
 
 
 def _check_float(name: str, value, low: float, high: float, low_open: bool = False) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        x = float("nan")
+    x = as_real(value)
     if not ((low < x) if low_open else (low <= x)) or not x <= high:
         raise InputError(f"{name} must be {'above' if low_open else 'at least'} {low:g} and at most {high:g}; "
                          f"got {value!r}.")
@@ -156,15 +154,18 @@ def distill(teacher_key: str, student_shape: str = "2x64", steps: int = 150, alp
     """Train a small student twice, same seed, data, masks and steps: with the teacher's soft
     targets (+ MLM, weight ``alpha`` on the soft part) and with MLM alone; both curves and held-out
     masked-token accuracy. The teacher needs an MLM head; the student uses its tokenizer.
-    ``max_seconds``: the first run gets half; the second runs the same steps (so about as long)."""
+    ``max_seconds``: the first run gets half; the second runs the same steps (so about as long).
+    student_shape: one of ``STUDENT_SHAPES``; steps: 1 to 2000; alpha: above 0, at most 1;
+    temperature: 0.5 to 20; seed: 0 to 2**31 - 1; learning_rate: between 0 and 1; max_seconds:
+    1 to 300. Anything else (a fraction of a step, True for a number) is an ``InputError``."""
     catalogue.get_spec(teacher_key)
-    if student_shape not in STUDENT_SHAPES:
+    if not isinstance(student_shape, str) or student_shape not in STUDENT_SHAPES:
         raise InputError(f"Unknown student shape {student_shape!r}; choose one of: {', '.join(STUDENT_SHAPES)} "
                          "(layers x hidden width).")
-    steps = int(_check_float("steps", steps, 1, MAX_DISTILL_STEPS))
+    steps = check_int(steps, "steps", 1, MAX_DISTILL_STEPS)
     alpha = _check_float("alpha", alpha, 0, 1, low_open=True)
     temperature = _check_float("temperature", temperature, 0.5, 20)
-    seed = int(_check_float("seed", seed, 0, 2**31 - 1))
+    seed = check_int(seed, "seed", 0, 2**31 - 1)
     lr = check_rate(learning_rate)
     seconds = check_seconds(max_seconds)
     teacher = load_model(teacher_key, head="mlm")

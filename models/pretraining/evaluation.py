@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from ..errors import InputError
 from ..registry import catalogue
 from ..runtime.loading import load_model
+from ..validation import check_limit
 from .masking import MaskingPolicy, apply_masking
 from .mlm_data import collate, encode_sentences, read_sentences
 
@@ -160,16 +161,19 @@ def evaluate_fill_mask(model_key: str, split: str = "heldout", limit: int | None
     split="heldout": 15 % of the tokens of each held-out sentence (seeded, the same for
     every model of a tokenizer) replaced by the mask token, scored at those positions.
     split="everyday": one mask per sentence; a hit when a top-k token is an accepted answer.
-    limit: only the first ``limit`` sentences (a quick look).
+    limit: only the first ``limit`` sentences, a whole number from 1 to the split's size
+    (a quick look; None: all). An unknown split or a limit out of range is an ``InputError``.
     """
-    if split not in SPLITS:
+    if not isinstance(split, str) or split not in SPLITS:
         raise InputError(f"Unknown split {split!r}; choose one of {', '.join(SPLITS)}.")
     loaded = load_model(model_key, head="mlm")
     if split == "heldout":
-        sentences = heldout_sentences()[:limit]
+        sentences = heldout_sentences()
+        sentences = sentences[:check_limit(limit, len(sentences))]
         r = evaluate_masked(loaded.model, loaded.tokenizer, sentences)
         return FillMaskEval(model_key, split, r.top1, r.top5, r.loss, r.n_tokens)
-    items = everyday_items()[:limit]
+    items = everyday_items()
+    items = items[:check_limit(limit, len(items))]
     r1 = evaluate_cloze(loaded.model, loaded.tokenizer, items, k=1)
     r5 = evaluate_cloze(loaded.model, loaded.tokenizer, items, k=5)
     return FillMaskEval(model_key, split, r1["hit_rate"], r5["hit_rate"], None, len(items))

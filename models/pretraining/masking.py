@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
+from ..validation import as_real
 
 # What happened to each position (the "fate" of a token).
 NOT_SELECTED, MASKED, RANDOM, KEPT = 0, 1, 2, 3
@@ -44,9 +45,10 @@ class MaskingPolicy:
 
     def __post_init__(self):
         for name in ("rate", "mask", "random", "keep"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+            value = as_real(getattr(self, name))  # a NumPy number too; True or "0.15" is not one
+            if not np.isfinite(value):
                 raise InputError(f"The {name} probability must be a number between 0 and 1.")
+            object.__setattr__(self, name, value)  # a plain float in the result
             if not 0.0 <= value <= 1.0:
                 raise InputError(f"The {name} probability must be between 0 and 1; got {value}.")
         total = self.mask + self.random + self.keep

@@ -15,7 +15,7 @@ from ..errors import CapabilityError, InputError
 from ..mlm.masked_head import masked_logits
 from ..registry import catalogue
 from ..runtime.loading import load_model, load_tokenizer
-from ..validation import check_int, check_text
+from ..validation import check_bool, check_int, check_text
 from .masking import FATES, KEPT, MASKED, NOT_SELECTED, RANDOM, MaskingPolicy, apply_masking, word_ids_from_offsets
 
 MAX_EPOCHS = 20
@@ -106,7 +106,7 @@ class MaskingStatistics:
 
 
 def _policy(rate, mask, random, keep, whole_word) -> MaskingPolicy:
-    return MaskingPolicy(rate=rate, mask=mask, random=random, keep=keep, whole_word=bool(whole_word))
+    return MaskingPolicy(rate=rate, mask=mask, random=random, keep=keep, whole_word=check_bool(whole_word, "whole_word"))
 
 
 def simulate_masking(model_key: str, text: str, rate: float = 0.15, mask: float = 0.8,
@@ -118,10 +118,15 @@ def simulate_masking(model_key: str, text: str, rate: float = 0.15, mask: float 
     (original BERT's data script drew 10 masks per sentence, ``dupe_factor = 10``, each reused
     over 4 of its 40 epochs); dynamic: a fresh draw each epoch, as RoBERTa does. Deterministic
     for a seed.
+
+    rate: the share of tokens selected (0 to 1); mask / random / keep: how a selected token is
+    shown (each 0 to 1, adding up to 1); whole_word: select whole words; epochs: 1 to 20;
+    seed: 0 to 2**31 - 1; a text of at most 256 tokens. Anything else is an ``InputError``.
     """
     spec = catalogue.get_spec(model_key)
     policy = _policy(rate, mask, random, keep, whole_word)
     epochs = check_int(epochs, "epochs", 1, MAX_EPOCHS)
+    dynamic = check_bool(dynamic, "dynamic")
     seed = check_int(seed, "seed", 0, 2**31 - 1)
     text = check_text(text)
     tokenizer = load_tokenizer(spec)
@@ -153,7 +158,7 @@ def simulate_masking(model_key: str, text: str, rate: float = 0.15, mask: float 
     return MaskingSimulation(
         model_key=model_key, text=text, tokens=tuple(tokens), ids=tuple(ids[0].tolist()),
         special=tuple(bool(s) for s in special[0].tolist()), word_ids=tuple(int(w) for w in word_ids[0]),
-        policy=policy, dynamic=bool(dynamic), seed=seed, epochs=tuple(results),
+        policy=policy, dynamic=dynamic, seed=seed, epochs=tuple(results),
     )
 
 
@@ -211,7 +216,8 @@ def compare_policies(model_key: str, text: str, rate: float = 0.15, seed: int = 
     """The same text, seed and selection under each preset split: loss and top-1 side by side.
 
     The selection draw is the same for every preset (same seed, same first Bernoulli draw),
-    so only what the model is shown at the selected positions changes.
+    so only what the model is shown at the selected positions changes. rate, seed,
+    whole_word: as ``simulate_masking``; the keys are ``POLICY_PRESETS``' names.
     """
     return {
         name: masked_lm_loss(model_key, simulate_masking(model_key, text, rate, m, r, k, whole_word, 1, True, seed))
@@ -222,11 +228,14 @@ def compare_policies(model_key: str, text: str, rate: float = 0.15, seed: int = 
 def masking_statistics(model_key: str, sentences: list[str], rate: float = 0.15, mask: float = 0.8,
                        random: float = 0.1, keep: float = 0.1, whole_word: bool = False,
                        draws: int = 200, seed: int = 0) -> MaskingStatistics:
-    """Draw the policy ``draws`` times over a batch of sentences; observed vs configured rates."""
+    """Draw the policy ``draws`` times over a batch of sentences; observed vs configured rates.
+
+    sentences: a list of 1 to 5,000 texts; rate, mask, random, keep, whole_word: as
+    ``simulate_masking``; draws: 1 to 5,000; seed: 0 to 2**31 - 1."""
     policy = _policy(rate, mask, random, keep, whole_word)
     draws = check_int(draws, "draws", 1, MAX_DRAWS)
     seed = check_int(seed, "seed", 0, 2**31 - 1)
-    if isinstance(sentences, str) or not sentences:
+    if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)) or not sentences:
         raise InputError("Give a list of at least one non-empty sentence.")
     if len(sentences) > MAX_STAT_SENTENCES:
         raise InputError(f"Give at most {MAX_STAT_SENTENCES:,} sentences; got {len(sentences):,}.")

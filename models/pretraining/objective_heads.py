@@ -69,15 +69,13 @@ def detect_replaced(model_key: str, text: str, swap: int = 0, seed: int = 0) -> 
     (non-special) tokens with its own samples, drawn at those positions masked (as in
     ELECTRA's training), so the user sees whether the discriminator finds them. A sample
     equal to the original piece is no replacement: ELECTRA labels it original, so it goes
-    to ``drawn_back``, not ``swapped``.
+    to ``drawn_back``, not ``swapped``. swap: 0 to 10 tokens; seed: 0 to 2**31 - 1 (the draw
+    of positions and samples). Needs ELECTRA's discriminator (else a ``CapabilityError``).
     """
     spec = catalogue.get_spec(model_key)
     text = check_text(text)
     require_head(spec, "rtd")
-    if isinstance(swap, bool) or not isinstance(swap, int) or not 0 <= swap <= 10:
-        from ..errors import InputError
-
-        raise InputError("swap must be a whole number of words between 0 and 10.")
+    swap = check_int(swap, "swap (tokens the generator replaces)", 0, 10)
     seed = check_int(seed, "seed", 0, 2**31 - 1)  # torch's generator takes 64 bits at most
     disc = load_model(spec, head="rtd")
     tok = disc.tokenizer

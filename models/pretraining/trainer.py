@@ -325,13 +325,28 @@ def train_tiny(steps: int = 150, seed: int = 0, batch_size: int = 32,
     (``data/train_sample.txt``, taken from the training split only) unless ``sentences``
     is given, and the same masking core and optimiser as the real run. Yields a
     ``TrainEvent`` every few steps; probe predictions at 0, 10, 50 and 100 % of the steps.
+    steps: 1 to ``TINY_MAX_STEPS``; seed: 0 to 2**31 - 1; batch_size: 1 to 256; sentences: a
+    list of texts; probes: a list of texts, each with a [MASK]; should_stop: a function of no
+    arguments, or None. Anything else is an ``InputError`` (when the generator starts).
     """
     from ..errors import InputError
     from ..registry.catalogue import get_spec, local_path
-    from ..validation import check_int
+    from ..validation import check_int, check_text
 
     steps = check_int(steps, "steps", 1, TINY_MAX_STEPS)
     seed = check_int(seed, "seed", 0, 2**31 - 1)
+    batch_size = check_int(batch_size, "batch_size", 1, 256)
+    for name, texts in (("sentences", sentences), ("probes", probes)):
+        if texts is not None and (isinstance(texts, str) or not isinstance(texts, (list, tuple))):
+            raise InputError(f"{name} must be a list of texts (or None); got {type(texts).__name__}.")
+        for i, text in enumerate(texts or ()):
+            check_text(text, f"{name[:-1]} {i + 1}")
+            if name == "probes" and "[MASK]" not in text:
+                raise InputError(f"probe {i + 1} has no [MASK] for the model to fill: {text[:60]!r}.")
+    if sentences is not None and not sentences:
+        raise InputError("sentences is an empty list: give some texts, or None for the bundled sample.")
+    if should_stop is not None and not callable(should_stop):
+        raise InputError(f"should_stop must be a function of no arguments (or None); got {should_stop!r}.")
     minilm = local_path(get_spec("minilm-l6"))
     if minilm is None or not (minilm / "config.json").is_file():
         raise InputError("The MiniLM tokenizer is not installed: run `make setup`.")

@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
+from ..errors import InputError
+from ..validation import check_int
 from .catalogue import list_models
 from .spec import ModelSpec
+
+
+def _specs(models) -> list[ModelSpec]:
+    """list_models() for None, else a list of ``ModelSpec`` (a key is not one: InputError)."""
+    if models is None:
+        return list(list_models())
+    if isinstance(models, str) or not isinstance(models, (list, tuple)) \
+            or not all(isinstance(m, ModelSpec) for m in models):
+        raise InputError("models must be a list of ModelSpec, as list_models() gives them (or None).")
+    return list(models)
+
 
 def default_selection(models: tuple[ModelSpec, ...] | None = None, capability: str = "mlm",
                       published_limit: int | None = None) -> list[str]:
     """The models a side-by-side view opens with: the published checkpoints that can run here
     (online; the first ``published_limit`` of them), else the mini zoo (offline), else
-    whatever can run; all with ``capability``."""
-    models = list_models() if models is None else models
+    whatever can run; all with ``capability`` (one of ``CAPABILITIES``). models: specs as
+    ``list_models`` gives them (None: list_models()); published_limit: a whole number from 1."""
+    models = _specs(models)
+    if published_limit is not None:
+        published_limit = check_int(published_limit, "published_limit", 1, 1000)
     usable = [m for m in models if m.available and m.can(capability)]
     published = [m.key for m in usable if not m.embedded]
     if published:
@@ -20,8 +36,9 @@ def default_selection(models: tuple[ModelSpec, ...] | None = None, capability: s
 
 def first_capable(models: tuple[ModelSpec, ...] | None = None, capability: str = "mlm") -> str | None:
     """The model a one-model view opens with: the default MLM if it qualifies, else the
-    first available model with ``capability`` (published first, then embedded)."""
-    models = list_models() if models is None else models
+    first available model with ``capability`` (published first, then embedded). models: as
+    ``default_selection``'s."""
+    models = _specs(models)
     usable = [m for m in models if m.available and m.can(capability)]
     default = [m.key for m in usable if m.default and capability != "embeddings"]
     if default:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from ..errors import InputError
+
 # What a model can do, one word each: the loader's heads ("mlm", "nsp", "sop", "rtd") and
 # every tab's choice of models use these words and ``ModelSpec.can``, nothing else.
 #   any: every model; mlm: a trained masked-LM head; nsp / sop: BERT's next-sentence or
@@ -55,8 +57,8 @@ class ModelSpec:
             "pair": bool(self.pair_head), "rtd": self.has_rtd_head, "attention": self.returns_attention,
             "embeddings": self.sentence_embeddings, "causal": self.family in CAUSAL_FAMILIES,
         }
-        if capability not in flags:
-            raise ValueError(f"Unknown capability {capability!r}; choose one of {', '.join(CAPABILITIES)}.")
+        if not isinstance(capability, str) or capability not in flags:
+            raise InputError(f"Unknown capability {capability!r}; choose one of {', '.join(CAPABILITIES)}.")
         return flags[capability]
 
     def to_dict(self) -> dict:

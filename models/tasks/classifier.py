@@ -35,10 +35,10 @@ from ..errors import CapabilityError, InputError
 from ..registry import catalogue
 from ..runtime.loading import BUILD_LOCK, RESULT_CACHES, check_token_count, load_model
 from ..runtime.run_store import register_kind
-from ..validation import check_int, check_text
+from ..validation import check_bool, check_int, check_text
 from .classifier_model import ClassifierModel
 from .features import task_features, word_positions
-from .live_training import adopt_head_model, exclusive_run, export_head_run, train_how
+from .live_training import adopt_head_model, check_rate, exclusive_run, export_head_run, train_how
 from .finetuning import FINETUNE_BATCH, finetune
 from .task_data import casing_labels, load_task
 
@@ -156,7 +156,7 @@ def _keep(trained: _Trained) -> str:
 
 def _trained(head_id) -> _Trained:
     with _TRAINED_LOCK:
-        if head_id not in _TRAINED:
+        if not isinstance(head_id, str) or head_id not in _TRAINED:
             raise InputError(
                 f"No trained head {head_id!r} in this process (the last {MAX_TRAINED_HEADS} are kept, "
                 f"{MAX_FINETUNED_KEPT} fine-tuned): {train_how('one first', 'Train the head', 'train_classifier')}."
@@ -301,13 +301,11 @@ def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int
     spec = catalogue.get_spec(model_key)
     data = load_task(task)
     pooling = _check_pooling(pooling)
-    freeze = bool(freeze)
+    freeze = check_bool(freeze, "freeze")
     seed = check_int(seed, "seed", 0, 2**31 - 1)
     high = MAX_PROBE_EPOCHS if freeze else MAX_FINETUNE_EPOCHS
     epochs = check_int((30 if freeze else 2) if epochs is None else epochs, "epochs", 1, high)
-    lr = float(learning_rate) if learning_rate is not None else (1e-2 if freeze else 5e-5)
-    if not 0 < lr < 1:
-        raise InputError(f"learning_rate must be between 0 and 1; got {learning_rate!r}.")
+    lr = check_rate(learning_rate if learning_rate is not None else (1e-2 if freeze else 5e-5))
     subset = _subset(train_size, data.info.train_size, seed)
     loaded = load_model(spec, head="base")
     _check_task_fits(loaded, data)
@@ -376,7 +374,10 @@ def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int
 
 def probe_layers(model_key: str, task: str, pooling: str = "mean", epochs: int = 30,
                  seed: int = 0) -> ProbeLayersResult:
-    """A frozen probe on every layer (0 = the input embeddings .. L): where does the task live?"""
+    """A frozen probe on every layer (0 = the input embeddings .. L): where does the task live?
+
+    task: a name of ``list_tasks``; pooling: "cls" or "mean"; epochs: 1 to 300; seed: 0 to
+    2**31 - 1. Anything else is an ``InputError``."""
     spec = catalogue.get_spec(model_key)
     data = load_task(task)
     pooling = _check_pooling(pooling)

@@ -20,6 +20,7 @@ import torch
 from ..errors import CapabilityError, InputError
 from ..runtime.loading import BUILD_LOCK, load_model
 from ..runtime.run_store import body_from_state, body_state
+from ..validation import as_real
 
 MAX_LIVE_PARAMETERS = 40_000_000  # all-MiniLM-L6-v2 is 22.7 M; BERT-base (110 M) is refused
 MAX_LIVE_SECONDS = 300  # no live run lasts longer, whatever its steps
@@ -136,20 +137,14 @@ class Budget:
 
 
 def check_seconds(max_seconds) -> float:
-    try:
-        value = float(max_seconds)
-    except (TypeError, ValueError):
-        value = float("nan")
+    value = as_real(max_seconds)
     if not 1 <= value <= MAX_LIVE_SECONDS:
         raise InputError(f"max_seconds must be between 1 and {MAX_LIVE_SECONDS}; got {max_seconds!r}.")
     return value
 
 
 def check_rate(learning_rate) -> float:
-    try:
-        lr = float(learning_rate)
-    except (TypeError, ValueError):
-        lr = float("nan")
+    lr = as_real(learning_rate)
     if not 0 < lr < 1:
         raise InputError(f"learning_rate must be between 0 and 1; got {learning_rate!r}.")
     return lr
@@ -240,7 +235,7 @@ class HeadStore:
     def get(self, head_id) -> tuple:
         """(model, model key), or an InputError naming the button and function that train one."""
         with self._lock:
-            if head_id not in self._items:
+            if not isinstance(head_id, str) or head_id not in self._items:
                 raise InputError(f"No trained {self.prefix} head {head_id!r} in this process (the last "
                                  f"{self.size} are kept): {train_how('one first', self.button, self.trainer)}.")
             return self._items[head_id]

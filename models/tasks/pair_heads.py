@@ -31,7 +31,7 @@ from ..errors import InputError
 from ..registry import catalogue
 from ..runtime.loading import BUILD_LOCK, check_token_count, load_model, max_input_tokens
 from ..runtime.run_store import register_kind
-from ..validation import check_int, check_text
+from ..validation import check_bool, check_int, check_text
 from .classifier import _fit_probe, _majority, _subset
 from .live_training import (Budget, HeadStore, adopt_head_model, check_rate, check_seconds, exclusive_run,
                             export_head_run, linear_head, parameter_count, trainable_copy)
@@ -150,11 +150,15 @@ def _source_rows():
             yield split, label, (t, pool[rng.integers(len(pool))])
 
 
-@lru_cache(maxsize=None)
 def load_pair_task(name: str) -> PairTask:
     """A pair task's pairs and labels, train and validation (cached)."""
-    if name not in _PAIR_TASKS:
+    if not isinstance(name, str) or name not in _PAIR_TASKS:  # a list has no cache key
         raise InputError(f"Unknown pair task {name!r}; choose one of: {', '.join(_PAIR_TASKS)}.")
+    return _load_pair_task(name)
+
+
+@lru_cache(maxsize=None)
+def _load_pair_task(name: str) -> PairTask:
     labels, description, source = _PAIR_TASKS[name]
     rows = _definition_rows() if name == "definition-match" else _source_rows()
     parts = {"train": ([], []), "validation": ([], [])}
@@ -305,7 +309,7 @@ def train_pair_classifier(model_key: str, task: str = "definition-match", poolin
     data = load_pair_task(task)
     if pooling not in PAIR_POOLINGS:
         raise InputError(f"Unknown pooling {pooling!r} for a pair head; choose one of: {', '.join(PAIR_POOLINGS)}.")
-    freeze = bool(freeze)
+    freeze = check_bool(freeze, "freeze")
     epochs = check_int((60 if freeze else 1) if epochs is None else epochs, "epochs", 1, MAX_PAIR_EPOCHS[freeze])
     seed = check_int(seed, "seed", 0, 2**31 - 1)
     lr = check_rate(learning_rate if learning_rate is not None else (1e-2 if freeze else 5e-5))

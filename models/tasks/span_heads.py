@@ -30,7 +30,7 @@ from ..errors import InputError
 from ..registry import catalogue
 from ..runtime.loading import BUILD_LOCK, check_token_count, load_model
 from ..runtime.run_store import body_from_state, body_state, register_kind
-from ..validation import check_int
+from ..validation import check_int, check_text
 from .live_training import (Budget, HeadStore, check_rate, check_seconds, exclusive_run, linear_head, parameter_count,
                             trainable_copy)
 from .task_data import TASKS_DIR
@@ -373,11 +373,11 @@ def _train(loaded, model_key, data, steps, seed, lr, seconds, batch_size) -> Spa
 def answer_span(head_id: str, question: str, context: str) -> SpanAnswer:
     """The trained span head's answer: a span of the context, with start/end probabilities per token."""
     model, model_key = _HEADS.get(head_id)
-    question, context = (question or "").strip(), (context or "").strip()
-    if not question:
-        raise InputError("Type a question (and the context sentence that holds its answer).")
-    if not context:
-        raise InputError("A question needs a context: type the sentence (or passage) that holds the answer.")
+    question = check_text("" if question is None else question, "question",
+                          "type a question (and the context sentence that holds its answer)")
+    context = check_text("" if context is None else context, "context",
+                         "a question needs a context: type the sentence (or passage) that holds the answer")
+    question, context = question.strip(), context.strip()
     loaded = load_model(model_key, head="base")
     enc = _encode(loaded, [question], [context])
     device = model.qa_outputs.weight.device

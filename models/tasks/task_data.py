@@ -110,9 +110,14 @@ def _rows(name: str) -> list[tuple[str, str, str]]:
         return [tuple(line.rstrip("\n").split("\t", 2)) for line in f if line.strip()]
 
 
-@lru_cache(maxsize=None)
 def load_task(name: str) -> TaskData:
     """The task's sentences and labels, train and validation (cached; the data is immutable)."""
+    _task_entry(name)  # an unknown name (a list too: no cache key) is an InputError first
+    return _load_task(name)
+
+
+@lru_cache(maxsize=None)
+def _load_task(name: str) -> TaskData:
     kind, description, source = _task_entry(name)
     rows = _rows(name)
     if kind == "token":
@@ -144,7 +149,7 @@ def load_task(name: str) -> TaskData:
 
 
 def _task_entry(name) -> tuple[str, str, str]:
-    if name not in _DESCRIPTIONS:
+    if not isinstance(name, str) or name not in _DESCRIPTIONS:
         raise InputError(f"Unknown task {name!r}; choose one of: {', '.join(_DESCRIPTIONS)}.")
     return _DESCRIPTIONS[name]
 
