@@ -50,16 +50,20 @@ def encoder_key() -> str:
 
 @pytest.fixture
 def half_precision(monkeypatch):
-    """Models load in float16, as on a GPU, here on the CPU (the half-precision paths a GPU takes);
-    the model cache is emptied before and after."""
+    """Models load in float16, as on a GPU, here on the CPU (the half-precision paths a GPU takes),
+    into a model cache of their own; the cached results are emptied before and after."""
     import torch
 
     from models.runtime import loading
 
     monkeypatch.setattr(loading, "dtype_for", lambda device: torch.float16)
-    loading.clear_cache()
+    # the float16 models in caches of their own: the float32 ones other tests hold (``mlm_loaded``)
+    # stay the ones the core serves afterwards
+    monkeypatch.setattr(loading, "MODEL_CACHE", loading.ModelCache(loading.MODEL_CACHE.budget_bytes))
+    monkeypatch.setattr(loading, "_tokenizers", {})
+    loading.clear_cache()  # the stand-ins, and the results computed in float32
     yield
-    loading.clear_cache()
+    loading.clear_cache()  # the stand-ins, and the results computed in float16
 
 
 @pytest.fixture(scope="session")

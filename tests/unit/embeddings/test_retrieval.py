@@ -13,6 +13,7 @@ from transformers import AutoModel
 from helpers import ENCODER_KEY, MLM_KEY, REPO
 from models import InputError, UnknownModelError, embed, get_spec, search, sentence_groups
 from models.registry import catalogue
+from models.runtime import loading
 from models.runtime.loading import clear_cache
 from models.embeddings import retrieval
 
@@ -222,6 +223,9 @@ def test_a_model_trained_again_is_searched_with_its_new_vectors_after_a_restart(
     spec = get_spec(MLM_KEY)  # a model of the models folder (ENCODER_LAB_MODELS_DIR): a copy of it here
     shutil.copytree(catalogue.local_path(spec), tmp_path / spec.source)
     monkeypatch.setenv("ENCODER_LAB_MODELS_DIR", str(tmp_path))
+    # the copy's models in caches of their own: the ones other tests hold stay the ones served after
+    monkeypatch.setattr(loading, "MODEL_CACHE", loading.ModelCache(loading.MODEL_CACHE.budget_bytes))
+    monkeypatch.setattr(loading, "_tokenizers", {})
     query = "The whale dived under the ship."
     clear_cache()
     search(MLM_KEY, query, k=5)  # its vectors and indexes written to disk
