@@ -115,64 +115,41 @@ def test_nsp_loss_needs_an_nsp_head(mlm_key):
         next_sentence_loss(mlm_key, "A.", "B.", True)
 
 
-@pytest.mark.parametrize("in_order", [True, False])
-def test_the_pair_loss_of_an_sop_model_is_transformers_own_sop_loss(in_order):
-    """mini-albert's pair head is SOP: ``pair_loss`` scores it from plain text (before: the
-    Masking lab offered it for the pair loss, then refused it as having no NSP head).
-    Reference: transformers' ``AlbertForPreTraining`` loaded again from the zoo's folder, its
-    total loss with ``sentence_order_label`` (0 = A, B as written, 1 = swapped) less its MLM
-    part, and the cross-entropy of its ``sop_logits``, computed here."""
-    from transformers import AlbertForPreTraining, AutoTokenizer
+@pytest.mark.parametrize("label", [True, False])
+@pytest.mark.parametrize("key", ["mini-albert", "mini-bert"])
+def test_the_pair_loss_is_transformers_own_pair_head_loss(key, label):
+    """``pair_loss`` from plain text on the zoo's trained pair head: mini-albert's is SOP (before:
+    the Masking lab offered it for the pair loss, then refused it as having no NSP head),
+    mini-bert's NSP (before, only a random-init head checked the plumbing). Reference:
+    transformers' pre-training class loaded again from the zoo's folder, its total loss with its
+    own pair label (0 = A, B as written / B follows A) less its MLM part, and the cross-entropy
+    of its pair logits, computed here."""
+    from transformers import AlbertForPreTraining, AutoTokenizer, BertForPreTraining
 
     from helpers import parity_atol
     from models.registry.zoo_entries import zoo_folder
 
+    head, cls, label_arg, logits_of = {
+        "mini-albert": ("sop", AlbertForPreTraining, "sentence_order_label", lambda out: out.sop_logits),
+        "mini-bert": ("nsp", BertForPreTraining, "next_sentence_label", lambda out: out.seq_relationship_logits),
+    }[key]
     a, b = "The weather was cold all morning.", "By noon it had started to snow."
-    r = pair_loss("mini-albert", a, b, in_order)
-    folder = zoo_folder("mini-albert")
-    model = AlbertForPreTraining.from_pretrained(folder, dtype=torch.float32).eval()
-    enc = AutoTokenizer.from_pretrained(folder)(a, b, return_tensors="pt")
-    label = torch.tensor([0 if in_order else 1])
-    with torch.no_grad():
-        out = model(**enc, labels=enc["input_ids"], sentence_order_label=label)
-    sop = F.cross_entropy(out.sop_logits, label)
-    mlm = F.cross_entropy(out.prediction_logits[0], enc["input_ids"][0])
-    atol = 10 * parity_atol()
-    assert r.head == "sop" and r.is_next is in_order
-    assert r.loss == pytest.approx(float(sop), abs=atol)
-    assert r.loss == pytest.approx(float(out.loss - mlm), abs=atol)  # transformers' own total, less its MLM
-    assert r.p_is_next == pytest.approx(float(out.sop_logits.softmax(-1)[0, 0]), abs=atol)
-    assert r.pooler_check < atol
-    assert r.loss == pytest.approx(binary_cross_entropy(r.p_is_next, in_order), abs=1e-5)
-
-
-@pytest.mark.parametrize("is_next", [True, False])
-def test_the_nsp_loss_of_mini_bert_is_transformers_own_nsp_loss(is_next):
-    """next_sentence_loss from plain text on the zoo's trained NSP head. Reference:
-    transformers' ``BertForPreTraining`` loaded again from the zoo's folder, its total loss with
-    ``next_sentence_label`` (0 = B follows A) less its MLM part, and the cross-entropy of its
-    ``seq_relationship_logits``, computed here."""
-    from transformers import AutoTokenizer, BertForPreTraining
-
-    from helpers import parity_atol
-    from models.registry.zoo_entries import zoo_folder
-
-    a, b = "The weather was cold all morning.", "By noon it had started to snow."
-    r = next_sentence_loss("mini-bert", a, b, is_next)
-    folder = zoo_folder("mini-bert")
-    model = BertForPreTraining.from_pretrained(folder, dtype=torch.float32).eval()
+    r = pair_loss(key, a, b, label)
+    folder = zoo_folder(key)
+    model = cls.from_pretrained(folder, dtype=torch.float32).eval()
     enc = AutoTokenizer.from_pretrained(folder)(a, b, return_tensors="pt", return_token_type_ids=True)
-    label = torch.tensor([0 if is_next else 1])
+    target = torch.tensor([0 if label else 1])
     with torch.no_grad():
-        out = model(**enc, labels=enc["input_ids"], next_sentence_label=label)
-    nsp = F.cross_entropy(out.seq_relationship_logits, label)
+        out = model(**enc, labels=enc["input_ids"], **{label_arg: target})
+    pair = F.cross_entropy(logits_of(out), target)
     mlm = F.cross_entropy(out.prediction_logits[0], enc["input_ids"][0])
     atol = 10 * parity_atol()
-    assert r.head == "nsp" and r.is_next is is_next
-    assert r.loss == pytest.approx(float(nsp), abs=atol)
+    assert r.head == head and r.is_next is label
+    assert r.loss == pytest.approx(float(pair), abs=atol)
     assert r.loss == pytest.approx(float(out.loss - mlm), abs=atol)  # transformers' own total, less its MLM
-    assert r.p_is_next == pytest.approx(float(out.seq_relationship_logits.softmax(-1)[0, 0]), abs=atol)
+    assert r.p_is_next == pytest.approx(float(logits_of(out).softmax(-1)[0, 0]), abs=atol)
     assert r.pooler_check < atol
+    assert r.loss == pytest.approx(binary_cross_entropy(r.p_is_next, label), abs=1e-5)
 
 
 def test_the_pair_loss_of_an_nsp_model_is_its_nsp_loss_and_a_model_without_a_pair_head_is_refused(mlm_key):

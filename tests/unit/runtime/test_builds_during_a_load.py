@@ -14,6 +14,7 @@ import time
 from contextlib import contextmanager
 
 import numpy as np
+import pytest
 import torch
 from transformers.initialization import no_tie_weights
 from transformers.modeling_utils import local_torch_dtype
@@ -56,25 +57,16 @@ def test_a_tiny_bert_trained_while_another_model_loads_is_the_one_trained_alone(
     assert during == alone
 
 
-def test_a_probe_trained_while_another_model_loads_is_the_one_trained_alone():
-    def probe():
-        r = train_classifier("mini-bert", "fiction-speech", pooling="mean", epochs=3, seed=0)
+@pytest.mark.parametrize("settings", [dict(pooling="mean", epochs=3), dict(freeze=False, epochs=1, train_size=16)],
+                         ids=["probe", "fine-tuned"])
+def test_a_head_trained_while_another_model_loads_is_the_one_trained_alone(settings):
+    def trained():
+        r = train_classifier("mini-bert", "fiction-speech", seed=0, **settings)
         return r.train_loss, r.validation_accuracy
 
-    alone = probe()
+    alone = trained()
     with another_visitor_loading():
-        during = probe()
-    np.testing.assert_array_equal(during, alone)
-
-
-def test_a_fine_tuned_head_trained_while_another_model_loads_is_the_one_trained_alone():
-    def finetuned():
-        r = train_classifier("mini-bert", "fiction-speech", freeze=False, epochs=1, seed=0, train_size=16)
-        return r.train_loss, r.validation_accuracy
-
-    alone = finetuned()
-    with another_visitor_loading():
-        during = finetuned()
+        during = trained()
     np.testing.assert_array_equal(during, alone)
 
 
