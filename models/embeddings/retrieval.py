@@ -166,8 +166,8 @@ def _weights_stamp(model_key: str) -> str:
     return digest.hexdigest()[:8]
 
 
-def _files(model_key: str, pooling: str, digest: str) -> list[Path]:
-    stem = CACHE_DIR / f"{model_key}-{pooling}-{digest}-{_weights_stamp(model_key)}"
+def _files(model_key: str, pooling: str, digest: str, stamp: str) -> list[Path]:
+    stem = CACHE_DIR / f"{model_key}-{pooling}-{digest}-{stamp}"
     return [Path(f"{stem}.npy"), Path(f"{stem}.exact.faiss"), Path(f"{stem}.hnsw.faiss"), Path(f"{stem}.raw.npy")]
 
 
@@ -184,7 +184,8 @@ def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
         if key in _LOADED:
             return _LOADED[key]
         _forget_gone()
-        files = _files(model_key, pooling, digest)
+        stamp = _weights_stamp(model_key)  # the model's files read once a build
+        files = _files(model_key, pooling, digest, stamp)
         transient = catalogue.is_transient(model_key)  # trained in this process: never on disk
         if not transient and all(f.exists() for f in files):
             exact, ann = (faiss.read_index(str(f)) for f in files[1:3])
@@ -199,7 +200,7 @@ def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
             exact, ann = _build_indexes(vectors)
             if not transient:
                 CACHE_DIR.mkdir(parents=True, exist_ok=True)
-                unit_file, exact_file, ann_file, raw_file = _files(model_key, p, digest)
+                unit_file, exact_file, ann_file, raw_file = _files(model_key, p, digest, stamp)
                 np.save(unit_file, vectors)
                 faiss.write_index(exact, str(exact_file))
                 faiss.write_index(ann, str(ann_file))
