@@ -79,8 +79,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "(scripts/zoo_local.py); none: every family in this process")
     p.add_argument("--recipe", action="store_true",
                    help="the recipes, not only the kernels: the fast path also without dropout (what the CPU "
-                        "zoo's tuning search offers since 2026-11-27, after the cramming results), against the "
-                        "stock path with each config's dropout (0.1; ModernBERT 0), the recipe at filing")
+                        "zoo's tuning search offers, as the cramming results suggest), against the "
+                        "stock path with each config's dropout (0.1; ModernBERT 0), the stock recipe")
     p.add_argument("--autocast", default="", choices=["", "bf16"],
                    help="the fast path's precision: bf16 autocast (float32 weights and optimiser; "
                         "the products in bfloat16) or float32; the stock path stays float32")
