@@ -65,8 +65,9 @@ MODES = ("type", "burst", "api-burst")
 LIVE = "fill_mask_live"
 # uvicorn's idle keep-alive (Gradio's server keeps the default). The clients expire their idle
 # connections a second before it: at equal limits (httpx's default is also 5 s) a request can
-# leave on a connection the server is closing and fail with a ReadError. A browser resends a request that fails so on a
-# reused connection; these clients do not, so they must not reuse one that old.
+# leave on a connection the server is closing and fail with a ReadError. A browser resends a
+# request that fails so on a reused connection; these clients do not, so they must not reuse
+# one that old.
 SERVER_KEEP_ALIVE_S = 5.0
 
 SENTENCES = [
