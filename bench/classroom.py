@@ -22,7 +22,7 @@ Without ``--url`` the app is started as a user would (``python app.py`` on a fre
 its CPU time is reported beside the clients'. Prints, per endpoint: requests, p50 / p95 /
 max latency (join to answer), max queue wait (join to start), errors; and the time from a
 student's last keystroke to the prediction for the finished sentence ("settle"). Targets:
-0 errors, live fill-mask p95 <= 300 ms (issue 27; was 500), no request starved (none waits over 2 s to start).
+0 errors, live fill-mask p95 <= 300 ms, no request starved (none waits over 2 s to start).
 
 ``--mode burst``: the teacher's "now everyone try it": every student opens the page, waits
 for the whole class, then sends ``--burst-requests`` live predictions back to back (each
@@ -57,7 +57,7 @@ from scripts.serve_replicas import REPLICA_HEADER
 
 ROUTE_COOKIE = "encoder_lab_route"  # deploy/nginx.conf.template hashes it to a replica
 
-FILL_MASK_TARGET_S = 0.3  # p95 of the live fill-mask answer while the class types (issue 27)
+FILL_MASK_TARGET_S = 0.3  # p95 of the live fill-mask answer while the class types
 STARVED_S = 2.0  # a request that waits longer than this to start is starved
 BURST_TARGET_S = 0.5  # p95 of the live answers when the whole class fires at once
 API_BURST_TARGET_S = 1.0  # p95 of one queued API call each, all at once
@@ -65,9 +65,9 @@ MODES = ("type", "burst", "api-burst")
 LIVE = "fill_mask_live"
 # uvicorn's idle keep-alive (Gradio's server keeps the default). The clients expire their idle
 # connections a second before it: at equal limits (httpx's default is also 5 s) a request can
-# leave on a connection the server is closing and fail with a ReadError, the likely cause of
-# the one error in nine classes in session 34. A browser resends a request that fails so on a
-# reused connection; these clients do not, so they must not reuse one that old.
+# leave on a connection the server is closing and fail with a ReadError. A browser resends a
+# request that fails so on a reused connection; these clients do not, so they must not reuse
+# one that old.
 SERVER_KEEP_ALIVE_S = 5.0
 
 SENTENCES = [

@@ -31,7 +31,7 @@ import time
 from bench.bench_common import (machine_line, onednn_choice, record_products, spread, spread_text, sync,
                                 without_cuda_graphs, without_onednn, without_torchscript)
 
-TARGET = 0.5  # issue 27 (was 0.7)
+TARGET = 0.5  # our time over the pipeline's, in every measurement
 INPUTS = {
     "one mask": "The cat sat on the [MASK] and looked out of the window at the birds.",
     "three masks": "She opened the [MASK], walked into the [MASK] and sat down at the [MASK].",

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.first_visit [--repeat 3] [--after 20] [--how click|link] [--read S] [--url URL]
 
-Issue 27's target: from 20 s after start-up, every default view is ready within 1 s of
+The target: from 20 s after start-up, every default view is ready within 1 s of
 opening it (the app computes them in the background right after start-up:
 ``components/shell/warm_views.py``; the Lessons' three longest training runs are restored from
 disk when a run with the same code and weights was kept: ``models/runtime/run_store.py``; the
@@ -54,8 +54,8 @@ from components.lessons.copy import STEPS
 from components.shell.links import TABS
 from tests.helpers import CHROMIUM_FLAGS
 
-TARGET_MS = 1000.0  # each default view, from opening it (issue 27)
-AFTER_S = 20.0  # opened this long after the app's process started (issue 27)
+TARGET_MS = 1000.0  # each default view, from opening it
+AFTER_S = 20.0  # opened this long after the app's process started
 HOW = {"link": "link opened to view shown",
        "click": "tab or Next clicked to view shown; fill-mask: its tab shown to view shown"}
 TIMEOUT_MS = 120_000  # a view that never shows fails the run (no timing is read from it)

@@ -13,15 +13,15 @@ with ``fast_kernels=True`` (``models/zoo/fast.py``), alternating which goes firs
 repeat to the next (and, with ``--isolate none``, from one family to the next), and prints training tokens per second (non-padding inputs,
 as the trainer counts them) over the steps after the warm-up, each path's figure over the
 repeats with its spread, and the ratio fast / stock per family (median of the repeats'
-ratios; the target of issue 24 is 2.0). Both paths see the same batches and masks.
+ratios; the target is 2.0). Both paths see the same batches and masks.
 Each family runs in a fresh Python process of its own (``--isolate family``, the default), as
 ``scripts/zoo_local.py`` trains each family: in one process that had trained the six families
 before it, ModernBERT's fast path ran at 19,000-20,500 tokens/s, against 22,300-24,200 alone
-(2026-11-28; glibc's allocator hands an aging process fresh large buffers that page-fault).
+(glibc's allocator hands an aging process fresh large buffers that page-fault).
 ``--isolate none`` keeps every family in this process (the tests' tiny runs).
 The fast path runs with the allocator training runs with (``--allocator auto``: gperftools'
 tcmalloc when installed, ``models/zoo/allocator.py``); the stock path always with glibc's, as
-the zoo was trained when issue 24 was filed. An allocator is a process's choice, so with tcmalloc
+the stock recipe it stands for. An allocator is a process's choice, so with tcmalloc
 each repeat of each path runs in a process of its own (the order of the two alternating from one
 repeat to the next); ``--allocator glibc`` keeps one process per family for both paths.
 ``--paths`` runs one path only (the children of that split).
@@ -79,8 +79,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "(scripts/zoo_local.py); none: every family in this process")
     p.add_argument("--recipe", action="store_true",
                    help="the recipes, not only the kernels: the fast path also without dropout (what the CPU "
-                        "zoo's tuning search offers since 2026-11-27, after the cramming results), against the "
-                        "stock path with each config's dropout (0.1; ModernBERT 0), the recipe at filing")
+                        "zoo's tuning search offers, as the cramming results suggest), against the "
+                        "stock path with each config's dropout (0.1; ModernBERT 0), the stock recipe")
     p.add_argument("--autocast", default="", choices=["", "bf16"],
                    help="the fast path's precision: bf16 autocast (float32 weights and optimiser; "
                         "the products in bfloat16) or float32; the stock path stays float32")

@@ -312,7 +312,7 @@ __all__ = [
     "parse_groups",
     "sentence_groups",
     "best_pooling",
-    # issue 26: sentence encoders, pair and span heads, distillation (live runs)
+    # sentence encoders, pair and span heads, distillation (live runs)
     "STUDENT_SHAPES",
     "DistillResult",
     "DistillRun",

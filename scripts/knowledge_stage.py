@@ -1,4 +1,4 @@
-"""The offline fill-mask model's written-facts stage (issue 23), on this machine's CPU.
+"""The offline fill-mask model's written-facts stage, on this machine's CPU.
 
     python -m scripts.build_corpus                                   # the corpus, with data/written/
     python -m scripts.knowledge_stage mix                            # .cache/knowledge-mix/train.txt

@@ -36,7 +36,7 @@ PROBES = [
     "I drink a cup of [MASK] every morning.",
     "He was very [MASK] to see her again.",
     "It is a truth universally acknowledged that a single [MASK] in possession of a good fortune must be in want of a wife.",
-    # facts (issue 23; from data/facts_cloze.json): what the facts stages add
+    # facts (from data/facts_cloze.json): what the facts stages add
     "Hamlet was written by William [MASK].",
     "The largest planet in the solar system is [MASK].",
     "The heart pumps [MASK] around the body.",

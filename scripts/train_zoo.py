@@ -112,7 +112,7 @@ def main(argv=None) -> int:
     p.add_argument("--checkpoint-every", type=int, default=0,
                    help="write WORK/<family>.ckpt every N steps; re-running the same command resumes from it")
     p.add_argument("--stock-kernels", action="store_true",
-                   help="torch's stock CPU kernels, one batch per step (ZooConfig.fast_kernels=False): the old path")
+                   help="torch's stock CPU kernels, one batch per step (ZooConfig.fast_kernels=False): the stock path")
     p.add_argument("--workers", type=int, default=Z.ZooConfig.workers,
                    help="CPU: threads each batch's rows are split over (the same gradient); 1: one batch with torch's threads")
     p.add_argument("--device", default="cpu")

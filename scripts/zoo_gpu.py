@@ -24,7 +24,7 @@ The defaults (``GPU_RECIPE``) are the CPU zoo's recipe at a GPU's scale: dropout
 locality start, bf16 autocast, batches of 256 sequences (16x the CPU's 16), learning rates
 2e-3 / 4e-3 / 8e-3 (the CPU's 5e-4 / 1e-3 / 2e-3 two steps up for the larger batch), at most
 200 M tokens per family (10x the CPU zoo), 525 s in all. ``--search separate`` is the
-earlier schedule: each grid point from scratch on ``--trial-tokens`` with a schedule of its
+other schedule: each grid point from scratch on ``--trial-tokens`` with a schedule of its
 own, the budget set from the trials' throughput once they ended.
 """
 

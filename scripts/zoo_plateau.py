@@ -7,7 +7,7 @@ Trains one family of the mini zoo (``models.zoo``: the shipped shape, corpus, tr
 scorer) with one named change (``VARIANTS``) for ``--tokens`` tokens and prints the held-out
 curve: loss per masked piece and whole-word top-1 on the first ``--eval-sentences`` lines of
 ``data/heldout.txt`` (the zoo's own scorer; the unigram baseline on that protocol is 7.07 nats
-for the WordPiece families; on 2026-11-27's corpus 7.08, RoBERTa's tokenizer 7.28, ALBERT's 6.92). Nothing is saved: these runs locate the cause, they ship nothing.
+for the WordPiece families; on the corpus with the written sources 7.08, RoBERTa's tokenizer 7.28, ALBERT's 6.92). Nothing is saved: these runs locate the cause, they ship nothing.
 
 What the runs of 2026-11-26 found (2-core CPU, busy machine, float32, 1.5 M tokens, batches
 of 16 sequences of up to 128 tokens, lr 1e-3, seed 0; loss per piece at the end, ~850 steps):
@@ -72,9 +72,9 @@ mini-albert local-unit-projection       6.56      LEFT it (9.9 %): 128-wide embe
   --embedding 64 --position-scale 1     6.90      stuck: 64-wide embeddings, norm-preserving, the
                                                   table at the token scale
   --embedding 96                        6.65      LEFT it (10.4 %): factorised (96 -> 128) with the
-                                                  norm-preserving start: ALBERT's recipe since then
+                                                  norm-preserving start: ALBERT's recipe
 mini-electra local-start (ELECTRA's     7.08      stuck: 85 % [MASK] / 15 % kept, as its reference
-  masking, 64 wide)                               code (was 100 % [MASK]); --position-scale 1: 7.07
+  masking, 64 wide)                               code (not 100 % [MASK]); --position-scale 1: 7.07
 mini-electra local-start-no-pair        7.06      stuck: the 64-wide generator alone (no
                                                   discriminator, no shared gradient)
   --embedding 128 --generator-hidden    6.30      LEFT it (12.8 %): the generator alone at 128 wide
@@ -94,13 +94,13 @@ The projection between the embeddings and the first layer must start norm-preser
 128-wide joint ELECTRA left it with ELECTRA's own masking split (85 % [MASK] / 15 % kept), not with
 100 % [MASK]. Why 64 dimensions are too few is not shown.
 
-The mimetic row's reading was checked on 2026-11-27 (eager attention, one sentence): with W_k =
+The mimetic row's reading was checked (eager attention, one sentence): with W_k =
 W_q at std 0.06 a token gives itself 0.15 of its attention and each neighbour 0.046 (uniform
 0.040): self-attention, not local attention. The locality start's heads give the previous
 (next) token 0.50 at step 0 in BERT. So the plateau is the wait for attention by offset, which
 relative (DeBERTa) and rotary (ModernBERT) positions offer from the start.
 
-(*) 2026-11-27, the corpus with issue 23's written sources (0.3 % more sentences). The
+(*) the corpus with the written sources (0.3 % more sentences). The
 shipped (GPU) mini-bert's query/key gradients have an rms of 2-9e-4, far above AdamW's eps
 (1e-6), yet its query/key weights grew only from 0.020 to 0.031-0.038 rms in 3,060 steps at
 lr 1e-3: the updates cancel out (no consistent direction), a saddle, not an optimiser artefact.
@@ -233,8 +233,8 @@ def rebuilt_albert(change: dict, identity_mapping: bool = False):
 def unit_projection(models: dict) -> dict:
     """The embedding-to-hidden projection (ALBERT's mapping, ELECTRA's embeddings_project)
     restarted norm-preserving (instead of N(0, 0.02): outputs of std 0.16), with the locality
-    start. Since 2026-11-27 the locality start restarts the projection itself, so this is the
-    locality start on the randomly built models (the variant is kept so that its rows still run)."""
+    start. The locality start restarts the projection itself, so this is the locality start on
+    the randomly built models (the variant is kept so that its rows still run)."""
     from transformers import AutoTokenizer
 
     from models.zoo.locality import locality_start_
@@ -246,7 +246,7 @@ def unit_projection(models: dict) -> dict:
 
 def own_generator_embeddings(models: dict) -> dict:
     """ELECTRA's generator with embeddings of its own (a copy of the shared ones at the start),
-    so the discriminator's 50 x RTD gradient no longer moves the generator's input (a diagnostic:
+    so the discriminator's 50 x RTD gradient does not reach the generator's input (a diagnostic:
     sharing them is ELECTRA's recipe)."""
     import copy
 
@@ -292,7 +292,7 @@ VARIANTS = {
                        rebuilt_albert({"num_hidden_groups": 4})),
     "local-bert-embedding-path": ("ALBERT, locality start, 128-wide embeddings and the mapping starting as the "
                                   "identity (a diagnostic)", rebuilt_albert({"embedding_size": 128}, identity_mapping=True)),
-    "local-stacked-identity": ("ALBERT, locality start, 64-wide embeddings (the zoo's until 2026-11-27), the "
+    "local-stacked-identity": ("ALBERT, locality start, 64-wide embeddings (narrower than the zoo's 96), the "
                                "mapping starting as the identity stacked twice (a diagnostic)",
                                rebuilt_albert({"embedding_size": 64}, identity_mapping=True)),
     "local-wide-embedding": ("ALBERT, locality start, 128-wide embeddings (no factorisation: a diagnostic)",

@@ -49,7 +49,7 @@ def refresh_models(known: list | None = None, model: str | None = None, word_mod
     """Both model pickers' entries as they are now, with the sentence encoders trained since the
     page was built (the ``embeddings_models`` API; run when the tab is selected), and the
     entries the pickers then hold; nothing when they already hold these (``known``). A picker's
-    value no longer among them (a sentence encoder dropped) goes back to the default."""
+    value not among them (a sentence encoder dropped) goes back to the default."""
     choices, default = model_picker()
     return changed_choices(choices, known, (model, word_model), default)
 

@@ -101,7 +101,7 @@ def fill_mask_bars_html(result: FillMaskResult) -> str:
 
     The first screen's chart. A Plotly chart there made the page load Gradio's Plotly chunk
     (4.6 MB) at once, about a second of the browser's main thread on the 2-core machine
-    before the chart and the next click (one traced run, session 12); the Plotly figure stays in a
+    before the chart and the next click (one traced run); the Plotly figure stays in a
     closed accordion below, drawn when opened. A bar's length is the probability itself
     (0 to 100 %), not scaled to the best one. Tokens are escaped: a token such as
     ``<s>`` or one a user typed stays text.

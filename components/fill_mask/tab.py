@@ -98,7 +98,7 @@ def predict(text: str, model_key: str, top_k: float, causal: bool = False, progr
 def predict_live(text: str, model_key: str, top_k: float, live: bool, causal: bool = False):
     """Every edit of the text: the clickable words, and predictions when live is on.
 
-    One request per keystroke carries both (the words strip used to be a second event).
+    One request per keystroke carries both (a second event would double each keystroke's requests).
     Never pops up errors: they go to the status line.
     """
     words = show_words(text)

@@ -1,4 +1,4 @@
-"""Sections of the "Fine-tuning & search" tab for issue 26: a sentence encoder trained live
+"""Sections of the "Fine-tuning & search" tab: a sentence encoder trained live
 (Sentence-BERT), a sentence-pair head, a span (extractive QA) head and distillation.
 
 Layout and event wiring only; the work is in ``models`` and the views in ``sentence_plots``.
@@ -54,7 +54,7 @@ def search_choices():
 def refresh_search_models(known: list | None = None, value: str | None = None):
     """The search picker's entries now (the ``search_models`` API; run when the tab is
     selected), and the entries it then holds; nothing when it already holds these (``known``).
-    Its ``value``, when no longer among them (a sentence encoder dropped), goes back to the default."""
+    Its ``value``, when not among them (a sentence encoder dropped), goes back to the default."""
     return changed_choices(search_choices(), known, (value,), search_default())
 
 

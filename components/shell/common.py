@@ -212,8 +212,8 @@ def changed_choices(choices: list, known: list | None, values: tuple = (None,), 
     """Picker updates for a tab's select event: ``(update, ..., known)``, one per picker, whose
     value is in ``values``. Each picker gets ``choices`` where they differ from ``known`` (what
     this session's pickers hold, a ``gr.State``); else nothing is sent, and the browser redraws
-    nothing on arrival. A picker whose value is no longer among them (a sentence encoder trained
-    here, since pushed out by newer ones) is set to ``default``: left, Gradio refuses it."""
+    nothing on arrival. A picker whose value is not among them (a sentence encoder trained
+    here and pushed out by newer ones) is set to ``default``: left, Gradio refuses it."""
     import gradio as gr
 
     keys = [c[1] if isinstance(c, (tuple, list)) else c for c in choices]

@@ -46,23 +46,21 @@ MAX_EMBED_SENTENCES = 10_000  # ``embed`` alone (notebooks, benchmarks) takes mo
 # Measured on the 2-core CPU, quiet (ratio to sentence-transformers, short mix / long mix):
 # 1024 gave 0.97x / 1.08x (bench/embeddings.py); a same-run sweep gave 256: 1.18x / 1.28x,
 # 128: 1.23x / 1.32x, 64: 1.29x / 1.36x. Tight batches (little padding) win once both cores
-# are free. (An earlier sweep on a busy machine had favoured 1024: with other work on the
-# cores, fewer calls mattered more.) With the linear layers on oneDNN (models/runtime/onednn.py)
+# are free. (On a busy machine 1024 can win: with other work on the cores, fewer calls
+# matter more.) With the linear layers on oneDNN (models/runtime/onednn.py)
 # a same-run sweep, seconds for 256 sentences short / long: 16: 0.54 / 1.46, 64: 0.54 / 1.45,
 # 256: 0.56 / 1.53, 1024: 0.70 / 1.93.
-# Since session 11 two batches run at once (``map_forwards``: two workers, one intra-op thread
-# each on two cores) and a BERT body reads only real tokens (models/runtime/packed.py); the
-# bench's figures are in BENCHMARKS.md, row 2. Along the way, one alternating run each (5-11
-# rounds, seconds for the bench's 256 sentences short / long), with a first version whose
-# workers kept torch's two threads each (dropped: it slowed other torch work in the process):
-# batches one after another 1.04 / 2.63, two at once 0.92 / 2.30; the per-call overhead then
-# hardly mattered (16: 0.92 / 2.36, 64: 0.92 / 2.30, 256: 0.91 / 2.30; with one thread per
-# worker, 8 and 24 were slower than 64: 1.22 / 2.74, 1.03 / 2.59 against 0.98 / 2.52). Packing
-# alone: 3.2 % / 1.3 % less time. (An earlier trial of two workers on one thread each, before
-# packing and oneDNN's prepacked weights, had been ~10 % slower on short sentences.)
+# Two batches run at once (``map_forwards``: two workers, one intra-op thread each on two
+# cores) and a BERT body reads only real tokens (models/runtime/packed.py); the bench's figures
+# are in BENCHMARKS.md. One alternating run each (5-11 rounds, seconds for the bench's 256
+# sentences short / long): batches one after another 1.04 / 2.63, two at once 0.92 / 2.30
+# (with workers of two threads each, which slow other torch work in the process, so the
+# workers keep one); with two at once the per-call overhead hardly matters (16: 0.92 / 2.36,
+# 64: 0.92 / 2.30, 256: 0.91 / 2.30; with one thread per worker, 8 and 24 are slower than 64:
+# 1.22 / 2.74, 1.03 / 2.59 against 0.98 / 2.52). Packing alone: 3.2 % / 1.3 % less time.
 OVERHEAD_TOKENS_CPU = 64
-# Unmeasured guess: no GPU has been lent to this project yet. A GPU call's launch and
-# transfer cost is assumed to be worth thousands of tokens of compute; measure when lent.
+# Unmeasured guess: a GPU call's launch and transfer cost is assumed to be worth thousands
+# of tokens of compute.
 OVERHEAD_TOKENS_ACCELERATOR = 4096
 MAX_BATCH_TOKENS = 8192  # padded tokens in one forward call (bounds memory)
 MAX_BATCH_SENTENCES = 256

@@ -210,7 +210,7 @@ def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
 
 
 def _forget_gone() -> None:
-    """Drop the indexes of models the catalogue no longer knows (a sentence encoder trained here
+    """Drop the indexes of models the catalogue has dropped (a sentence encoder trained here
     and pushed out by newer ones: nothing can embed a query for it again), so that a server whose
     visitors train and search many keeps only the live ones' (two poolings, ~20 MB each for a
     384-wide model)."""

@@ -255,7 +255,7 @@ def resolve(model: str | ModelSpec) -> ModelSpec:
 
 # --- models trained in this process (e.g. a sentence encoder "sbert:..."): known while it lives
 _TRANSIENT: dict[str, ModelSpec] = {}
-# key prefix -> why(key): what to say of such a key no longer loadable (dropped, or from before a restart)
+# key prefix -> why(key): what to say of such a key that cannot load (dropped, or from before a restart)
 _TRANSIENT_GONE: dict[str, Callable[[str], str]] = {}
 
 

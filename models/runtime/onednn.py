@@ -5,8 +5,8 @@ kernel (``torch.ops.mkldnn._linear_pointwise``, the op torch.compile emits for a
 takes the same dense float32 tensors and weights. On the 2-core x86-64 machine (AMD EPYC)
 it runs the encoder's shapes in 0.44-0.63 of MKL's time, same run: 18 rows (a fill-mask
 sentence) x 384 -> 384 / 1536 and back, 33 / 90 / 109 us against 52 / 203 / 192; 400 rows
-(an embedding batch), 287 / 1,112 / 1,125 us against 611 / 2,452 / 2,472. (Measured again
-on 2026-11-26, the products alone, one run, pre-packed weights: with 2 threads oneDNN gives
+(an embedding batch), 287 / 1,112 / 1,125 us against 611 / 2,452 / 2,472. (Measured on
+another day, the products alone, one run, pre-packed weights: with 2 threads oneDNN gives
 185-201 GFLOP/s at 400-4,096 rows against MKL's 126-172; with one thread 102-108 against
 79-97. About 107 GFLOP/s per core was this machine's float32 ceiling that day (a large
 product on MKL: 90 per core), so oneDNN's products ran near it. The figures above it imply

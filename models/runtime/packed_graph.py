@@ -22,7 +22,7 @@ benches' own three runs are in BENCHMARKS.md, rows 1-2.
 These functions are TorchScript's subset of Python (typed, no closures, no module globals),
 and they also run as plain Python: the eager path calls the attention helpers directly.
 ``torch.jit.script`` is deprecated in torch 2.13 in favour of ``torch.compile``, which was
-slower here (session 31: 0.64 against 0.59 s a call, and its wrapper is Python too); should
+slower here (0.64 against 0.59 s a call on the 2-core Xeon, and its wrapper is Python too); should
 scripting fail or go away, the eager path runs (``graph_blocks`` returns None).
 """
 

@@ -209,7 +209,7 @@ def summary_table() -> str:
 
 
 def targets_table(folder: Path | None = None) -> str:
-    """Issue 24's targets per family, from the records in ``folder`` (default: the zoo's):
+    """The zoo's targets per family, from the records in ``folder`` (default: the zoo's):
     loss per piece against the word-frequency (unigram) baseline, whole-word top-1, everyday
     top-5, tokens, tokens/s, the tuning chosen, ELECTRA's ROC AUC, NSP / SOP."""
     from ..registry.zoo_entries import ZOO_DIR

@@ -271,3 +271,16 @@ def test_registry_provenance_says_what_the_shipped_run_trained():
     assert f"{last['step']:,} steps" in text and "trained by this project" in text
     stages = last.get("stage", 1)  # the log numbers each stage's records; the text counts the configs
     assert f"in {stages} stage{'s' if stages > 1 else ''} on " in text
+
+
+@shipped
+def test_the_shipped_card_is_the_one_its_records_write():
+    """weights/minilm-mlm/MODEL_CARD.md is what `scripts.export_mlm` writes from the shipped
+    config, log and final scores; only its stage notes (the export's --note) are free text."""
+    import re
+
+    shipped_card = (SHIPPED / "MODEL_CARD.md").read_text(encoding="utf-8")
+    notes = re.search(r"\n\n((?:Stage \d+ \(.*?\n\n)+)\*\*Scores\*\*", shipped_card, re.S)
+    note = notes.group(1).rstrip("\n") if notes else ""
+    assert shipped_card == _script("export_mlm").model_card(SHIPPED, None, note), (
+        "weights/minilm-mlm/MODEL_CARD.md drifted from its records: export the run again")

@@ -140,7 +140,7 @@ def test_a_classifier_fine_tune_takes_the_live_training_slot(monkeypatch):
         assert started.wait(30)
         with pytest.raises(InputError, match=r"^Busy: training a sentence encoder on mini-bert"):
             train_classifier("mini-bert", "fiction-speech", freeze=False, epochs=1, train_size=16)
-        # a probe on frozen features is no run: it trains beside it (as the README says)
+        # a probe on frozen features is no run: it trains beside it (as docs/deployment.md says)
         probe = train_classifier("mini-bert", "fiction-speech", epochs=1, train_size=16)
         assert probe.freeze and len(probe.validation_accuracy) == 1
     finally:
