@@ -33,6 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 from tests.helpers import CHROMIUM_FLAGS, free_port, wait_for_http
+from models import get_spec
 
 KEY = "minilm-l6"
 TOKENS = 128
@@ -140,7 +141,7 @@ def report(url: str) -> None:
     view = ours["heatmap JSON (head)"] + ours["grid PNG"]
     from models import load_model
 
-    config = load_model(KEY).model.config
+    config = load_model(get_spec(KEY)).model.config
     layers, heads = config.num_hidden_layers, config.num_attention_heads
     print(f"Input: {TOKENS} tokens, {KEY} ({layers} layers x {heads} heads = {layers * heads} heads)")
     print(f"bertviz model_view HTML (bertviz as is):      {baseline:>12,} bytes")

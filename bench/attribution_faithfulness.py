@@ -20,6 +20,7 @@ import statistics
 import time
 
 from bench.bench_common import machine_line
+from models import get_spec
 
 TIMING_TEXT = ("After the long meeting on Tuesday, the tired engineers finally opened the [MASK] "
                "and walked slowly into the cold room behind the old station.")
@@ -45,7 +46,7 @@ def main() -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    loaded = load_model(args.model, head="mlm")
+    loaded = load_model(get_spec(args.model), head="mlm")
     print(machine_line(loaded.device))
 
     if not args.skip_faithfulness:

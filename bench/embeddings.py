@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from bench.bench_common import without_onednn, without_torchscript
-from models import embed, get_device, load_model, onednn_enabled, set_device
+from models import embed, get_device, get_spec, load_model, onednn_enabled, set_device
 from models.registry import catalogue as registry
 
 REPO = Path(__file__).resolve().parent.parent
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> dict:
     set_device(args.device)
     folder = registry.local_path(registry.get_spec(KEY))
     device = get_device()
-    loaded = load_model(KEY)
+    loaded = load_model(get_spec(KEY))
     # The reference in the core's dtype: the comparison is of code paths, not of precisions.
     reference = SentenceTransformer(str(folder), device=str(device), model_kwargs={"dtype": loaded.dtype})
     tolerance = 1e-5 if loaded.dtype == torch.float32 else 2e-3

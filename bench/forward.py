@@ -31,6 +31,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from bench.bench_common import machine_line, onednn_choice, spread, spread_text, sync, without_onednn
+from models import get_spec
 
 # Data-sheet dense peaks in TFLOP/s (no sparsity): (name fragment, float16 tensor core, float32).
 # The first fragment found in torch.cuda.get_device_name() wins, so variants come first.
@@ -90,7 +91,7 @@ def _median_seconds(call, runs: int, device) -> float:
 def forward_by_length(key: str, lengths, batches, runs: int, repeat: int, peak_override=None, say=print) -> list[dict]:
     from models import load_model
 
-    loaded = load_model(key, head="base")
+    loaded = load_model(get_spec(key), head="base")
     device = loaded.device
     models = {str(loaded.dtype).removeprefix("torch."): loaded.model}
     if device.type != "cpu" and loaded.dtype != torch.float32:
@@ -134,7 +135,7 @@ def embed_mfu(rounds: int, repeat: int, sentences: int = 256, peak_override=None
     from bench.embeddings import KEY, mixed_sentences, short_sentences
     from models import embed, load_model
 
-    loaded = load_model(KEY, head="base")
+    loaded = load_model(get_spec(KEY), head="base")
     device, dtype = loaded.device, loaded.dtype
     peak, peak_why = peak_flops(device, dtype, peak_override)
     out = {"model": KEY, "device": device.type, "dtype": str(dtype).removeprefix("torch."), "peak": peak_why,

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 
-from models import evaluate_fill_mask, list_models, load_tokenizer
+from models import evaluate_fill_mask, get_spec, list_models, load_tokenizer
 from models.pretraining.evaluation import heldout_sentences, unigram_baseline
 from models.pretraining.mlm_data import read_sentences
 
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     train = REPO / ".cache" / "corpus" / "train.txt"
     if train.is_file():
-        tok = load_tokenizer("minilm-l6")
+        tok = load_tokenizer(get_spec("minilm-l6"))
         base = unigram_baseline(tok, read_sentences(train), heldout_sentences()[: args.limit])
         rows.append(("unigram baseline (5 most frequent tokens)", base.top1, base.top5, base.loss, None, None))
     else:

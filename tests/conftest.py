@@ -69,9 +69,9 @@ def half_precision(monkeypatch):
 @pytest.fixture(scope="session")
 def mlm_loaded():
     """The embedded MLM, loaded once per session."""
-    from models import load_model
+    from models import get_spec, load_model
 
-    return load_model(MLM_KEY, head="mlm")
+    return load_model(get_spec(MLM_KEY), head="mlm")
 
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
-from models import EncoderLabError, list_models, load_model
+from models import EncoderLabError, get_spec, list_models, load_model
 
 from .common import api_parameters
 from .links import DEFAULT_TAB, apply_limits, link_query, notes_markdown, parse_link
@@ -68,7 +68,7 @@ class Section:
 
 def model_shape(model_key: str) -> tuple[int, int]:
     """(layers, heads) of a model, from its loaded config."""
-    config = load_model(model_key).model.config
+    config = load_model(get_spec(model_key)).model.config
     return int(config.num_hidden_layers), int(config.num_attention_heads)
 
 

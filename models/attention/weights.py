@@ -171,14 +171,14 @@ def _extract(spec: ModelSpec, text: str, text_pair: str | None, causal: bool = F
     )
 
 
-def attention_model(model: str | ModelSpec) -> LoadedModel:
+def attention_model(spec: ModelSpec) -> LoadedModel:
     """The model loaded with eager attention, the implementation that returns weights.
 
     transformers' default (SDPA, or Flash on a GPU) computes attention without ever
     building the weight matrix, so ``output_attentions`` gives nothing there. The eager copy
     is loaded straight away: loading the default first just to look would keep two copies.
     """
-    return load_model(model, attn_implementation="eager")
+    return load_model(spec, attn_implementation="eager")
 
 
 def _encode(loaded: LoadedModel, text: str, text_pair: str | None) -> _Encoded:

@@ -43,6 +43,7 @@ from ..errors import InputError
 from ..mlm.fill_mask import MAX_MASKS, encode_masks, mask_spans
 from ..mlm.masked_head import gather_positions
 from ..registry import catalogue
+from ..registry.spec import ModelSpec
 from ..runtime.loading import RESULT_CACHES, LoadedModel, ModelCache, get_device, load_model, require_head
 from .methods import (
     RANDOM_ORDERS,
@@ -180,9 +181,8 @@ class _MaskCase:
     target: ScalarTarget
 
 
-def _mask_case(model_key: str, text: str, mask_index, target: str | None) -> _MaskCase:
+def _mask_case(spec: ModelSpec, text: str, mask_index, target: str | None) -> _MaskCase:
     """Check, encode (fill-mask's own encoding) and build the scalar p(target) at a mask."""
-    spec = catalogue.get_spec(model_key)
     require_head(spec, "mlm")
     text = check_text(text)
     spans = mask_spans(text)
@@ -267,7 +267,7 @@ def attribute_fill_mask(
     n_steps = check_int(n_steps, "n_steps", 2, MAX_IG_STEPS)
     # The arguments are the cache's key: checked first, so a list or a dict (unhashable) is an
     # InputError, and mask_index 1.0 or np.int64(1) finds the result of 1.
-    catalogue.get_spec(model_key)
+    spec = catalogue.get_spec(model_key)
     text = check_text(text)
     mask_index = check_int(mask_index, "mask_index", 0, MAX_MASKS)
     if not (target is None or isinstance(target, (str, int, np.integer)) and not isinstance(target, bool)):
@@ -276,11 +276,11 @@ def attribute_fill_mask(
     target_key = target.strip() if isinstance(target, str) else target
     key = ("attribution", model_key, text, method, mask_index, target_key,
            n_steps if method == "integrated_gradients" else None, str(get_device()))
-    return RESULT_CACHE.get(key, lambda: _attribute(model_key, text, method, mask_index, target, n_steps))
+    return RESULT_CACHE.get(key, lambda: _attribute(spec, text, method, mask_index, target, n_steps))
 
 
-def _attribute(model_key, text, method, mask_index, target, n_steps) -> AttributionResult:
-    case = _mask_case(model_key, text, mask_index, target)
+def _attribute(spec, text, method, mask_index, target, n_steps) -> AttributionResult:
+    case = _mask_case(spec, text, mask_index, target)
     scalar = case.target
     full = float(scalar.on_ids(scalar.input_ids[None])[0])
     extra = {}
@@ -300,7 +300,7 @@ def _attribute(model_key, text, method, mask_index, target, n_steps) -> Attribut
     else:
         scores = leave_one_out(scalar)
     return AttributionResult(
-        model_key=model_key,
+        model_key=spec.key,
         text=case.model_text,
         method=method,
         tokens=case.tokens,
@@ -341,7 +341,7 @@ def deletion_curve(
     tokens and masks are never removed. Arguments as ``attribute_fill_mask``.
     """
     result = attribute_fill_mask(model_key, text, method, mask_index, target, n_steps)
-    case = _mask_case(model_key, text, mask_index, result.target_id)
+    case = _mask_case(catalogue.get_spec(model_key), text, mask_index, result.target_id)
     order = result.ranking()
     attributed = deletion_scores(case.target, order)
     key = ("random-deletion", model_key, text, mask_index, result.target_id, str(get_device()))

@@ -27,6 +27,7 @@ from transformers.models.auto.tokenization_auto import (
 
 from ..errors import CapabilityError, ModelUnavailableError
 from ..registry import catalogue
+from ..registry.spec import ModelSpec
 from ..runtime.loading import BUILD_LOCK
 
 DATA = catalogue.REPO_ROOT / "data"
@@ -62,9 +63,9 @@ def shown_path(path: Path) -> str:
     return "/".join(parts[-3:])  # elsewhere (an operator's models folder): the last folders only
 
 
-def config_file(model_key: str) -> tuple[Path, str]:
-    """(the config.json to read, where it comes from) for a registry key."""
-    spec = catalogue.get_spec(model_key)
+def config_file(spec: ModelSpec) -> tuple[Path, str]:
+    """(the config.json to read, where it comes from) for a registry model."""
+    model_key = spec.key
     if catalogue.is_operator_added(spec):
         raise CapabilityError(
             f"{model_key} was added by this server's operator: operator-added models have no "
@@ -83,15 +84,15 @@ def config_file(model_key: str) -> tuple[Path, str]:
     return path, f"embedded model folder: {shown_path(path)}"
 
 
-def raw_config(model_key: str) -> dict:
+def raw_config(spec: ModelSpec) -> dict:
     """The config.json of a registry model as published (original key names)."""
-    path, _ = config_file(model_key)
+    path, _ = config_file(spec)
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def load_config(model_key: str):
+def load_config(spec: ModelSpec):
     """The transformers ``PretrainedConfig`` built from the checkpoint's config.json."""
-    values = raw_config(model_key)
+    values = raw_config(spec)
     return AutoConfig.for_model(values.pop("model_type"), **values)
 
 
@@ -227,7 +228,7 @@ def _max_context(config, model: torch.nn.Module) -> int:
     return positions
 
 
-def _tokenizer_kind(model_key: str, config) -> tuple[str, str, str]:
+def _tokenizer_kind(spec: ModelSpec, config) -> tuple[str, str, str]:
     """(tokenizer class, kind, how it was found).
 
     Embedded models: the ``model.type`` of the tokenizer.json in their folder. Online
@@ -236,7 +237,6 @@ def _tokenizer_kind(model_key: str, config) -> tuple[str, str, str]:
     generic backend (ModernBERT), the checkpoint's tokenizer.json type recorded in
     data/configs/index.json.
     """
-    spec = catalogue.get_spec(model_key)
     folder = catalogue.local_path(spec)
     if folder is not None and (folder / "tokenizer.json").is_file():
         tok = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
@@ -250,7 +250,7 @@ def _tokenizer_kind(model_key: str, config) -> tuple[str, str, str]:
     if model is not None:
         how = f"transformers maps model_type {config.model_type!r} to {cls_name}, a {model.__name__} tokenizer"
         return cls_name, TOKENIZER_KINDS.get(model.__name__, model.__name__), how
-    recorded = config_index()["online"].get(model_key, {}).get("tokenizer_json_model")
+    recorded = config_index()["online"].get(spec.key, {}).get("tokenizer_json_model")
     if recorded:
         return (
             "PreTrainedTokenizerFast",
@@ -260,16 +260,15 @@ def _tokenizer_kind(model_key: str, config) -> tuple[str, str, str]:
     return cls_name, "unknown", "no tokenizer information"
 
 
-def architecture_facts(model_key: str) -> ArchitectureFacts:
+def architecture_facts(spec: ModelSpec) -> ArchitectureFacts:
     """The facts of one registry model, computed from its config on the meta device."""
-    return _architecture_facts(model_key)
+    return _architecture_facts(spec.key, spec)
 
 
 @lru_cache(maxsize=None)
-def _architecture_facts(model_key: str) -> ArchitectureFacts:
-    spec = catalogue.get_spec(model_key)
-    _, source = config_file(model_key)
-    config = load_config(model_key)
+def _architecture_facts(model_key: str, spec: ModelSpec) -> ArchitectureFacts:
+    _, source = config_file(spec)
+    config = load_config(spec)
     base = instantiate(config)
     mlm = instantiate(config, masked_lm=True)
 
@@ -284,7 +283,7 @@ def _architecture_facts(model_key: str) -> ArchitectureFacts:
 
     ffn = int(getattr(config, "intermediate_size", None) or getattr(config, "hidden_dim"))
     layers = int(config.num_hidden_layers)
-    tok_class, tok_kind, tok_how = _tokenizer_kind(model_key, config)
+    tok_class, tok_kind, tok_how = _tokenizer_kind(spec, config)
     return ArchitectureFacts(
         model_key=model_key,
         family=spec.family,
@@ -325,7 +324,7 @@ def architecture_table() -> tuple[ArchitectureFacts, ...]:
     facts = []
     for spec in catalogue.SPECS:
         try:
-            facts.append(architecture_facts(spec.key))
+            facts.append(architecture_facts(spec))
         except ModelUnavailableError:  # an embedded model not installed: nothing to read
             continue
     return tuple(facts)

@@ -33,6 +33,7 @@ from transformers.initialization import no_init_weights
 
 from ..errors import EncoderLabError, InputError, ModelUnavailableError
 from ..registry import catalogue
+from ..registry.spec import ModelSpec
 from ..runtime.loading import BUILD_LOCK, dtype_for, get_device, load_model
 from ..validation import check_int
 from .architecture import architecture_facts, load_config
@@ -199,9 +200,8 @@ def memory_measure(device: torch.device) -> str:
     )
 
 
-def _estimate_bytes(params: int, dtype: torch.dtype, batch: int, length: int, model_key: str) -> int:
+def _estimate_bytes(params: int, dtype: torch.dtype, batch: int, length: int, facts) -> int:
     """A rough upper bound: weights plus a layer's activations (scores: batch x heads x T x T)."""
-    facts = architecture_facts(model_key)
     itemsize = torch.empty((), dtype=dtype).element_size()
     scores = batch * facts.heads * length * length * itemsize * 2
     hidden = batch * length * max(facts.ffn * 2, facts.hidden * 4) * itemsize * 4
@@ -211,7 +211,7 @@ def _estimate_bytes(params: int, dtype: torch.dtype, batch: int, length: int, mo
 # --- the model to time ------------------------------------------------------------------
 
 
-def _random_init(model_key: str, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
+def _random_init(spec: ModelSpec, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
     """The architecture with random weights (seed 0), cached: only the last one is kept.
 
     transformers' own initialisation is skipped (ModernBERT's truncated normals take half
@@ -219,12 +219,12 @@ def _random_init(model_key: str, device: torch.device, dtype: torch.dtype) -> to
     biases to 0: ordinary values, so no NaN or denormal slows the arithmetic. Buffers
     (position ids, rotary frequencies) are built by the modules themselves.
     """
-    key = (model_key, str(device), dtype)
+    key = (spec.key, str(device), dtype)
     if key not in _random_models:  # only called under ``_running``: one caller at a time
         _random_models.clear()
         with BUILD_LOCK:  # no_init_weights patches transformers for the whole process
             with no_init_weights():
-                model = AutoModel.from_config(load_config(model_key))
+                model = AutoModel.from_config(load_config(spec))
         generator = torch.Generator().manual_seed(0)
         with torch.no_grad():
             for name, param in model.named_parameters():
@@ -238,16 +238,15 @@ def _random_init(model_key: str, device: torch.device, dtype: torch.dtype) -> to
     return _random_models[key]
 
 
-def _model_for(model_key: str, device: torch.device) -> tuple[torch.nn.Module, str, str]:
+def _model_for(spec: ModelSpec, device: torch.device) -> tuple[torch.nn.Module, str, str]:
     """(the model to time, PRETRAINED or RANDOM_INIT, why the real weights were not used)."""
-    spec = catalogue.get_spec(model_key)
     available, why = catalogue.availability(spec)
     if available:
         try:
             return load_model(spec, head="base").model, PRETRAINED, ""
         except ModelUnavailableError as exc:  # cannot be loaded after all: time the architecture
             why = str(exc)
-    return _random_init(model_key, device, dtype_for(device)), RANDOM_INIT, why
+    return _random_init(spec, device, dtype_for(device)), RANDOM_INIT, why
 
 
 # --- timing -----------------------------------------------------------------------------
@@ -343,7 +342,7 @@ def benchmark_forward(model_key: str, lengths=DEFAULT_LENGTHS, batch_size: int =
     limits = limits_for(device)
     lengths = _check_lengths(lengths)
     batch = check_int(batch_size, "batch_size", 1, limits.max_batch)
-    facts = architecture_facts(model_key)
+    facts = architecture_facts(spec)
     skipped = [(n, f"beyond {model_key}'s max context of {facts.max_context} tokens") for n in lengths if n > facts.max_context]
     lengths = [n for n in lengths if n <= facts.max_context]
     if not lengths:
@@ -358,7 +357,7 @@ def benchmark_forward(model_key: str, lengths=DEFAULT_LENGTHS, batch_size: int =
             "or shorter lengths."
         )
     dtype = dtype_for(device)
-    need = _estimate_bytes(facts.params_total, dtype, batch, longest, model_key)
+    need = _estimate_bytes(facts.params_total, dtype, batch, longest, facts)
     free = _available_bytes(device)
     if free is not None and need > free // 2:
         raise InputError(
@@ -369,7 +368,7 @@ def benchmark_forward(model_key: str, lengths=DEFAULT_LENGTHS, batch_size: int =
     if not _running.acquire(blocking=False):
         raise InputError("A benchmark is already running; timings would disturb each other. Try again when it ends.")
     try:
-        model, weights, weights_reason = _model_for(model_key, device)
+        model, weights, weights_reason = _model_for(spec, device)
         with torch.inference_mode():
             points, over_budget = _measure(model, device, limits, batch, lengths)
         skipped += over_budget
@@ -398,17 +397,17 @@ def benchmark_models(model_keys, lengths=DEFAULT_LENGTHS, batch_size: int = 1, o
     A model whose request is refused (e.g. every length beyond its context) is listed with
     the reason and the others still run. ``on_model(index, key)`` is called before each.
     """
-    keys = check_model_keys(model_keys)
+    specs = [catalogue.get_spec(key) for key in check_model_keys(model_keys)]  # unknown keys: said first
     _check_lengths(lengths)  # a mistake in the request is said once, not once per model
     check_int(batch_size, "batch_size", 1, limits_for(get_device()).max_batch)
     results, refused = [], []
-    for index, key in enumerate(keys):
+    for index, spec in enumerate(specs):
         if on_model is not None:
-            on_model(index, key)
+            on_model(index, spec.key)
         try:
-            results.append(benchmark_forward(key, lengths, batch_size))
+            results.append(benchmark_forward(spec.key, lengths, batch_size))
         except EncoderLabError as exc:
-            refused.append(SkippedModel(key, str(exc)))
+            refused.append(SkippedModel(spec.key, str(exc)))
     if not results:
         raise InputError(" ".join(f"{s.model_key}: {s.reason}" for s in refused))
     return tuple(results), tuple(refused)

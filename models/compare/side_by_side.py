@@ -14,7 +14,8 @@ from ..mlm.fill_mask import MASK_PATTERN, MAX_MASKS, MAX_TOP_K, fill_mask, with_
 from ..mlm.results import FillMaskResult
 from ..registry import catalogue
 from ..runtime.loading import load_tokenizer
-from ..runtime.tokenization import tokenize
+from ..registry.spec import ModelSpec
+from ..runtime.tokenization import tokenize_with
 from ..validation import check_int, check_text
 from .architecture import architecture_facts
 
@@ -96,24 +97,21 @@ def check_model_keys(model_keys) -> list[str]:
     keys = list(dict.fromkeys(model_keys))
     if len(keys) > MAX_COMPARE_MODELS:
         raise InputError(f"At most {MAX_COMPARE_MODELS} models per comparison; you chose {len(keys)}.")
-    for key in keys:
-        catalogue.get_spec(key)  # an UnknownModelError listing the valid keys
     return keys
 
 
-def _runnable(keys: list[str], need_mlm: bool) -> tuple[list[str], list[SkippedModel]]:
-    """Split keys into those that can run here and those that can't (with why)."""
+def _runnable(specs: list[ModelSpec], need_mlm: bool) -> tuple[list[ModelSpec], list[SkippedModel]]:
+    """Split the models into those that can run here and those that can't (with why)."""
     ok, skipped = [], []
-    for key in keys:
-        spec = catalogue.get_spec(key)
+    for spec in specs:
         if need_mlm and not spec.can("mlm"):
-            skipped.append(SkippedModel(key, f"{spec.display_name} has no trained masked-LM head"))
+            skipped.append(SkippedModel(spec.key, f"{spec.display_name} has no trained masked-LM head"))
             continue
         available, why = catalogue.availability(spec)
         if available:
-            ok.append(key)
+            ok.append(spec)
         else:
-            skipped.append(SkippedModel(key, f"not available here: {why}"))
+            skipped.append(SkippedModel(spec.key, f"not available here: {why}"))
     return ok, skipped
 
 
@@ -122,14 +120,14 @@ def _none_ran(skipped: list[SkippedModel]) -> ModelUnavailableError:
     return ModelUnavailableError(f"None of the chosen models can run on this machine. {reasons}")
 
 
-def _run_each(keys: list[str], skipped: list[SkippedModel], work) -> list:
-    """``work(key)`` for each key; a model that fails to load is skipped, not fatal."""
+def _run_each(specs: list[ModelSpec], skipped: list[SkippedModel], work) -> list:
+    """``work(spec)`` for each model; a model that fails to load is skipped, not fatal."""
     out = []
-    for key in keys:
+    for spec in specs:
         try:
-            out.append(work(key))
+            out.append(work(spec))
         except (ModelUnavailableError, CapabilityError) as exc:
-            skipped.append(SkippedModel(key, str(exc)))
+            skipped.append(SkippedModel(spec.key, str(exc)))
     if not out:
         raise _none_ran(skipped)
     return out
@@ -156,7 +154,7 @@ def compare_fill_mask(model_keys, text: str, top_k: int = 5) -> CompareFillMaskR
     with no MLM head or not available here are listed in ``skipped`` with the reason; the
     comparison runs on the rest (a ``ModelUnavailableError`` if none can run).
     """
-    keys = check_model_keys(model_keys)
+    specs = [catalogue.get_spec(key) for key in check_model_keys(model_keys)]
     top_k = check_int(top_k, "top_k", 1, MAX_TOP_K)
     text = check_text(text)
     masks = len(MASK_PATTERN.findall(text))
@@ -166,10 +164,10 @@ def compare_fill_mask(model_keys, text: str, top_k: int = 5) -> CompareFillMaskR
         )
     if masks > MAX_MASKS:
         raise InputError(f"Your text has {masks} masks; the limit is {MAX_MASKS}. Remove some.")
-    ok, skipped = _runnable(keys, need_mlm=True)
+    ok, skipped = _runnable(specs, need_mlm=True)
     if not ok:
         raise _none_ran(skipped)
-    results = _run_each(ok, skipped, lambda key: fill_mask(key, text, top_k))
+    results = _run_each(ok, skipped, lambda spec: fill_mask(spec.key, text, top_k))
     return CompareFillMaskResult(
         text=text,
         model_texts=tuple((r.model_key, r.text) for r in results),
@@ -192,17 +190,17 @@ def pieces_that_continue(text: str, spans) -> tuple[bool, ...]:
     return tuple(out)
 
 
-def _pieces(key: str, text: str) -> ModelPieces:
-    """``key``'s pieces of ``text`` as it reads it: [MASK] and <mask> as its own mask token, as
+def _pieces(spec: ModelSpec, text: str) -> ModelPieces:
+    """The model's pieces of ``text`` as it reads it: [MASK] and <mask> as its own mask token, as
     fill-mask writes them (one piece, not the other spelling's letters)."""
-    text = with_own_mask(text, load_tokenizer(catalogue.get_spec(key)).mask_token)
-    tokenized = tokenize(key, text)
-    kind = architecture_facts(key).tokenizer_kind
+    text = with_own_mask(text, load_tokenizer(spec).mask_token)
+    tokenized = tokenize_with(spec, text)
+    kind = architecture_facts(spec).tokenizer_kind
     own = [k for k, special in enumerate(tokenized.special_tokens_mask) if not special]
     pieces = tuple(tokenized.tokens[k] for k in own)
     continues = pieces_that_continue(text, [tokenized.offsets[k] for k in own])
     return ModelPieces(
-        model_key=key,
+        model_key=spec.key,
         tokenizer_kind=kind,
         tokens=tokenized.tokens,
         pieces=pieces,
@@ -219,10 +217,10 @@ def compare_tokens(model_keys, text: str) -> CompareTokensResult:
     come with the model files: models not available here are listed in ``skipped`` with the
     reason.
     """
-    keys = check_model_keys(model_keys)
+    specs = [catalogue.get_spec(key) for key in check_model_keys(model_keys)]
     text = check_text(text)
-    ok, skipped = _runnable(keys, need_mlm=False)
+    ok, skipped = _runnable(specs, need_mlm=False)
     if not ok:
         raise _none_ran(skipped)
-    models = _run_each(ok, skipped, lambda key: _pieces(key, text))
+    models = _run_each(ok, skipped, lambda spec: _pieces(spec, text))
     return CompareTokensResult(text=text, models=tuple(models), skipped=tuple(skipped))

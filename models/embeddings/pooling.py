@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from ..errors import CapabilityError, InputError
 from ..registry import catalogue
+from ..registry.spec import ModelSpec
 from ..runtime.batching import map_forwards
 from ..runtime.loading import LoadedModel, check_token_count, load_model, max_input_tokens
 from ..runtime.onednn import onednn_linears
@@ -274,10 +275,9 @@ def _pooled(loaded: LoadedModel, sentences: Sequence[str], poolings: Sequence[st
     return {p: v.numpy() for p, v in out.items()}
 
 
-def pooled_vectors(model_key: str, sentences, poolings: Sequence[str], truncate: bool = False) -> dict[str, np.ndarray]:
+def pooled_vectors(spec: ModelSpec, sentences, poolings: Sequence[str], truncate: bool = False) -> dict[str, np.ndarray]:
     """{pooling: (N, d) float32 unnormalised vectors} of the last layer, every pooling from one
     forward pass (``embed`` with normalize=False, once per pooling, gives the same vectors)."""
-    spec = catalogue.get_spec(model_key)
     poolings = check_poolings(poolings)
     sentences = check_sentences(sentences, low=1, high=MAX_EMBED_SENTENCES)
     loaded = load_model(spec, head="base")
@@ -286,7 +286,7 @@ def pooled_vectors(model_key: str, sentences, poolings: Sequence[str], truncate:
 
 def check_layer(model_key: str, layer) -> int:
     """The layer as 0..L for this model (loaded, cached), or an InputError that gives the range."""
-    return _layer_of(load_model(model_key, head="base"), layer)
+    return _layer_of(load_model(catalogue.get_spec(model_key), head="base"), layer)
 
 
 def _layer_of(loaded: LoadedModel, layer) -> int:

@@ -29,8 +29,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..errors import CapabilityError, InputError, UnknownModelError
+from ..errors import CapabilityError, InputError
 from ..registry import catalogue
+from ..registry.spec import ModelSpec
 from ..runtime.loading import check_token_count, load_model
 from ..validation import check_int, check_text
 from .pooling import check_pooling, embed, pooled_vectors
@@ -119,13 +120,13 @@ _RAW: dict[tuple, np.ndarray] = {}  # (model, pooling, corpus hash) -> unnormali
 REPORT_POOLINGS = ("cls", "mean")  # the report's paraphrase comparison; built together
 
 
-def _vectors(model_key: str, sentences, poolings: tuple[str, ...], progress: Progress | None) -> dict:
+def _vectors(spec: ModelSpec, sentences, poolings: tuple[str, ...], progress: Progress | None) -> dict:
     """{pooling: (N, d) unnormalised float32 vectors}, every pooling from one pass."""
     parts = {p: [] for p in poolings}
     for start in range(0, len(sentences), EMBED_CHUNK):
         if progress:
             progress(start, len(sentences), "embedding the corpus")
-        chunk = pooled_vectors(model_key, sentences[start:start + EMBED_CHUNK], poolings,
+        chunk = pooled_vectors(spec, sentences[start:start + EMBED_CHUNK], poolings,
                                truncate=True)  # a corpus sentence longer than the model reads: its first tokens
         for p in poolings:
             parts[p].append(chunk[p])
@@ -147,11 +148,10 @@ def _build_indexes(vectors: np.ndarray):
     return exact, ann
 
 
-def _weights_stamp(model_key: str) -> str:
+def _weights_stamp(spec: ModelSpec) -> str:
     """A digest of the model's files on disk (names, sizes, modification times): vectors kept on
     disk are read back only for the weights they were made with, not after the model is trained
     again or updated (its folder rewritten, a new Hub snapshot)."""
-    spec = catalogue.get_spec(model_key)
     folder = catalogue.local_path(spec)
     if folder is None:  # a Hub model: its cached snapshot, a folder named by its commit
         from huggingface_hub import try_to_load_from_cache
@@ -171,9 +171,10 @@ def _files(model_key: str, pooling: str, digest: str, stamp: str) -> list[Path]:
     return [Path(f"{stem}.npy"), Path(f"{stem}.exact.faiss"), Path(f"{stem}.hnsw.faiss"), Path(f"{stem}.raw.npy")]
 
 
-def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
+def _indexes(spec: ModelSpec, pooling: str, progress: Progress | None = None):
     """(unit vectors (N, d), exact index, ann index), from memory, disk, or built now (with the
     unnormalised vectors, and the report's other pooling from the same pass)."""
+    model_key = spec.key
     faiss = _faiss()
     sentences, _, digest = corpus()
     key = (model_key, pooling, digest)
@@ -184,7 +185,7 @@ def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
         if key in _LOADED:
             return _LOADED[key]
         _forget_gone()
-        stamp = _weights_stamp(model_key)  # the model's files read once a build
+        stamp = _weights_stamp(spec)  # the model's files read once a build
         files = _files(model_key, pooling, digest, stamp)
         transient = catalogue.is_transient(model_key)  # trained in this process: never on disk
         if not transient and all(f.exists() for f in files):
@@ -192,7 +193,7 @@ def _indexes(model_key: str, pooling: str, progress: Progress | None = None):
             _keep(key, np.load(files[0]), exact, ann, np.load(files[3]))
             return _LOADED[key]
         poolings = tuple(dict.fromkeys((pooling, *REPORT_POOLINGS)))
-        raws = _vectors(model_key, sentences, poolings, progress)
+        raws = _vectors(spec, sentences, poolings, progress)
         if progress:
             progress(len(sentences), len(sentences), "building the FAISS indexes")
         for p, raw in raws.items():
@@ -214,17 +215,9 @@ def _forget_gone() -> None:
     and pushed out by newer ones: nothing can embed a query for it again), so that a server whose
     visitors train and search many keeps only the live ones' (two poolings, ~20 MB each for a
     384-wide model)."""
-    for key in [k for k in _LOADED if not _known(k[0])]:
+    for key in [k for k in _LOADED if not catalogue.is_known(k[0])]:
         _LOADED.pop(key, None)
         _RAW.pop(key, None)
-
-
-def _known(model_key: str) -> bool:
-    try:
-        catalogue.get_spec(model_key)
-    except UnknownModelError:
-        return False
-    return True
 
 
 def _keep(key: tuple, vectors: np.ndarray, exact, ann, raw: np.ndarray) -> None:
@@ -233,10 +226,10 @@ def _keep(key: tuple, vectors: np.ndarray, exact, ann, raw: np.ndarray) -> None:
     _LOADED[key] = (vectors, exact, ann)
 
 
-def _raw(model_key: str, pooling: str) -> np.ndarray:
+def _raw(spec: ModelSpec, pooling: str) -> np.ndarray:
     """The corpus's unnormalised vectors (kept with the indexes)."""
-    _indexes(model_key, pooling)
-    return _RAW[(model_key, pooling, corpus()[2])]
+    _indexes(spec, pooling)
+    return _RAW[(spec.key, pooling, corpus()[2])]
 
 
 # --- public API -------------------------------------------------------------------------------
@@ -254,8 +247,8 @@ def _check_index(index) -> str:
 
 def build_index(model_key: str, pooling: str = "mean", progress: Progress | None = None) -> int:
     """Build (or load) the cached vectors and indexes now; returns the corpus size."""
-    catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
-    return len(_indexes(model_key, check_pooling(pooling), progress)[0])
+    spec = catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
+    return len(_indexes(spec, check_pooling(pooling), progress)[0])
 
 
 def search(model_key: str, query: str, k: int = 10, pooling: str = "mean", index: str = "exact",
@@ -273,7 +266,7 @@ def search(model_key: str, query: str, k: int = 10, pooling: str = "mean", index
     k, pooling, index = _check_k(k), check_pooling(pooling), _check_index(index)
     loaded = load_model(spec, head="base")  # the query's length, before any index work
     check_token_count(loaded, len(loaded.tokenizer(query)["input_ids"]), "The query")
-    vectors, exact, ann = _indexes(model_key, pooling, progress)
+    vectors, exact, ann = _indexes(spec, pooling, progress)
     q = embed(model_key, [query], pooling=pooling, normalize=True)
     started = time.perf_counter()
     scores, ids = (exact if index == "exact" else ann).search(q, k)
@@ -320,10 +313,10 @@ def retrieval_report(model_key: str, k: int = 10, pooling: str = "mean", queries
 
     k: 1 to 100; pooling: as ``search``; queries: how many training-sample sentences are the
     queries, 10 to 2000; progress: as ``search``. Out of range: an ``InputError``."""
-    catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
+    spec = catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
     k, pooling = _check_k(k), check_pooling(pooling)
     queries = check_int(queries, "queries", 10, 2000)
-    vectors, exact, ann = _indexes(model_key, pooling, progress)
+    vectors, exact, ann = _indexes(spec, pooling, progress)
     query_texts = QUERIES_FILE.read_text(encoding="utf-8").splitlines()[:queries]
     raw_q = embed(model_key, query_texts, pooling=pooling, normalize=False, truncate=True)
     q = _unit(raw_q)
@@ -334,12 +327,12 @@ def retrieval_report(model_key: str, k: int = 10, pooling: str = "mean", queries
     _, ann_ids = ann.search(q, k)
     ann_ms = (time.perf_counter() - started) * 1000 / len(q)
     # Unnormalised: the dot product favours long vectors, the cosine does not.
-    raw = _raw(model_key, pooling)
+    raw = _raw(spec, pooling)
     dot_ids = np.argsort(-(raw_q @ raw.T), axis=1)[:, :k]
     norms = np.linalg.norm(raw, axis=1)
     pooling_recall, n_para = {}, 0
     for p in REPORT_POOLINGS:
-        distractors = vectors if p == pooling else _indexes(model_key, p, progress)[0]
+        distractors = vectors if p == pooling else _indexes(spec, p, progress)[0]
         pooling_recall[p], n_para = _paraphrase_recall(model_key, p, k, distractors)
     return RetrievalReport(
         model_key=model_key, pooling=pooling, k=k, corpus_size=len(vectors), queries=len(q),

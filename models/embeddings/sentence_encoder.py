@@ -42,6 +42,7 @@ import torch.nn.functional as F
 
 from ..errors import InputError
 from ..registry import catalogue
+from ..registry.spec import ModelSpec
 from ..runtime.loading import load_model
 from ..runtime.run_store import register_kind
 from ..tasks.finetuning import _padded
@@ -262,15 +263,15 @@ def _register(body, loaded, model_key: str, note: str) -> str:
         body.save_pretrained(folder)
         loaded.tokenizer.save_pretrained(folder)
 
-    return _register_folder(write, model_key, note)
+    return _register_folder(write, loaded.spec, note)
 
 
-def _register_folder(write, model_key: str, note: str) -> str:
+def _register_folder(write, base: ModelSpec, note: str) -> str:
     """A new ``sbert:`` key whose folder ``write(folder)`` fills, registered as a model."""
+    model_key = base.key
     key = f"{SBERT_PREFIX}{model_key}-{next(_NUMBERS)}-{secrets.token_hex(2)}"
     folder = _ROOT / key.replace(":", "_")
     write(folder)
-    base = catalogue.get_spec(model_key)
     spec = replace(
         base, key=key, display_name=f"{key} (sentence encoder trained here from {model_key})",
         source=str(folder), source_kind="local", has_mlm_head=False, has_nsp_head=False,
@@ -297,13 +298,13 @@ def _export_run(result: SentenceEncoderResult) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
 
 
-def _adopt_run(result: SentenceEncoderResult, files: dict[str, bytes]) -> SentenceEncoderResult:
+def _adopt_run(result: SentenceEncoderResult, files: dict[str, bytes], spec: ModelSpec) -> SentenceEncoderResult:
     def write(folder: Path) -> None:
         folder.mkdir(parents=True)
         for name, data in files.items():
             (folder / Path(name).name).write_bytes(data)
 
-    return replace(result, encoder_key=_register_folder(write, result.model_key, result.note))
+    return replace(result, encoder_key=_register_folder(write, spec, result.note))
 
 
 register_kind(SentenceEncoderResult, _export_run, _adopt_run)
@@ -351,7 +352,7 @@ def train_sentence_encoder(model_key: str, loss: str = "triplet", margin: float 
     the held-out similarity matrix and separation ROC AUC before and after, and the copy's
     key for ``embed`` / ``similarity`` / ``search``. The shared model never changes.
     """
-    catalogue.get_spec(model_key)
+    spec = catalogue.get_spec(model_key)
     loss = _check_loss(loss)
     margin = _check_margin(loss, (0.5 if loss == "triplet" else 1.0) if margin is None else margin)
     steps = check_int(steps, "steps", 1, MAX_SENTENCE_STEPS)
@@ -362,7 +363,7 @@ def train_sentence_encoder(model_key: str, loss: str = "triplet", margin: float 
         raise InputError(f"Unknown mining {mining!r}; choose one of: {', '.join(SENTENCE_MINING)}.")
     if model_key.startswith(SBERT_PREFIX):
         raise InputError(f"{model_key} is already a sentence encoder trained here: train from its base model.")
-    loaded = load_model(model_key, head="base")
+    loaded = load_model(spec, head="base")
     with exclusive_run(f"training a sentence encoder on {model_key}"):
         return _train(loaded, model_key, loss, margin, steps, seed, learning_rate, seconds, batch_size, mining)
 

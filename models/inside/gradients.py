@@ -87,7 +87,7 @@ def mlm_gradients(model_key: str, text: str, masked: tuple[int, ...] | list[int]
     if MASK_PATTERN.search(text):
         raise InputError("Write the sentence without [MASK]: its own tokens are the labels. Choose the "
                          "tokens to mask by their index (masked=...).")
-    loaded = load_model(model_key, "mlm", attn_implementation="eager")
+    loaded = load_model(spec, "mlm", attn_implementation="eager")
     tokenizer, model = loaded.tokenizer, loaded.model
     if loaded.dtype != torch.float32:
         # In float16 (a GPU) a loss keeps about three digits, so the finite difference of two

@@ -134,7 +134,7 @@ def forward_steps(model_key: str, text: str, text_pair: str | None = None, layer
     if with_head:
         require_head(spec, "mlm")
     top_k = check_int(top_k, "top_k", 1, 50)
-    loaded = load_model(model_key, "mlm" if with_head else "base", attn_implementation="eager")
+    loaded = load_model(spec, "mlm" if with_head else "base", attn_implementation="eager")
     inputs, ids = _encode(loaded, text, text_pair)
     n_layers, n_heads = num_layers(loaded.model), num_heads(loaded.model)
     layer = check_int(layer, "layer", 0, n_layers - 1)

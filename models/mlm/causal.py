@@ -40,10 +40,8 @@ FOUR_D_MASK_TYPES = frozenset(
 )
 
 
-def require_causal(model: str | ModelSpec) -> ModelSpec:
-    """The spec (``model``: a key or its spec), or a ``CapabilityError`` saying which models
-    can run causally."""
-    spec = catalogue.resolve(model)
+def require_causal(spec: ModelSpec) -> ModelSpec:
+    """The spec, or a ``CapabilityError`` saying which models can run causally."""
     if not spec.can("causal"):
         able = catalogue.named_by_availability([s for s in catalogue.SPECS if s.can("causal")])
         raise CapabilityError(

@@ -61,7 +61,7 @@ def evaluate_causal(model_key: str, limit: int | None = None, seed: int = 1234) 
     A limit or seed out of range is an ``InputError``. The masked positions are those of ``evaluate_fill_mask(split="heldout")`` (same
     seed, same draw), so the bidirectional figures equal that function's.
     """
-    spec = require_causal(model_key)
+    spec = require_causal(catalogue.get_spec(model_key))
     sentences = heldout_sentences()
     sentences = sentences[:check_limit(limit, len(sentences))]
     seed = check_int(seed, "seed", 0, 2**31 - 1)

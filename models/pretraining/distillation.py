@@ -158,7 +158,7 @@ def distill(teacher_key: str, student_shape: str = "2x64", steps: int = 150, alp
     student_shape: one of ``STUDENT_SHAPES``; steps: 1 to 2000; alpha: above 0, at most 1;
     temperature: 0.5 to 20; seed: 0 to 2**31 - 1; learning_rate: between 0 and 1; max_seconds:
     1 to 300. Anything else (a fraction of a step, True for a number) is an ``InputError``."""
-    catalogue.get_spec(teacher_key)
+    spec = catalogue.get_spec(teacher_key)
     if not isinstance(student_shape, str) or student_shape not in STUDENT_SHAPES:
         raise InputError(f"Unknown student shape {student_shape!r}; choose one of: {', '.join(STUDENT_SHAPES)} "
                          "(layers x hidden width).")
@@ -168,7 +168,7 @@ def distill(teacher_key: str, student_shape: str = "2x64", steps: int = 150, alp
     seed = check_int(seed, "seed", 0, 2**31 - 1)
     lr = check_rate(learning_rate)
     seconds = check_seconds(max_seconds)
-    teacher = load_model(teacher_key, head="mlm")
+    teacher = load_model(spec, head="mlm")
     with exclusive_run(f"distilling {teacher_key} into a {student_shape} student"):
         return _distill(teacher, teacher_key, student_shape, steps, alpha, temperature, seed, lr, seconds)
 

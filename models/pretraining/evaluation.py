@@ -166,7 +166,7 @@ def evaluate_fill_mask(model_key: str, split: str = "heldout", limit: int | None
     """
     if not isinstance(split, str) or split not in SPLITS:
         raise InputError(f"Unknown split {split!r}; choose one of {', '.join(SPLITS)}.")
-    loaded = load_model(model_key, head="mlm")
+    loaded = load_model(catalogue.get_spec(model_key), head="mlm")
     if split == "heldout":
         sentences = heldout_sentences()
         sentences = sentences[:check_limit(limit, len(sentences))]

@@ -172,9 +172,9 @@ def masked_lm_loss(model_key: str, simulation: MaskingSimulation, epoch: int = 0
     if not isinstance(simulation, MaskingSimulation):
         raise InputError("masked_lm_loss needs the result of simulate_masking.")
     epoch = check_int(epoch, "epoch", 0, len(simulation.epochs) - 1)
-    loaded = load_model(model_key, head="mlm")
+    loaded = load_model(catalogue.get_spec(model_key), head="mlm")
     if model_key != simulation.model_key and (
-        load_tokenizer(model_key).get_vocab() != load_tokenizer(simulation.model_key).get_vocab()
+        loaded.tokenizer.get_vocab() != load_tokenizer(catalogue.get_spec(simulation.model_key)).get_vocab()
     ):
         raise InputError(
             f"The simulation was tokenised by {simulation.model_key}, whose vocabulary differs "
@@ -240,7 +240,7 @@ def masking_statistics(model_key: str, sentences: list[str], rate: float = 0.15,
     if len(sentences) > MAX_STAT_SENTENCES:
         raise InputError(f"Give at most {MAX_STAT_SENTENCES:,} sentences; got {len(sentences):,}.")
     sentences = [check_text(s, f"sentence {i + 1}") for i, s in enumerate(sentences)]
-    tokenizer = load_tokenizer(model_key)
+    tokenizer = load_tokenizer(catalogue.get_spec(model_key))
     enc = tokenizer(list(sentences), padding=True, truncation=True, max_length=128,
                     return_special_tokens_mask=True, return_offsets_mapping=True, return_tensors="np")
     ids = torch.from_numpy(enc["input_ids"].astype(np.int64))
@@ -273,4 +273,4 @@ def next_sentence(model_key: str, a: str, b: str) -> float:
     """P(IsNext): does sentence B follow sentence A? Needs a model with an NSP head."""
     from .objective_heads import pair_probability
 
-    return pair_probability(model_key, a, b, "nsp")
+    return pair_probability(catalogue.get_spec(model_key), a, b, "nsp")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from ..registry import catalogue
+from ..registry.spec import ModelSpec
 from ..runtime.loading import check_token_count, load_model, require_head
 from ..validation import check_int, check_text
 
@@ -43,9 +44,8 @@ def check_pair_length(loaded, a: str, b: str) -> None:
     check_token_count(loaded, n, "The pair (sentence A, sentence B and the special tokens)")
 
 
-def pair_probability(model_key: str, a: str, b: str, head: str) -> float:
+def pair_probability(spec: ModelSpec, a: str, b: str, head: str) -> float:
     """P(class 0) of a sentence-pair head: "B follows A" (NSP) or "A, B in order" (SOP)."""
-    spec = catalogue.get_spec(model_key)
     a, b = check_text(a, "first sentence"), check_text(b, "second sentence")
     require_head(spec, head)
     loaded = load_model(spec, head=head)
@@ -59,7 +59,7 @@ def pair_probability(model_key: str, a: str, b: str, head: str) -> float:
 
 def sentence_order(model_key: str, a: str, b: str) -> float:
     """P(in order): is "A then B" the original order? Needs ALBERT's SOP head."""
-    return pair_probability(model_key, a, b, "sop")
+    return pair_probability(catalogue.get_spec(model_key), a, b, "sop")
 
 
 def detect_replaced(model_key: str, text: str, swap: int = 0, seed: int = 0) -> ReplacedTokens:

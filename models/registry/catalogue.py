@@ -247,12 +247,6 @@ def all_specs() -> tuple[ModelSpec, ...]:
     return SPECS + tuple(operator_spec(x) for x in allowed_hub_models())
 
 
-def resolve(model: str | ModelSpec) -> ModelSpec:
-    """A registry key's spec, or the spec itself when a caller has resolved its key already:
-    a request resolves its key once, at the top, and hands the spec down."""
-    return model if isinstance(model, ModelSpec) else get_spec(model)
-
-
 # --- models trained in this process (e.g. a sentence encoder "sbert:..."): known while it lives
 _TRANSIENT: dict[str, ModelSpec] = {}
 # key prefix -> why(key): what to say of such a key that cannot load (dropped, or from before a restart)
@@ -296,6 +290,15 @@ def get_spec(model_key: str) -> ModelSpec:
             raise UnknownModelError(why(model_key))
     keys = list(_BY_KEY) + list(_TRANSIENT) + list(allowed_hub_models())
     raise UnknownModelError(f"Unknown model {model_key!r}. Choose one of: {', '.join(keys)}.")
+
+
+def is_known(model_key: str) -> bool:
+    """Does ``get_spec`` know this key now (a sentence encoder trained here may be gone)?"""
+    try:
+        get_spec(model_key)
+    except UnknownModelError:
+        return False
+    return True
 
 
 def models_dir() -> Path:

@@ -196,10 +196,18 @@ def clear_cache() -> None:
         _tokenizers.clear()
 
 
-def load_tokenizer(model: str | ModelSpec):
-    """The model's fast tokenizer (``model``: its key, or its spec), loaded once (one slow
-    load never blocks other models)."""
-    return _tokenizer_for(catalogue.resolve(model))
+def _require_spec(spec, caller: str) -> ModelSpec:
+    """The request's spec, or a ``TypeError``: a key is resolved once, by the public function
+    that receives it (``get_spec(key)``), and everything below takes the spec."""
+    if not isinstance(spec, ModelSpec):
+        raise TypeError(f"{caller} takes a ModelSpec, not {type(spec).__name__} {spec!r}: "
+                        "resolve the key once with get_spec(key) and pass the spec.")
+    return spec
+
+
+def load_tokenizer(spec: ModelSpec):
+    """The model's fast tokenizer, loaded once (one slow load never blocks other models)."""
+    return _tokenizer_for(_require_spec(spec, "load_tokenizer"))
 
 
 def _tokenizer_for(spec: ModelSpec, pretrained: tuple[str, dict] | None = None):
@@ -290,10 +298,10 @@ def require_head(spec: ModelSpec, head: str) -> None:
     raise CapabilityError(f"{spec.display_name} ({spec.key}) has {lacks}. {which}: {having}.")
 
 
-def load_model(model: str | ModelSpec, head: str = "base", attn_implementation: str | None = None):
+def load_model(spec: ModelSpec, head: str = "base", attn_implementation: str | None = None):
     """A cached ``LoadedModel``.
 
-    model: a registry key, or its spec when the request has resolved it already.
+    spec: the model's ``ModelSpec`` (``get_spec(key)``: a request resolves its key once).
     head: "base" (the bare encoder), "mlm" (with the masked-LM head), "nsp" (BERT's
     next-sentence-prediction head), "sop" (ALBERT's sentence-order head, with its MLM head)
     or "rtd" (ELECTRA's discriminator). ELECTRA's MLM head is its generator, a smaller
@@ -301,8 +309,7 @@ def load_model(model: str | ModelSpec, head: str = "base", attn_implementation: 
     attn_implementation: None (transformers' default, e.g. SDPA) or "eager", which is
     what returns attention weights.
     """
-    spec = catalogue.resolve(model)
-    require_head(spec, head)
+    require_head(_require_spec(spec, "load_model"), head)
     device = get_device()
     key = (spec.key, head, attn_implementation, str(device))
     return MODEL_CACHE.get(key, lambda: _load(spec, head, attn_implementation, device))

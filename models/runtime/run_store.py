@@ -39,6 +39,7 @@ import torch
 import transformers
 
 from ..registry import catalogue
+from ..registry.spec import ModelSpec
 from .loading import get_device, load_model
 
 log = logging.getLogger("encoder_lab")
@@ -60,7 +61,8 @@ def keeping() -> bool:
 
 def register_kind(result_type: type, export: Callable, adopt: Callable) -> None:
     """``export(result) -> payload`` (picklable; the run's own trained copy) and
-    ``adopt(result, payload) -> result`` (registered again in this process)."""
+    ``adopt(result, payload, spec) -> result`` (registered again in this process; ``spec``: the
+    encoder's, resolved once by ``kept_run``)."""
     _KINDS[result_type] = (export, adopt)
 
 
@@ -69,9 +71,9 @@ def body_state(body: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {name: tensor.detach().cpu().clone() for name, tensor in body.state_dict().items()}
 
 
-def body_from_state(model_key: str, state: dict[str, torch.Tensor]) -> torch.nn.Module:
+def body_from_state(spec: ModelSpec, state: dict[str, torch.Tensor]) -> torch.nn.Module:
     """The copy back: the cached encoder's structure (as ``trainable_copy`` made it) with ``state``."""
-    loaded = load_model(model_key, head="base")
+    loaded = load_model(spec, head="base")
     body = copy.deepcopy(loaded.model).float()
     body.load_state_dict(state)
     return body.to(loaded.device).eval()
@@ -99,9 +101,9 @@ def _code_digest() -> str:
     return _CODE_DIGEST
 
 
-def _weights_digest(model_key: str) -> str:
+def _weights_digest(spec: ModelSpec) -> str:
+    model_key = spec.key
     if model_key not in _WEIGHTS_DIGESTS:
-        spec = catalogue.get_spec(model_key)
         loaded = load_model(spec, head="mlm" if spec.has_mlm_head else "base")
         digest = hashlib.sha256()
         for name, tensor in sorted(loaded.model.state_dict().items()):
@@ -111,17 +113,17 @@ def _weights_digest(model_key: str) -> str:
     return _WEIGHTS_DIGESTS[model_key]
 
 
-def fingerprint(trainer: Callable, model_key: str, args: tuple, kwargs: dict) -> str:
-    parts = (trainer.__module__, trainer.__qualname__, model_key, repr(args), repr(sorted(kwargs.items())),
-             _code_digest(), _weights_digest(model_key), torch.__version__, transformers.__version__,
+def fingerprint(trainer: Callable, spec: ModelSpec, args: tuple, kwargs: dict) -> str:
+    parts = (trainer.__module__, trainer.__qualname__, spec.key, repr(args), repr(sorted(kwargs.items())),
+             _code_digest(), _weights_digest(spec), torch.__version__, transformers.__version__,
              get_device().type)
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
 
 
-def _restore(path: Path, name: str):
+def _restore(path: Path, name: str, spec: ModelSpec):
     try:
         saved = torch.load(path, map_location=get_device(), weights_only=False)
-        result = _KINDS[type(saved["result"])][1](saved["result"], saved["payload"])
+        result = _KINDS[type(saved["result"])][1](saved["result"], saved["payload"], spec)
     except Exception as exc:  # noqa: BLE001  (unreadable here: train again)
         log.info("kept run %s not restored (%s): training it again", path.name, exc)
         return None
@@ -137,10 +139,11 @@ def kept_run(trainer: Callable, model_key: str, *args, **kwargs):
     name = trainer.__qualname__
     if not keeping():
         return trainer(model_key, *args, **kwargs)
-    key = fingerprint(trainer, model_key, args, kwargs)
+    spec = catalogue.get_spec(model_key)
+    key = fingerprint(trainer, spec, args, kwargs)
     path = runs_dir() / f"{name}-{key}.pt"
     if path.exists():
-        restored = _restore(path, name)
+        restored = _restore(path, name, spec)
         if restored is not None:
             return restored
     result = trainer(model_key, *args, **kwargs)

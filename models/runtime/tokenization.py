@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..registry import catalogue
+from ..registry.spec import ModelSpec
 from ..validation import check_text
 from .loading import load_tokenizer
 
@@ -31,7 +32,11 @@ def tokenize(model_key: str, text: str, text_pair: str | None = None) -> Tokeniz
     ([CLS] A [SEP] B [SEP] for BERT, <s> A </s></s> B </s> for RoBERTa); offsets then
     refer to each token's own text.
     """
-    spec = catalogue.get_spec(model_key)
+    return tokenize_with(catalogue.get_spec(model_key), text, text_pair)
+
+
+def tokenize_with(spec: ModelSpec, text: str, text_pair: str | None = None) -> TokenizationResult:
+    """``tokenize`` for a resolved spec."""
     text = check_text(text)
     if text_pair is not None:
         text_pair = check_text(text_pair, what="second text")
@@ -47,7 +52,7 @@ def tokenize(model_key: str, text: str, text_pair: str | None = None) -> Tokeniz
     )
     ids = tuple(int(i) for i in enc["input_ids"])
     return TokenizationResult(
-        model_key=model_key,
+        model_key=spec.key,
         tokens=tuple(tokenizer.convert_ids_to_tokens(list(ids))),
         ids=ids,
         special_tokens_mask=tuple(int(m) for m in enc["special_tokens_mask"]),

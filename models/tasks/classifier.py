@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from ..embeddings.pooling import layer_index
 from ..errors import CapabilityError, InputError
 from ..registry import catalogue
+from ..registry.spec import ModelSpec
 from ..runtime.loading import BUILD_LOCK, RESULT_CACHES, check_token_count, load_model
 from ..runtime.run_store import register_kind
 from ..validation import check_bool, check_int, check_text
@@ -277,8 +278,8 @@ def _export_run(result: ClassifierResult) -> dict:
     return export_head_run(_trained(result.head_id).model, result.freeze, ("kind",))
 
 
-def _adopt_run(result: ClassifierResult, payload: dict) -> ClassifierResult:
-    model = adopt_head_model(ClassifierModel, result.model_key, payload, ("kind",))
+def _adopt_run(result: ClassifierResult, payload: dict, spec: ModelSpec) -> ClassifierResult:
+    model = adopt_head_model(ClassifierModel, spec, payload, ("kind",))
     return replace(result, head_id=_keep(_Trained(model, result.model_key, result.task, finetuned=not result.freeze)))
 
 
@@ -410,7 +411,7 @@ def classify(head_id: str, text: str) -> Classification:
     model = trained.model
     device = model.head.weight.device
     enc = model.tokenizer(text, return_offsets_mapping=model.kind == "token", truncation=False, verbose=False)
-    loaded = load_model(trained.model_key, head="base")
+    loaded = load_model(catalogue.get_spec(trained.model_key), head="base")
     check_token_count(loaded, len(enc["input_ids"]))
     input_ids = torch.tensor([enc["input_ids"]], device=device)  # (1, T)
     with torch.inference_mode():

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 import torch
 
 from ..errors import CapabilityError, InputError
+from ..registry.spec import ModelSpec
 from ..runtime.loading import BUILD_LOCK, load_model
 from ..runtime.run_store import body_from_state, body_state
 from ..validation import as_real
@@ -183,11 +184,11 @@ def export_head_run(model, freeze: bool, fields: tuple[str, ...] = ()) -> dict:
     return parts
 
 
-def adopt_head_model(build, model_key: str, payload: dict, fields: tuple[str, ...] = ()):
+def adopt_head_model(build, spec: ModelSpec, payload: dict, fields: tuple[str, ...] = ()):
     """``build(body, head, *fields, pooling, layer, tokenizer, labels)`` from ``export_head_run``'s parts."""
-    loaded = load_model(model_key, head="base")
+    loaded = load_model(spec, head="base")
     if "body" in payload:  # a fine-tuned copy
-        body = body_from_state(model_key, payload["body"])
+        body = body_from_state(spec, payload["body"])
         head = payload["head"].to(body.device)
     else:  # a probe on the shared encoder
         body, head = loaded.model, payload["head"].to(loaded.device, loaded.dtype)

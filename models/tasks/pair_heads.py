@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from ..embeddings.pooling import layer_index, pool_hidden
 from ..errors import InputError
 from ..registry import catalogue
+from ..registry.spec import ModelSpec
 from ..runtime.loading import BUILD_LOCK, check_token_count, load_model, max_input_tokens
 from ..runtime.run_store import register_kind
 from ..validation import check_bool, check_int, check_text
@@ -240,11 +241,10 @@ class PairClassifierModel(torch.nn.Module):
         return self.head(self.states(batch).to(self.head.weight.dtype))  # (B, C)
 
 
-def reference_head(model_key: str, n_classes: int) -> tuple[str, int]:
+def reference_head(loaded, n_classes: int) -> tuple[str, int]:
     """(name, parameter count) of transformers' own sequence-classification head for C classes."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
-    loaded = load_model(model_key, head="base")
     config = AutoConfig.for_model(**loaded.model.config.to_dict())
     config.num_labels = n_classes
     with BUILD_LOCK, torch.device("meta"):
@@ -285,8 +285,8 @@ def _export_run(result: PairClassifierResult) -> dict:
     return export_head_run(_HEADS.get(result.head_id)[0], result.freeze, ())
 
 
-def _adopt_run(result: PairClassifierResult, payload: dict) -> PairClassifierResult:
-    model = adopt_head_model(PairClassifierModel, result.model_key, payload, ())
+def _adopt_run(result: PairClassifierResult, payload: dict, spec: ModelSpec) -> PairClassifierResult:
+    model = adopt_head_model(PairClassifierModel, spec, payload, ())
     return replace(result, head_id=_HEADS.keep(model, result.model_key, result.task))
 
 
@@ -305,7 +305,7 @@ def train_pair_classifier(model_key: str, task: str = "definition-match", poolin
     pairs (a seeded sample). Validation on the task's fixed
     held-out split, with the majority baseline and transformers' own head for comparison.
     """
-    catalogue.get_spec(model_key)
+    spec = catalogue.get_spec(model_key)
     data = load_pair_task(task)
     if pooling not in PAIR_POOLINGS:
         raise InputError(f"Unknown pooling {pooling!r} for a pair head; choose one of: {', '.join(PAIR_POOLINGS)}.")
@@ -314,7 +314,7 @@ def train_pair_classifier(model_key: str, task: str = "definition-match", poolin
     seed = check_int(seed, "seed", 0, 2**31 - 1)
     lr = check_rate(learning_rate if learning_rate is not None else (1e-2 if freeze else 5e-5))
     seconds = check_seconds(max_seconds)
-    loaded = load_model(model_key, head="base")
+    loaded = load_model(spec, head="base")
     n_layers = int(loaded.model.config.num_hidden_layers)
     layer = n_layers if layer is None else layer_index(n_layers, layer, model_key)
     labels = data.info.labels
@@ -339,7 +339,7 @@ def train_pair_classifier(model_key: str, task: str = "definition-match", poolin
             how = (f"Fine-tuned: a copy of {model_key} (the shared model is not changed) with the head, AdamW lr "
                    f"{lr:g} (head {lr * 20:g}), batch {PAIR_BATCH}, {len(curves[0])} epoch(s), seed {seed}, float32")
     majority, baseline = _majority(y_train, y_val, len(labels))
-    reference, reference_count = reference_head(model_key, len(labels))
+    reference, reference_count = reference_head(loaded, len(labels))
     segments = _reads_segments(loaded.model)
     head_id = _HEADS.keep(model, model_key, task)
     note = (f"{how}, {budget.elapsed():.0f} s, on {len(data.train_pairs):,} training pairs of '{task}' "
@@ -414,7 +414,7 @@ def classify_pair(head_id: str, text_a: str, text_b: str) -> PairClassification:
     """A trained pair head's class probabilities for (A, B)."""
     model, model_key = _HEADS.get(head_id)
     text_a, text_b = check_text(text_a), check_text(text_b)
-    loaded = load_model(model_key, head="base")
+    loaded = load_model(catalogue.get_spec(model_key), head="base")
     rows = _encode_pairs(loaded, [(text_a, text_b)])
     batch = _batch(rows, loaded.tokenizer.pad_token_id or 0, model.head.weight.device, model.segments)
     with torch.inference_mode():

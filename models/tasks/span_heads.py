@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from ..errors import InputError
 from ..registry import catalogue
+from ..registry.spec import ModelSpec
 from ..runtime.loading import BUILD_LOCK, check_token_count, load_model
 from ..runtime.run_store import body_from_state, body_state, register_kind
 from ..validation import check_int, check_text
@@ -253,11 +254,10 @@ def _span_text(enc, i: int, a: int, b: int, context: str) -> tuple[str, int, int
     return context[first:last], first, last
 
 
-def reference_qa_head(model_key: str) -> tuple[str, int]:
+def reference_qa_head(loaded) -> tuple[str, int]:
     """(name, parameter count) of transformers' own question-answering head for this model."""
     from transformers import AutoConfig, AutoModelForQuestionAnswering
 
-    loaded = load_model(model_key, head="base")
     config = AutoConfig.for_model(**loaded.model.config.to_dict())
     with BUILD_LOCK, torch.device("meta"):
         model = AutoModelForQuestionAnswering.from_config(config)
@@ -280,8 +280,8 @@ def _export_run(result: SpanHeadResult) -> dict:
     return {"body": body_state(model.body), "head": model.qa_outputs}
 
 
-def _adopt_run(result: SpanHeadResult, payload: dict) -> SpanHeadResult:
-    body = body_from_state(result.model_key, payload["body"])
+def _adopt_run(result: SpanHeadResult, payload: dict, spec: ModelSpec) -> SpanHeadResult:
+    body = body_from_state(spec, payload["body"])
     model = SpanModel(body, payload["head"].to(body.device)).eval()
     return replace(result, head_id=_HEADS.keep(model, result.model_key))
 
@@ -297,13 +297,13 @@ def train_span_head(model_key: str, steps: int = 150, seed: int = 0, learning_ra
     on ``stop_live_training()``. learning_rate: default 1e-4 (head 20x). Scores exact match
     and token F1 on the held-out entities, against the two baselines.
     """
-    catalogue.get_spec(model_key)
+    spec = catalogue.get_spec(model_key)
     steps = check_int(steps, "steps", 1, MAX_SPAN_STEPS)
     seed = check_int(seed, "seed", 0, 2**31 - 1)
     batch_size = check_int(batch_size, "batch_size", 1, 64)
     lr = check_rate(1e-4 if learning_rate is None else learning_rate)
     seconds = check_seconds(max_seconds)
-    loaded = load_model(model_key, head="base")
+    loaded = load_model(spec, head="base")
     data = load_spans()
     with exclusive_run(f"training a span head on {model_key}"):
         return _train(loaded, model_key, data, steps, seed, lr, seconds, batch_size)
@@ -348,7 +348,7 @@ def _train(loaded, model_key, data, steps, seed, lr, seconds, batch_size) -> Spa
         idx = [i for i, ex in enumerate(data.validation) if ex.source == source]
         s = score_answers([predicted[i] for i in idx], [gold[i] for i in idx])
         per_source[source] = (len(idx), s.exact_match, s.f1)
-    reference, reference_count = reference_qa_head(model_key)
+    reference, reference_count = reference_qa_head(loaded)
     head_id = _HEADS.keep(model, model_key)
     note = (f"A copy of {model_key} (the shared model is not changed) fine-tuned here with a start/end head, AdamW lr "
             f"{lr:g} (head {lr * 20:g}), {len(curve)} step(s) of {batch_size} questions, seed {seed}, float32 on "
@@ -378,7 +378,7 @@ def answer_span(head_id: str, question: str, context: str) -> SpanAnswer:
     context = check_text("" if context is None else context, "context",
                          "a question needs a context: type the sentence (or passage) that holds the answer")
     question, context = question.strip(), context.strip()
-    loaded = load_model(model_key, head="base")
+    loaded = load_model(catalogue.get_spec(model_key), head="base")
     enc = _encode(loaded, [question], [context])
     device = model.qa_outputs.weight.device
     (a, b, s, e), = _predict(model, enc, [0], loaded.tokenizer.pad_token_id or 0, device)

@@ -6,7 +6,7 @@ import pytest
 from gradio_client.exceptions import AppError
 
 from components.compare.copy import LENGTH_CHOICES
-from models import architecture_table, compare_fill_mask, get_device, list_models
+from models import architecture_table, compare_fill_mask, get_device, get_spec, list_models
 from models.compare.architecture import architecture_facts
 from models.compare.benchmark import limits_for
 
@@ -60,7 +60,7 @@ def test_benchmark_refuses_a_large_request(client):
     """The largest batch the slider allows and the shortest length on offer that together
     pass this device's cap on tokens per forward pass (CPU: 8 x 512 > 2,048)."""
     limits = limits_for(get_device())
-    context = architecture_facts("splade-tiny").max_context
+    context = architecture_facts(get_spec("splade-tiny")).max_context
     over = [n for n in map(int, LENGTH_CHOICES) if n <= context and limits.max_batch * n > limits.max_tokens]
     if not over:  # a GPU: 64 x 512 = 32,768 tokens, far under its cap of 262,144
         pytest.skip(f"the tab cannot ask more than {limits.max_batch} x {context} tokens of splade-tiny here, "

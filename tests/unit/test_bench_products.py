@@ -7,6 +7,7 @@ import torch
 
 from bench.bench_common import Products, record_products
 from helpers import ENCODER_KEY, MLM_KEY
+from models import get_spec
 
 
 def _activations(call) -> list[tuple]:
@@ -36,7 +37,7 @@ def test_a_recorded_product_replayed_on_the_real_input_gives_the_layers_output()
 def test_fill_mask_products_are_the_bodys_and_the_heads_with_the_last_layer_at_the_mask():
     from models import fill_mask, load_model
 
-    loaded = load_model(MLM_KEY, head="mlm")
+    loaded = load_model(get_spec(MLM_KEY), head="mlm")
     text = "The cat sat on the [MASK] by the door."
     fill_mask(MLM_KEY, text)  # the path's weights prepacked before recording
     n_tokens = len(loaded.tokenizer(text.replace("[MASK]", loaded.tokenizer.mask_token))["input_ids"])
@@ -66,7 +67,7 @@ def test_embed_products_come_in_one_part_per_batch_on_the_real_tokens_only():
     from models import embed, load_model
     from models.embeddings.pooling import encode_unpadded
 
-    loaded = load_model(ENCODER_KEY)
+    loaded = load_model(get_spec(ENCODER_KEY))
     sentences = ["A short one.", "The whale dived under the ship and the sailors cried out in fear.",
                  "Two words", "An encoder reads the whole sentence, left and right, before it decides."] * 8
     lengths = [len(ids) for ids in encode_unpadded(loaded, sentences)["input_ids"]]

@@ -6,6 +6,7 @@ import torch
 
 from bench.forward import peak_flops
 from scripts.gpu_check import importable
+from models import get_spec
 
 
 def test_a_test_file_that_needs_a_missing_module_is_skipped_and_named(tmp_path):
@@ -44,7 +45,7 @@ def test_embeds_flops_are_counted_where_its_batches_run_on_other_threads():
     threads = torch.get_num_threads()
     counted = without_onednn(lambda: count_flops(lambda: embed("minilm-l6", short + long)))
     assert torch.get_num_threads() == threads  # put back
-    loaded = load_model("minilm-l6", head="base")
+    loaded = load_model(get_spec("minilm-l6"), head="base")
     with FlopCounterMode(display=False) as forward, torch.inference_mode():
         for group in (short, long):
             loaded.model(**loaded.tokenizer(group, return_tensors="pt"))

@@ -151,3 +151,70 @@ def test_the_cycle_check_finds_a_cycle_hidden_in_a_function(tmp_path):
     assert cycle[0] == cycle[-1] and {"pkg.b", "pkg.sub.a"} <= set(cycle)
     (package / "b.py").write_text("def g():\n    return 1\n")
     assert _cycle(_import_graph(package)) == []
+
+
+# --- a key becomes a ModelSpec once per request -------------------------------------------------
+# A public function (a name of ``models.__all__``) resolves its key with ``get_spec`` and hands the
+# spec down; everything below takes a ``ModelSpec``. The loader refuses a key (``TypeError``), so
+# a helper that passes one on fails in every test that reaches it; the check below finds the
+# resolutions themselves: only in the public layer, each result used, once per key a function.
+
+
+def _spec_resolutions(source: str, public: set[str]) -> list[str]:
+    """What breaks the rule in one module's source: a ``get_spec`` call (under any name it is
+    imported as) outside a public function, one whose result is thrown away, or a second call
+    on the same key in one function (a loop over several keys resolves each once)."""
+    tree = ast.parse(source)
+    names = {"get_spec"} | {a.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                            for a in node.names if a.name == "get_spec" and a.asname}
+
+    def resolves(node) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        return (isinstance(func, ast.Name) and func.id in names) or (
+            isinstance(func, ast.Attribute) and func.attr == "get_spec")
+
+    found = []
+    for top in tree.body:
+        calls = [n for n in ast.walk(top) if resolves(n)]
+        if not calls:
+            continue
+        where = getattr(top, "name", type(top).__name__)
+        if not (isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) and top.name in public):
+            found.append(f"{where}: resolves a key below the public layer (take a ModelSpec)")
+        bare = [n for n in ast.walk(top) if isinstance(n, ast.Expr) and resolves(n.value)]
+        found += [f"{where}: get_spec's result thrown away (line {n.lineno})" for n in bare]
+        keys = [ast.unparse(call.args[0]) if call.args else "" for call in calls]
+        found += [f"{where}: resolves {key} twice" for key in sorted(set(keys)) if keys.count(key) > 1]
+    return found
+
+
+def test_a_key_becomes_a_spec_once_per_request():
+    import pytest
+
+    import models
+
+    public = set(models.__all__)
+    offenders = [f"{p.relative_to(REPO)}: {found}" for p in sorted((REPO / "models").rglob("*.py"))
+                 if p.parent.name != "registry"  # the catalogue itself: where a key becomes a spec
+                 for found in _spec_resolutions(p.read_text(), public)]
+    assert offenders == []
+    for loader in (models.load_model, models.load_tokenizer):
+        with pytest.raises(TypeError, match="get_spec"):
+            loader("minilm-l6")  # refused before anything loads
+
+
+def test_the_spec_check_finds_each_kind_of_offence():
+    source = (
+        "from ..registry.catalogue import get_spec as lookup\n"
+        "from ..registry import catalogue\n"
+        "def fill(key):\n    spec = lookup(key)\n    return _run(spec)\n"
+        "def _run(key):\n    return catalogue.get_spec(key)\n"
+        "def train(key):\n    catalogue.get_spec(key)\n    return 1\n"
+        "def twice(key):\n    a = catalogue.get_spec(key)\n    return a, catalogue.get_spec(key)\n"
+        "def each(keys):\n    return [catalogue.get_spec(k) for k in keys]\n"
+    )
+    found = _spec_resolutions(source, {"fill", "train", "twice", "each"})
+    assert found == ["_run: resolves a key below the public layer (take a ModelSpec)",
+                     "train: get_spec's result thrown away (line 9)", "twice: resolves key twice"]

@@ -76,7 +76,7 @@ def test_on_the_cpu_the_linear_layers_run_on_onednn_and_the_weights_stay_transfo
     from helpers import spy_onednn
     from models import onednn_enabled
 
-    loaded = load_model("minilm-l6", attn_implementation="eager")
+    loaded = load_model(get_spec("minilm-l6"), attn_implementation="eager")
     if not (onednn_enabled() and loaded.device.type == "cpu" and loaded.dtype == torch.float32):
         pytest.skip("the oneDNN path is for float32 on an x86-64 CPU")
     calls = spy_onednn(monkeypatch)
@@ -99,7 +99,7 @@ def test_on_the_cpu_the_linear_layers_run_on_onednn_and_the_weights_stay_transfo
 @pytest.mark.parametrize("key", EMBEDDED)
 def test_shape_and_rows_sum_to_one(key):
     result = extract_attention(key, "The quick brown fox jumps over the lazy dog.")
-    config = load_model(key).model.config
+    config = load_model(get_spec(key)).model.config
     t = len(result.tokens)
     assert result.weights.shape == (config.num_hidden_layers, config.num_attention_heads, t, t)
     assert (result.weights >= 0).all()
@@ -109,7 +109,7 @@ def test_shape_and_rows_sum_to_one(key):
 
 def test_default_path_gives_no_weights_so_eager_is_used():
     """The embedded models default to SDPA, which returns no weights: eager is needed."""
-    default = load_model("minilm-l6")
+    default = load_model(get_spec("minilm-l6"))
     assert default.model.config._attn_implementation == "sdpa"
     enc = default.tokenizer("A short text.", return_tensors="pt").to(default.device)
     with torch.no_grad():

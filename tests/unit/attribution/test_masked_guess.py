@@ -27,6 +27,7 @@ from models import (
 from models.attribution.faithfulness import heldout_cloze, measure_faithfulness
 
 from helpers import MASKS, half_valid, masks_in, valid_text
+from models import get_spec
 
 TRAINED = "minilm-mlm"  # the embedded MLM that guesses sensibly
 TEXT = "She opened the [MASK] and walked into the room."
@@ -48,7 +49,7 @@ def test_methods_are_the_documented_four():
 
 def test_integrated_gradients_completeness_against_a_plain_forward():
     result = attribute_fill_mask(TRAINED, TEXT, "integrated_gradients", n_steps=32)
-    loaded = load_model(TRAINED, head="mlm")
+    loaded = load_model(get_spec(TRAINED), head="mlm")
     ids = torch.tensor(loaded.tokenizer(TEXT)["input_ids"])
     p_input = fill_mask(TRAINED, TEXT, top_k=1).masks[0].predictions[0].score
     baseline = ids.clone()
@@ -68,7 +69,7 @@ def test_integrated_gradients_completeness_against_a_plain_forward():
 
 def test_gradient_x_input_matches_torch_autograd_on_a_tiny_model(mlm_key):
     result = attribute_fill_mask(mlm_key, TEXT, "gradient_x_input")
-    loaded = load_model(mlm_key, head="mlm")
+    loaded = load_model(get_spec(mlm_key), head="mlm")
     model = copy.deepcopy(loaded.model)  # a private copy: no hook of the app's on it
     ids = torch.tensor(loaded.tokenizer(TEXT)["input_ids"])[None]
     embeds = model.get_input_embeddings()(ids).detach().requires_grad_()
@@ -86,7 +87,7 @@ def test_integrated_gradients_equals_captum_layer_integrated_gradients(mlm_key):
     from captum.attr import LayerIntegratedGradients
 
     result = attribute_fill_mask(mlm_key, TEXT, "integrated_gradients", n_steps=16)
-    loaded = load_model(mlm_key, head="mlm")
+    loaded = load_model(get_spec(mlm_key), head="mlm")
     model = copy.deepcopy(loaded.model)
     ids = torch.tensor(loaded.tokenizer(TEXT)["input_ids"])[None]
     baseline = ids.clone()
@@ -169,7 +170,7 @@ def test_a_model_without_an_mlm_head_is_refused(encoder_key):
 
 
 def test_the_shared_model_is_left_as_it_was_and_concurrent_fill_mask_is_unaffected():
-    loaded = load_model(TRAINED, head="mlm")
+    loaded = load_model(get_spec(TRAINED), head="mlm")
     requires_grad = [p.requires_grad for p in loaded.model.parameters()]
     expected = fill_mask(TRAINED, "The capital of France is [MASK].", top_k=5).to_records()
     seen, errors = [], []
@@ -224,7 +225,7 @@ def valid_case(mlm_key, text, mask_index, target) -> bool:
     vocabulary or a word written as one vocabulary entry."""
     if not (valid_text(text) and 1 <= masks_in(text) <= 10 and 0 <= mask_index < masks_in(text)):
         return False
-    tokenizer = load_model(mlm_key, head="mlm").tokenizer
+    tokenizer = load_model(get_spec(mlm_key), head="mlm").tokenizer
     if len(tokenizer(MASKS.sub(tokenizer.mask_token, text))["input_ids"]) > 128:
         return False
     if target is None or isinstance(target, str) and not target.strip():
@@ -297,7 +298,7 @@ def test_every_family_through_inputs_embeds(family):
     torch.manual_seed(0)
     config = getattr(transformers, config_name)(**(sizes | extra))
     model = getattr(transformers, model_name)(config).eval()
-    embedded = load_model(TRAINED, head="mlm")  # only for its spec and BERT tokenizer
+    embedded = load_model(get_spec(TRAINED), head="mlm")  # only for its spec and BERT tokenizer
     loaded = LoadedModel(embedded.spec, model, embedded.tokenizer, torch.device("cpu"), torch.float32, 0)
     inputs = dict(embedded.tokenizer("She opened the [MASK] and left.", return_tensors="pt"))
     if family in ("distilbert", "modernbert", "roberta"):
@@ -333,7 +334,7 @@ def test_gradients_of_a_float16_model_match_float32_autograd_for_an_unlikely_tar
 
     text = "The capital of France is [MASK]."
     result = attribute_fill_mask("mini-bert", text, method, target="sat", n_steps=16)
-    assert load_model("mini-bert", head="mlm").dtype == torch.float16
+    assert load_model(get_spec("mini-bert"), head="mlm").dtype == torch.float16
     tok, model = zoo_reference("mini-bert", "mlm")  # transformers' own float32 model
     enc = zoo_encode("mini-bert", text)
     ids = enc.pop("input_ids")

@@ -89,7 +89,7 @@ def test_a_failed_load_falls_back_with_its_reason(monkeypatch):
 
 
 def test_random_init_weights_are_ordinary_numbers():
-    model = _random_init("electra-small-generator", torch.device("cpu"), torch.float32)
+    model = _random_init(get_spec("electra-small-generator"), torch.device("cpu"), torch.float32)
     ids = torch.randint(5, 1000, (1, 16))
     with torch.inference_mode():
         out = model(input_ids=ids).last_hidden_state
@@ -144,7 +144,7 @@ def test_tokens_per_forward_pass_are_capped_for_the_device():
     assert (limits.max_batch, limits.max_tokens) == (max_batch, max_tokens)
     length = max_tokens // max_batch + 1
     key = "splade-tiny" if device.type == "cpu" else "modernbert-base"
-    assert architecture_facts(key).max_context >= length  # refused for the cap, not the context
+    assert architecture_facts(get_spec(key)).max_context >= length  # refused for the cap, not the context
     with pytest.raises(InputError, match=f"tokens per forward pass; on this device \\({device.type}\\) "
                                          f"the limit is {max_tokens:,}"):
         benchmark_forward(key, [length], max_batch)

@@ -64,7 +64,7 @@ def test_every_registry_model_has_a_config():
     online = config_index()["online"]
     for spec in SPECS:
         if spec.miniature:  # the mini zoo: its own folder's config, written by its trainer
-            assert config_file(spec.key)[0] == local_path(spec) / "config.json"
+            assert config_file(spec)[0] == local_path(spec) / "config.json"
         elif spec.embedded:
             assert spec.key in config_index()["embedded"]
         else:
@@ -75,19 +75,19 @@ def test_every_registry_model_has_a_config():
 
 
 def test_online_configs_keep_their_original_key_names():
-    distil = raw_config("distilbert-base")  # DistilBERT's own names, not BERT's
+    distil = raw_config(get_spec("distilbert-base"))  # DistilBERT's own names, not BERT's
     assert {"dim", "n_layers", "n_heads", "hidden_dim", "sinusoidal_pos_embds"} <= set(distil)
     assert "hidden_size" not in distil
-    modern = raw_config("modernbert-base")  # the published legacy keys, not transformers 5's
+    modern = raw_config(get_spec("modernbert-base"))  # the published legacy keys, not transformers 5's
     assert modern["global_attn_every_n_layers"] == 3 and modern["local_attention"] == 128
     assert "layer_types" not in modern
-    assert raw_config("deberta-v3-base")["pos_att_type"] == "p2c|c2p"
+    assert raw_config(get_spec("deberta-v3-base"))["pos_att_type"] == "p2c|c2p"
 
 
 def test_embedded_configs_are_read_from_their_folders():
     for key in ("minilm-mlm", "splade-tiny", "minilm-l6"):
         folder = local_path(get_spec(key))
-        assert raw_config(key) == json.loads((folder / "config.json").read_text())
+        assert raw_config(get_spec(key)) == json.loads((folder / "config.json").read_text())
 
 
 # --- parameter counts -------------------------------------------------------------------
@@ -100,7 +100,7 @@ def test_published_parameter_counts(table, key, count):
 
 @pytest.mark.parametrize("key", ["splade-tiny", "electra-small-generator", "albert-base", "distilbert-base"])
 def test_meta_counts_equal_a_real_from_config_count(table, key):
-    config = load_config(key)
+    config = load_config(get_spec(key))
     torch.manual_seed(0)
     base = AutoModel.from_config(config)  # real tensors on the CPU
     assert table[key].params_total == real_count(base)
@@ -112,7 +112,7 @@ def test_embedded_counts_equal_the_loaded_weights(table, mlm_loaded):
     from models import load_model
 
     assert table["splade-tiny"].params_mlm_total == real_count(mlm_loaded.model)
-    assert table["minilm-l6"].params_total == real_count(load_model("minilm-l6").model)
+    assert table["minilm-l6"].params_total == real_count(load_model(get_spec("minilm-l6")).model)
 
 
 def distinct_storage_count(model) -> int:
@@ -125,7 +125,7 @@ def distinct_storage_count(model) -> int:
 
 @pytest.mark.parametrize("key", ["splade-tiny", "albert-base"])
 def test_parts_equal_a_real_model_counted_by_storage(table, key):
-    config = load_config(key)
+    config = load_config(get_spec(key))
     base = AutoModel.from_config(config)  # real tensors; ALBERT shares its layer weights
     mlm = AutoModelForMaskedLM.from_config(config)  # decoder tied to the word embeddings
     assert mlm.get_output_embeddings().weight.data_ptr() == mlm.get_input_embeddings().weight.data_ptr()
@@ -147,7 +147,7 @@ def test_tied_decoder_is_counted_once(table):
 
 
 def test_instantiation_allocates_nothing():
-    model = instantiate(load_config("bert-large"), masked_lm=True)
+    model = instantiate(load_config(get_spec("bert-large")), masked_lm=True)
     assert {p.device.type for p in model.parameters()} == {"meta"}
 
 
@@ -318,7 +318,7 @@ def test_operator_added_models_are_refused_with_the_true_reason(monkeypatch):
     monkeypatch.setenv("ENCODER_LAB_EXTRA_MODELS", "acme/tiny-mlm")
     assert "acme/tiny-mlm" in {m.key for m in list_models()}  # the other tabs list it
     with pytest.raises(CapabilityError, match="operator-added models have no stored config here") as caught:
-        architecture_facts("acme/tiny-mlm")
+        architecture_facts(get_spec("acme/tiny-mlm"))
     assert "make setup" not in str(caught.value)
     # ... and the Compare tab offers the registry's own models only
     assert [m.key for m in registry_models(list_models())] == [s.key for s in SPECS]

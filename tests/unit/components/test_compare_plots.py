@@ -16,6 +16,7 @@ from models import (
 from models.compare.architecture import architecture_facts
 from models.compare.benchmark import PRETRAINED, RANDOM_INIT
 from components.compare import plots as views
+from models import get_spec
 
 EVIL = "<img src=x onerror=alert(1)>"
 
@@ -75,7 +76,7 @@ def test_benchmark_figure_marks_random_init():
 
 
 def test_architecture_frame_columns_and_yes_no():
-    splade = architecture_facts("splade-tiny")
+    splade = architecture_facts(get_spec("splade-tiny"))
     no_head = dataclasses.replace(splade, model_key="headless", mlm_head_released=False)
     frame = views.architecture_frame((splade, no_head))
     assert list(frame.columns) == [
@@ -257,7 +258,7 @@ def test_speed_defaults_time_every_default_model_at_every_default_length():
     models, lengths = page["compare-bench-models"]["value"], [int(n) for n in page["Sequence lengths"]["value"]]
     assert models and len(lengths) >= 3
     for key in models:
-        assert max(lengths) <= architecture_facts(key).max_context, key
+        assert max(lengths) <= architecture_facts(get_spec(key)).max_context, key
     empty = page["compare-bench-table"]["value"]
     assert empty["headers"] == list(views.benchmark_frame([]).columns) and "median ms" in empty["headers"]
     assert empty["data"] == []

@@ -26,6 +26,7 @@ from models import (
     similarity,
 )
 from models.embeddings.sentence_encoder import synset_groups
+from models import get_spec
 
 
 @pytest.fixture(scope="module")
@@ -124,14 +125,14 @@ def test_span_step_shows_start_and_end_probabilities_over_the_context(live_key):
     result = views._span_run(live_key, 4)
     assert result.steps_done == 4 and result.head_id in live_heads()
     start, end = _traces(chart)
-    tokens = load_model(live_key).tokenizer.tokenize(copy.SPAN_CONTEXT)
+    tokens = load_model(get_spec(live_key)).tokenizer.tokenize(copy.SPAN_CONTEXT)
     assert len(start["y"]) == len(end["y"]) == len(tokens)  # one bar per context token, no question token
     assert sum(start["y"]) == pytest.approx(1, abs=1e-5) and sum(end["y"]) == pytest.approx(1, abs=1e-5)
     answer = answer_span(result.head_id, copy.SPAN_QUESTION, copy.SPAN_CONTEXT)
     assert f"<b>{copy.SPAN_CONTEXT[answer.start:answer.end]}</b></mark>" in marked
     assert 'color:#111' in marked.split("<mark", 1)[1].split(">", 1)[0]  # dark text on the mark in either theme
     # the marked span is the best P(start) x P(end) of the bars, end not before start
-    offsets = load_model(live_key).tokenizer(copy.SPAN_CONTEXT, add_special_tokens=False,
+    offsets = load_model(get_spec(live_key)).tokenizer(copy.SPAN_CONTEXT, add_special_tokens=False,
                                              return_offsets_mapping=True)["offset_mapping"]
     a = next(k for k, (first, _) in enumerate(offsets) if first == answer.start)
     b = next(k for k, (_, last) in enumerate(offsets) if last == answer.end)

@@ -77,7 +77,7 @@ def test_a_random_b_fits_every_pair_model_with_the_default_a():
     assert all(random_b(seed) in fitting for seed in range(200))
     longest = max(fitting, key=len)
     for spec in (m for m in list_models() if m.available and m.can("pair")):
-        loaded = load_model(spec.key, head="base")
+        loaded = load_model(spec, head="base")
         limit = min(loaded.model.config.max_position_embeddings, loaded.tokenizer.model_max_length)
         assert max(len(loaded.tokenizer(copy.PAIR_A, s)["input_ids"]) for s in fitting) <= limit, spec.key
         score = next_sentence if spec.pair_head == "nsp" else sentence_order

@@ -29,6 +29,7 @@ from models.registry import catalogue as registry
 from models.embeddings.pooling import MAX_SENTENCES, plan_batches
 from models.embeddings.sentence_sets import bank_demo, groups_text, parse_groups, sentence_groups
 from models.embeddings.separation import best_pooling, roc_auc
+from models import get_spec
 
 KEY = "minilm-l6"
 ATOL = parity_atol()  # 1e-5 in float32 (CPU); wider where models run in float16 (GPU)
@@ -101,7 +102,7 @@ def test_fused_onednn_path_on_a_padded_batch_matches_sentence_transformers(refer
     sentences = ["A cat.", "Dogs bark at night.", "The quick brown fox jumps over it."]
     ours = embed(KEY, sentences, pooling="mean", normalize=True)
     theirs = reference.encode(sentences, normalize_embeddings=True, convert_to_numpy=True)
-    loaded = load_model(KEY)
+    loaded = load_model(get_spec(KEY))
     real = sum(len(loaded.tokenizer(s)["input_ids"]) for s in sentences)
     assert real < len(sentences) * max(len(loaded.tokenizer(s)["input_ids"]) for s in sentences)
     if onednn_enabled() and loaded.device.type == "cpu" and loaded.dtype == torch.float32:

@@ -54,7 +54,7 @@ def test_exact_search_is_brute_force_cosine(small_corpus):
 
 
 def test_ann_recall_against_exact_search(small_corpus):
-    vectors, exact, ann = retrieval._indexes(ENCODER_KEY, "mean")
+    vectors, exact, ann = retrieval._indexes(get_spec(ENCODER_KEY), "mean")
     queries = embed(ENCODER_KEY, (REPO / "data/train_sample.txt").read_text().splitlines()[:50], pooling="mean")
     _, exact_ids = exact.search(queries, 10)
     _, ann_ids = ann.search(queries, 10)
@@ -72,7 +72,7 @@ def test_indexes_are_cached_on_disk_and_progress_is_reported(small_corpus, monke
     files = sorted(p.name for p in (folder / "cache").iterdir())
     # the first build writes [CLS]'s too (one pass over the corpus gives both): what the report compares
     suffixes = (".exact.faiss", ".hnsw.faiss", ".npy", ".raw.npy")
-    stem = f"{retrieval.corpus()[2]}-{retrieval._weights_stamp(ENCODER_KEY)}"
+    stem = f"{retrieval.corpus()[2]}-{retrieval._weights_stamp(get_spec(ENCODER_KEY))}"
     assert len(files) == 8 and {f"{ENCODER_KEY}-{p}-{stem}{s}" for p in ("cls", "mean")
                                 for s in suffixes} == set(files)
     assert steps[0] == (0, SLICE) and steps[-1] == (SLICE, SLICE)
@@ -91,9 +91,9 @@ def test_cached_vectors_are_embeds_and_the_report_makes_no_second_pass_over_the_
     report = retrieval.retrieval_report(ENCODER_KEY, k=3, pooling="mean", queries=10)
     assert set(report.pooling_recall) == {"cls", "mean"}
     for pooling in ("cls", "mean"):
-        unit, _, _ = retrieval._indexes(ENCODER_KEY, pooling)
+        unit, _, _ = retrieval._indexes(get_spec(ENCODER_KEY), pooling)
         np.testing.assert_allclose(unit, embed(ENCODER_KEY, sentences, pooling=pooling), atol=1e-6)
-        np.testing.assert_allclose(retrieval._raw(ENCODER_KEY, pooling),
+        np.testing.assert_allclose(retrieval._raw(get_spec(ENCODER_KEY), pooling),
                                    embed(ENCODER_KEY, sentences, pooling=pooling, normalize=False), rtol=1e-5, atol=1e-5)
 
 

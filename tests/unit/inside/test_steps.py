@@ -282,7 +282,7 @@ def test_mlm_gradient_reaches_unmasked_tokens_and_matches_finite_difference(key)
     # autograd against a central difference of transformers' own MLM loss, computed here
     from models import load_model
 
-    loaded = load_model(key, "mlm", attn_implementation="eager")
+    loaded = load_model(get_spec(key), "mlm", attn_implementation="eager")
     tok, model = loaded.tokenizer, loaded.model
     enc = tok(GRAD_TEXT, return_tensors="pt")
     ids = enc["input_ids"].clone()
@@ -309,7 +309,7 @@ def test_mlm_gradients_of_a_float16_model_match_float32_autograd_and_finite_diff
     from helpers import zoo_encode, zoo_reference
 
     result = mlm_gradients("mini-bert", GRAD_TEXT, masked=[3])
-    assert load_model("mini-bert", "mlm", attn_implementation="eager").dtype == torch.float16
+    assert load_model(get_spec("mini-bert"), "mlm", attn_implementation="eager").dtype == torch.float16
     tok, model = zoo_reference("mini-bert", "mlm")  # float32, transformers' own model
     enc = zoo_encode("mini-bert", GRAD_TEXT)
     ids = enc.pop("input_ids").clone()
@@ -354,7 +354,7 @@ def test_albert_with_two_groups_of_shared_layers():
                           num_hidden_groups=2, num_attention_heads=2, intermediate_size=64,
                           max_position_embeddings=64, attn_implementation="eager")
     model = AlbertForMaskedLM(config).eval()
-    loaded = LoadedModel(get_spec("mini-albert"), model, load_tokenizer("mini-albert"), torch.device("cpu"),
+    loaded = LoadedModel(get_spec("mini-albert"), model, load_tokenizer(get_spec("mini-albert")), torch.device("cpu"),
                          torch.float32, 0)
     inputs, ids = steps._encode(loaded, TEXT, None)
     with torch.no_grad():

@@ -48,7 +48,7 @@ def test_causal_equals_transformers_own_decoder_mask(mlm_key):
     """fill_mask(causal=True) vs the same weights run as a decoder by transformers itself."""
     text = "The cat sat on the [MASK] because it was tired."
     ours = fill_mask(mlm_key, text, top_k=5, causal=True)
-    loaded = load_model(mlm_key, head="mlm", attn_implementation="eager")
+    loaded = load_model(get_spec(mlm_key), head="mlm", attn_implementation="eager")
     decoder = copy.deepcopy(loaded.model)
     decoder.config.is_decoder = True  # BertModel then builds its mask with create_causal_mask
     enc = loaded.tokenizer(text, return_tensors="pt")
@@ -167,7 +167,7 @@ def test_families_without_a_mask_input_are_refused():
     deberta = get_spec("deberta-v3-base")
     assert not deberta.can("causal")
     with pytest.raises(CapabilityError, match="Models that can") as refused:
-        require_causal("deberta-v3-base")
+        require_causal(get_spec("deberta-v3-base"))
     _lists_the_usable_ones_first(str(refused.value), [s for s in SPECS if s.can("causal")])
     with pytest.raises(CapabilityError):
         extract_attention("deberta-v3-base", "Hello there.", causal=True)
@@ -275,7 +275,7 @@ def _held_out_reference(key: str, sentences: int, causal: bool) -> tuple[float, 
     from models.registry.zoo_entries import zoo_folder
 
     folder = zoo_folder(key) if get_spec(key).miniature else local_path(get_spec(key))
-    tok = load_model(key, head="mlm").tokenizer
+    tok = load_model(get_spec(key), head="mlm").tokenizer
     model = AutoModelForMaskedLM.from_pretrained(folder, dtype=torch.float32).eval()
     collator = DataCollatorForLanguageModeling(tok, mlm_probability=0.15, mask_replace_prob=1.0,
                                                random_replace_prob=0.0, seed=1234, return_tensors="pt")
@@ -303,7 +303,7 @@ def test_held_out_scores_are_the_collators_masks_scored_by_cross_entropy(key):
     """evaluate_fill_mask("heldout") and evaluate_causal, both ways, against ``_held_out_reference``."""
     top1, top5, loss, n = _held_out_reference(key, 10, causal=False)
     # float16 on a GPU may swap a near-tie at a rank: one position either way there
-    share, rel = (1e-12, 1e-4) if load_model(key, head="mlm").dtype == torch.float32 else (1 / n + 1e-12, 1e-2)
+    share, rel = (1e-12, 1e-4) if load_model(get_spec(key), head="mlm").dtype == torch.float32 else (1 / n + 1e-12, 1e-2)
     plain = evaluate_fill_mask(key, "heldout", limit=10)
     assert plain.n == n > 0
     assert (plain.top1, plain.top5) == (pytest.approx(top1, abs=share), pytest.approx(top5, abs=share))

@@ -482,7 +482,7 @@ def test_the_bench_compares_equal_answers_and_names_the_path(mlm_key, mlm_loaded
 
     monkeypatch.setattr(models, "set_device", lambda name: mlm_loaded.device)
     report = bench.run(mlm_key, runs=2, repeat=1, quiet=True)
-    assert models.load_model(mlm_key, head="mlm") is mlm_loaded  # the cache kept the session's model
+    assert models.load_model(models.get_spec(mlm_key), head="mlm") is mlm_loaded  # the cache kept the session's model
     assert report["model"] == mlm_key and report["path"] == forward_path(mlm_loaded)
     assert set(report["inputs"]) == {"one mask", "three masks"}
     for row in report["inputs"].values():

@@ -20,6 +20,7 @@ from models import (
     load_model,
 )
 from models.mlm.knowledge import normalise_guess, probe_items
+from models import get_spec
 
 FACTS = json.loads((REPO / "data" / "facts_cloze.json").read_text(encoding="utf-8"))["items"]
 
@@ -87,7 +88,7 @@ def test_top5_is_the_transformers_pipelines(mlm_key):
 
     from transformers import pipeline
 
-    loaded = load_model(mlm_key, head="mlm")
+    loaded = load_model(get_spec(mlm_key), head="mlm")
     pipe = pipeline("fill-mask", model=copy.deepcopy(loaded.model), tokenizer=loaded.tokenizer,
                     device=loaded.device, dtype=loaded.dtype)
     probe = knowledge_probe(mlm_key, "everyday")

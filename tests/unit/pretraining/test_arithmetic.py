@@ -28,6 +28,7 @@ from models import (
     simulate_masking,
 )
 from models.pretraining.arithmetic import binary_cross_entropy, pair_arithmetic
+from models import get_spec
 
 
 def test_textbook_preset():
@@ -167,7 +168,7 @@ def test_the_pair_loss_of_an_nsp_model_is_its_nsp_loss_and_a_model_without_a_pai
 @pytest.mark.parametrize("pair", [None, "We sat by the river."])
 def test_the_sum_is_the_models_embedding_input(key, pair):
     r = input_embeddings(key, "The bank was closed.", pair)
-    loaded = load_model(key, head="base")
+    loaded = load_model(get_spec(key), head="base")
     emb = loaded.model.embeddings
     enc = loaded.tokenizer("The bank was closed.", pair, return_tensors="pt")
     ids, segments = enc["input_ids"][0], enc["token_type_ids"][0]
@@ -192,7 +193,7 @@ def test_the_sum_is_the_models_embedding_input(key, pair):
 def test_input_embeddings_while_another_thread_runs_a_batch_through_the_same_model():
     # The app's worker threads share one model: a batch of 18 texts (an /embed request) went
     # through the same tables while this view's hooks were on, and its vectors were taken for ours.
-    loaded = load_model("minilm-l6", head="base")
+    loaded = load_model(get_spec("minilm-l6"), head="base")
     batch = loaded.tokenizer(["a sentence of some length for the batch"] * 18, return_tensors="pt")
     alone = input_embeddings("minilm-l6", "The bank was closed.", "We sat by the river.")
     stop = threading.Event()
@@ -228,7 +229,7 @@ def test_max_pooling_without_the_mask_would_let_padding_in(encoder_key):
     from models import embed
 
     short, long = "A cat.", "A long sentence that makes the short one need a lot of padding here."
-    loaded = load_model(encoder_key, head="base")
+    loaded = load_model(get_spec(encoder_key), head="base")
     batch = loaded.tokenizer([short, long], padding=True, return_tensors="pt")
     with torch.no_grad():
         states = loaded.model(**batch).last_hidden_state[0]  # (T, d): the short row, padded

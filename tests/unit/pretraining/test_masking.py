@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from models import InputError, load_tokenizer
+from models import get_spec, InputError, load_tokenizer
 from models.pretraining.masking import (
     KEPT,
     MASKED,
@@ -26,7 +26,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def batch(encoder_key):
-    tok = load_tokenizer(encoder_key)
+    tok = load_tokenizer(get_spec(encoder_key))
     enc = tok(TEXTS * 30, padding=True, return_special_tokens_mask=True,
               return_offsets_mapping=True, return_tensors="pt")
     return tok, enc

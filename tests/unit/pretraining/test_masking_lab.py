@@ -16,6 +16,7 @@ from models import (
     next_sentence,
     simulate_masking,
 )
+from models import get_spec
 
 TEXT = "He sat on the bank of the river and watched the unbelievably calm water flow past the old mill."
 
@@ -78,7 +79,7 @@ def test_statistics_are_the_collators_draws(encoder_key):
 
     sentences, draws = heldout_sentences()[:20], 30
     stats = masking_statistics(encoder_key, sentences, draws=draws, seed=0)
-    tok = load_tokenizer(encoder_key)
+    tok = load_tokenizer(get_spec(encoder_key))
     enc = tok(sentences, padding=True, truncation=True, max_length=128, return_special_tokens_mask=True)
     features = [{"input_ids": i, "special_tokens_mask": m}
                 for i, m in zip(enc["input_ids"], enc["special_tokens_mask"])]
@@ -105,7 +106,7 @@ def test_statistics_are_the_collators_draws(encoder_key):
 def test_loss_equals_torch_cross_entropy(mlm_key):
     sim = simulate_masking(mlm_key, TEXT, rate=0.4, seed=3)
     result = masked_lm_loss(mlm_key, sim)
-    loaded = load_model(mlm_key, head="mlm")
+    loaded = load_model(get_spec(mlm_key), head="mlm")
     inputs = torch.tensor([sim.epochs[0].shown_ids], device=loaded.device)
     labels = torch.full_like(inputs, -100)
     for s in sim.epochs[0].selected:
@@ -162,7 +163,7 @@ def test_each_policy_is_the_collators_corruption_scored_by_cross_entropy(mlm_key
     from models import POLICY_PRESETS
 
     results = compare_policies(mlm_key, TEXT, rate=0.3, seed=5)
-    loaded = load_model(mlm_key, head="mlm")
+    loaded = load_model(get_spec(mlm_key), head="mlm")
     tok, model = loaded.tokenizer, copy.deepcopy(loaded.model).float().cpu().eval()
     enc = tok(TEXT, return_special_tokens_mask=True)
     features = [{"input_ids": enc["input_ids"], "special_tokens_mask": enc["special_tokens_mask"]}]

@@ -24,6 +24,7 @@ from models.registry import catalogue as registry
 from models.pretraining import trainer as pretrain
 from models.pretraining.evaluation import unigram_baseline
 from models.pretraining.mlm_data import read_sentences
+from models import get_spec
 
 SHIPPED = REPO / "weights" / "minilm-mlm"
 
@@ -39,7 +40,7 @@ def minilm_dir():
 
 @pytest.fixture(scope="module")
 def tok():
-    return load_tokenizer("minilm-l6")
+    return load_tokenizer(get_spec("minilm-l6"))
 
 
 def test_loss_at_masked_positions_equals_cross_entropy_over_full_logits(minilm_dir, tok):
@@ -130,7 +131,7 @@ def test_shipped_model_scores_as_its_card_says():
     final = json.loads((SHIPPED / "final.json").read_text())
     everyday = evaluate_fill_mask("minilm-mlm", "everyday")
     # the reference: transformers' fill-mask pipeline on its own copy of the model
-    loaded = load_model("minilm-mlm", head="mlm")
+    loaded = load_model(get_spec("minilm-mlm"), head="mlm")
     pipe = pipeline("fill-mask", model=copy.deepcopy(loaded.model), tokenizer=loaded.tokenizer,
                     device=loaded.device)
     items = everyday_items()
@@ -144,7 +145,7 @@ def test_shipped_model_scores_as_its_card_says():
     # the model card's figure holds for the shipped weights (to one sentence of 36)
     assert abs(final["everyday_top5"] - hits / len(items)) <= one_sentence + 1e-12
     held = evaluate_fill_mask("minilm-mlm", "heldout", limit=400)
-    base = unigram_baseline(load_tokenizer("minilm-l6"),
+    base = unigram_baseline(load_tokenizer(get_spec("minilm-l6")),
                             read_sentences(REPO / "data" / "train_sample.txt"),
                             read_sentences(REPO / "data" / "heldout.txt")[:400])
     assert held.top1 > base.top1 + 0.1 and held.top5 > base.top5 + 0.1

@@ -19,10 +19,11 @@ from models import (
 from models.registry import catalogue as registry
 from models.runtime.loading import ModelCache, dtype_for, is_loaded
 from models.registry.spec import ModelSpec
+from models import get_spec
 
 
 def test_model_is_cached_and_in_eval_mode(mlm_loaded):
-    again = load_model(MLM_KEY, head="mlm")
+    again = load_model(get_spec(MLM_KEY), head="mlm")
     assert again is mlm_loaded
     assert not again.model.training
     assert again.device == get_device()
@@ -69,7 +70,7 @@ def test_real_model_loaded_once_under_concurrency():
     before = MODEL_CACHE.loads
     already = registry_key in MODEL_CACHE.keys()
     out = []
-    threads = [threading.Thread(target=lambda: out.append(load_model(MLM_KEY, head="base"))) for _ in range(6)]
+    threads = [threading.Thread(target=lambda: out.append(load_model(get_spec(MLM_KEY), head="base"))) for _ in range(6)]
     for t in threads:
         t.start()
     for t in threads:
@@ -91,7 +92,7 @@ def test_lru_eviction_over_budget():
 
 
 def test_eager_attention_returns_weights():
-    loaded = load_model(MLM_KEY, head="base", attn_implementation="eager")
+    loaded = load_model(get_spec(MLM_KEY), head="base", attn_implementation="eager")
     assert loaded.model.config._attn_implementation == "eager"
     enc = loaded.tokenizer("The bank of the river.", return_tensors="pt").to(loaded.device)
     with torch.no_grad():
@@ -115,14 +116,14 @@ def test_corrupt_model_gives_its_error_and_others_keep_serving(monkeypatch, tmp_
     )
     monkeypatch.setitem(registry._BY_KEY, "broken", spec)
     with pytest.raises(ModelUnavailableError, match="Broken test model .broken. could not be loaded"):
-        load_model("broken", head="mlm")
+        load_model(get_spec("broken"), head="mlm")
     # the failure is not cached as a success, and the other models keep serving
     assert not is_loaded("broken", "mlm")
     assert fill_mask(MLM_KEY, "The [MASK] sat.").masks
 
 
 def test_tokenizer_cached():
-    assert load_tokenizer(MLM_KEY) is load_tokenizer(MLM_KEY)
+    assert load_tokenizer(get_spec(MLM_KEY)) is load_tokenizer(get_spec(MLM_KEY))
 
 
 def test_unknown_device_refused():
@@ -139,7 +140,7 @@ def test_shared_tokenizer_is_safe_under_concurrent_settings():
     "padded" batches, truncated single texts, "Already borrowed" errors), as the load
     test found.
     """
-    tokenizer = load_tokenizer(MLM_KEY)
+    tokenizer = load_tokenizer(get_spec(MLM_KEY))
     long_text = "word " * 300
     batch = ["short one", "a somewhat longer sentence than the first one is"]
     expected_single = len(tokenizer(long_text, truncation=False, verbose=False)["input_ids"])
@@ -188,7 +189,7 @@ def test_set_device_overrides_the_environment(monkeypatch):
     monkeypatch.setenv("ENCODER_LAB_DEVICE", unusable)
     assert set_device("cpu") == torch.device("cpu")
     assert get_device() == torch.device("cpu") and cleared == [True]
-    assert load_model(MLM_KEY, head="mlm").device == torch.device("cpu")
+    assert load_model(get_spec(MLM_KEY), head="mlm").device == torch.device("cpu")
     # back to "auto": the environment decides again, and says why it cannot
     with pytest.raises(ModelUnavailableError, match=f"'{unusable}' was asked for"):
         set_device("auto")

@@ -23,7 +23,7 @@ import torch
 
 import models.runtime.onednn as onednn
 from helpers import spy_onednn
-from models import load_model, onednn_enabled, use_onednn
+from models import get_spec, load_model, onednn_enabled, use_onednn
 from models.runtime.onednn import onednn_linears
 
 
@@ -35,7 +35,7 @@ def calls(monkeypatch):
 
 @pytest.fixture(scope="module")
 def encoder(mlm_key):
-    return load_model(mlm_key, head="mlm")
+    return load_model(get_spec(mlm_key), head="mlm")
 
 
 @pytest.fixture(scope="module")

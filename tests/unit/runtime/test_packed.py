@@ -9,7 +9,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from helpers import parity_atol
-from models import embed, load_model, onednn_enabled, use_onednn
+from models import embed, get_spec, load_model, onednn_enabled, use_onednn
 from models.runtime import packed, packed_graph
 from models.runtime.onednn import onednn_linears
 from models.runtime.packed_graph import use_torchscript
@@ -25,7 +25,7 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def minilm():
-    return load_model("minilm-l6", head="base")
+    return load_model(get_spec("minilm-l6"), head="base")
 
 
 def _padded(loaded, sentences):
@@ -111,7 +111,7 @@ def test_models_it_does_not_know_keep_transformers_path(minilm):
         assert not packed.can_pack(model)  # dropout would run
     finally:
         model.eval()
-    roberta = load_model("mini-roberta", head="base").model  # other embeddings (padding-offset positions)
+    roberta = load_model(get_spec("mini-roberta"), head="base").model  # other embeddings (padding-offset positions)
     assert type(roberta).__name__ != "BertModel" and not packed.can_pack(roberta)
 
 

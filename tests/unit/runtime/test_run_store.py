@@ -17,6 +17,7 @@ import pytest
 from models import (answer_span, classify, classify_pair, distill, embed, kept_run, load_model, train_classifier,
                     train_pair_classifier, train_sentence_encoder, train_span_head)
 from models.runtime import run_store
+from models import get_spec
 
 KEY = "mini-bert"  # the Lessons' live-training model: a small encoder with an MLM head
 
@@ -78,7 +79,7 @@ def test_probes_restored_read_the_shared_encoder_and_answer_as_before(runs):
     assert path.stat().st_size < 200_000  # the head and how it reads, not a copy of the encoder
     from models.tasks import pair_heads
 
-    assert pair_heads._HEADS.get(again.head_id)[0].body is load_model(KEY, head="base").model
+    assert pair_heads._HEADS.get(again.head_id)[0].body is load_model(get_spec(KEY), head="base").model
 
 
 def test_a_fine_tuned_copy_restored_answers_as_before(runs):
@@ -91,7 +92,7 @@ def test_a_fine_tuned_copy_restored_answers_as_before(runs):
                                rtol=0, atol=1e-6)
     from models.tasks import classifier
 
-    assert classifier._trained(again.head_id).model.body is not load_model(KEY, head="base").model  # its own copy
+    assert classifier._trained(again.head_id).model.body is not load_model(get_spec(KEY), head="base").model  # its own copy
 
 
 def test_other_settings_train_again(runs):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from models import InputError, load_tokenizer, tokenize
+from models import get_spec, InputError, load_tokenizer, tokenize
 
 
 def test_single_text(encoder_key):
     text = "Tokenization splits unbelievable words."
     r = tokenize(encoder_key, text)
-    tok = load_tokenizer(encoder_key)
+    tok = load_tokenizer(get_spec(encoder_key))
     assert list(r.ids) == tok(text)["input_ids"]
     assert r.tokens[0] == "[CLS]" and r.tokens[-1] == "[SEP]"
     assert any(t.startswith("##") for t in r.tokens)  # WordPiece continuation pieces

@@ -25,6 +25,7 @@ from models import (
 )
 from models.tasks import finetuning
 from models.tasks.task_data import casing_labels, load_task
+from models import get_spec
 
 TASK = "fiction-speech"  # the smallest sequence task: 400 + 200 sentences, two classes
 
@@ -41,7 +42,7 @@ def test_head_parameters_match_transformers_classification_heads(probe):
     reference = BertForSequenceClassification(config).classifier
     assert sum(p.numel() for p in reference.parameters()) == 1538
     # Ours, on the embedded MiniLM: the same count as transformers' head for its config.
-    loaded = load_model(ENCODER_KEY)
+    loaded = load_model(get_spec(ENCODER_KEY))
     config = BertConfig(**loaded.model.config.to_dict())
     config.num_labels = len(probe.labels)
     reference = BertForSequenceClassification(config).classifier
@@ -51,7 +52,7 @@ def test_head_parameters_match_transformers_classification_heads(probe):
 
 def test_token_head_parameters_match_transformers():
     result = train_classifier(ENCODER_KEY, "truecase", epochs=1, train_size=40)
-    config = BertConfig(**load_model(ENCODER_KEY).model.config.to_dict())
+    config = BertConfig(**load_model(get_spec(ENCODER_KEY)).model.config.to_dict())
     config.num_labels = len(result.labels)
     reference = BertForTokenClassification(config).classifier
     assert result.head_parameters == sum(p.numel() for p in reference.parameters())
@@ -102,7 +103,7 @@ def test_few_examples_overfit(probe):
 
 def test_probe_layers_agrees_with_single_layer_probes():
     layers = probe_layers(ENCODER_KEY, TASK, pooling="cls", epochs=3)
-    n_layers = load_model(ENCODER_KEY).model.config.num_hidden_layers
+    n_layers = load_model(get_spec(ENCODER_KEY)).model.config.num_hidden_layers
     assert layers.layers == tuple(range(n_layers + 1))
     for layer in (0, n_layers):
         single = train_classifier(ENCODER_KEY, TASK, pooling="cls", layer=layer, epochs=3)
@@ -114,7 +115,7 @@ def test_probe_features_are_transformers_hidden_states_pooled():
     ``hidden_states`` for each sentence (pooled on the forward's thread, batched and packed)."""
     from models.tasks.features import task_features
 
-    loaded = load_model(ENCODER_KEY, head="base")
+    loaded = load_model(get_spec(ENCODER_KEY), head="base")
     task = load_task(TASK)
     features = task_features(loaded, task, "mean").states["validation"]  # (L + 1, N, d)
     picked = [0, 7, len(task.validation_texts) - 1]
@@ -127,7 +128,7 @@ def test_probe_features_are_transformers_hidden_states_pooled():
 
 
 def test_finetuning_trains_a_copy_and_leaves_the_shared_model_alone():
-    shared = load_model(MLM_KEY).model
+    shared = load_model(get_spec(MLM_KEY)).model
     before = {k: v.clone() for k, v in shared.state_dict().items()}
     result = train_classifier(MLM_KEY, TASK, pooling="cls", freeze=False, epochs=1, train_size=32)
     after = shared.state_dict()
@@ -277,7 +278,7 @@ def test_a_probe_on_a_float16_model_classifies_as_transformers_float32_model(hal
     from models import attribute_classification
 
     probe = train_classifier("mini-bert", "fiction-speech", pooling=pooling, epochs=3, seed=0)
-    assert load_model("mini-bert").dtype == torch.float16
+    assert load_model(get_spec("mini-bert")).dtype == torch.float16
     text = "She said she would come back tomorrow."
     result = classify(probe.head_id, text)
     _, model = zoo_reference("mini-bert")  # transformers' own float32 model

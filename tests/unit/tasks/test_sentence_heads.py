@@ -33,6 +33,7 @@ from models.embeddings.sentence_encoder import batch_all_triplet_loss, contrasti
 from models.registry import catalogue
 from models.tasks import live_training
 from models.tasks.span_heads import first_noun_phrase, load_spans, longest_word, token_f1
+from models import get_spec
 
 SMALL = "mini-bert"  # the mini zoo's BERT: 4 layers, 128 wide, seconds per run
 
@@ -89,7 +90,7 @@ def test_contrastive_loss_matches_a_hand_computation():
 
 @pytest.fixture(scope="module")
 def encoder():
-    shared = load_model(SMALL).model
+    shared = load_model(get_spec(SMALL)).model
     before = _state(shared)
     result = train_sentence_encoder(SMALL, loss="triplet", steps=4, seed=0, max_seconds=60)
     return result, before, _state(shared)
@@ -174,7 +175,7 @@ def pair():
 
 
 def test_pair_head_size_matches_transformers(pair):
-    config = BertConfig(**load_model(SMALL).model.config.to_dict())
+    config = BertConfig(**load_model(get_spec(SMALL)).model.config.to_dict())
     config.num_labels = 2
     reference = BertForSequenceClassification(config).classifier
     assert pair.head_parameters == sum(p.numel() for p in reference.parameters()) == 2 * 128 + 2
@@ -197,7 +198,7 @@ def test_pair_majority_baseline_from_the_file(pair):
 def test_pair_reads_segment_ids_as_the_tokenizer_marks_them(pair):
     from models.tasks.pair_heads import _encode_pairs
 
-    loaded = load_model(SMALL)
+    loaded = load_model(get_spec(SMALL))
     (row,) = _encode_pairs(loaded, [("dog", "a domesticated mammal")])
     reference = loaded.tokenizer("dog", "a domesticated mammal")
     assert row["input_ids"] == reference["input_ids"] and row["token_type_ids"] == reference["token_type_ids"]
@@ -218,7 +219,7 @@ def test_same_source_pairs_longer_than_the_model_reads_are_cut_not_refused():
     # that long are still refused
     from models.tasks.pair_heads import _encode_pairs, load_pair_task
 
-    loaded = load_model(SMALL)
+    loaded = load_model(get_spec(SMALL))
     limit = loaded.model.config.max_position_embeddings
     task = load_pair_task("same-source")
     pairs = task.train_pairs + task.validation_pairs
@@ -257,7 +258,7 @@ def test_span_scores_and_baselines_by_hand():
 
 @pytest.fixture(scope="module")
 def span():
-    shared = load_model(SMALL).model
+    shared = load_model(get_spec(SMALL)).model
     before = _state(shared)
     result = train_span_head(SMALL, steps=2, max_seconds=60)
     return result, before, _state(shared)
@@ -265,7 +266,7 @@ def span():
 
 def test_span_head_size_matches_transformers_and_shared_model_unchanged(span):
     result, before, after = span
-    reference = BertForQuestionAnswering(BertConfig(**load_model(SMALL).model.config.to_dict())).qa_outputs
+    reference = BertForQuestionAnswering(BertConfig(**load_model(get_spec(SMALL)).model.config.to_dict())).qa_outputs
     assert result.head_parameters == sum(p.numel() for p in reference.parameters()) == 2 * 128 + 2
     assert result.reference_parameters == result.head_parameters
     assert _same_state(before, after) and result.steps_done == 2
@@ -278,7 +279,7 @@ def test_answer_span_is_a_span_with_probabilities(span):
     assert context[answer.start:answer.end] == answer.answer and answer.answer
     assert answer.start_probabilities.sum() == pytest.approx(1, abs=1e-5)
     assert len(answer.tokens) == len(answer.end_probabilities)
-    assert answer.tokens == tuple(load_model(SMALL).tokenizer.tokenize(context))
+    assert answer.tokens == tuple(load_model(get_spec(SMALL)).tokenizer.tokenize(context))
 
 
 def test_answer_span_is_transformers_question_answering_model_with_the_trained_weights(span):
@@ -296,7 +297,7 @@ def test_answer_span_is_transformers_question_answering_model_with_the_trained_w
     missing, _ = reference.bert.load_state_dict(trained.body.state_dict(), strict=False)
     reference.qa_outputs.load_state_dict(trained.qa_outputs.state_dict())
     assert not missing
-    tok = load_model(SMALL).tokenizer
+    tok = load_model(get_spec(SMALL)).tokenizer
     enc = tok(question, context, return_tensors="pt", return_offsets_mapping=True)
     offsets = enc.pop("offset_mapping")[0]
     with torch.no_grad():
@@ -327,7 +328,7 @@ def test_answer_span_bad_input(span):
 
 
 def test_distillation_runs_share_init_batches_and_masks():
-    teacher = load_model(SMALL, head="mlm").model
+    teacher = load_model(get_spec(SMALL), head="mlm").model
     before = _state(teacher)
     r = distill(SMALL, "1x64", steps=3, alpha=0.5, temperature=2.0, seed=0)
     assert _same_state(before, _state(teacher))

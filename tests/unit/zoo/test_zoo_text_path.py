@@ -38,7 +38,7 @@ def training_ids(tokenizer, sentence: str, start: int, end: int):
 
 @pytest.mark.parametrize("key", ZOO_KEYS)
 def test_a_typed_mask_reads_as_a_masked_word_did_in_training(key):
-    loaded = load_model(key, head="mlm")
+    loaded = load_model(get_spec(key), head="mlm")
     checked = 0
     for sentence in SENTENCES:
         for m in re.finditer(r"[A-Za-z]+", sentence):
@@ -98,7 +98,7 @@ def test_a_typed_pair_reads_as_a_pair_did_in_training(key):
     # (mini-albert's generic tokenizer class once listed no segment ids: B read as segment 0)
     from transformers import AutoTokenizer
 
-    folder = load_model(key).spec.source
+    folder = load_model(get_spec(key)).spec.source
     tok = AutoTokenizer.from_pretrained(folder)
     a, b = SENTENCES[0], SENTENCES[1]
     enc = tok(a, b)
