@@ -22,7 +22,7 @@ def cpu_line() -> str:
 
 def onednn_choice(device=None) -> tuple[bool, str]:
     """(on, why): whether the core runs the encoder's linear layers on oneDNN here, and why."""
-    from models import onednn_enabled
+    from models.runtime import onednn_enabled
     from models.runtime.onednn import PACK_MAX_BYTES, onednn_extras
 
     kind = getattr(device, "type", device or "cpu")

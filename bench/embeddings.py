@@ -37,7 +37,8 @@ import numpy as np
 import torch
 
 from bench.bench_common import without_onednn, without_torchscript
-from models import embed, get_device, get_spec, load_model, onednn_enabled, set_device
+from models import embed, get_device, get_spec, load_model, set_device
+from models.runtime import onednn_enabled
 from models.registry import catalogue as registry
 
 REPO = Path(__file__).resolve().parent.parent

@@ -98,7 +98,8 @@ def run(key: str | None = None, runs: int = 200, repeat: int = 3, device: str = 
     """``repeat`` measurements in this process; per input the median ratio and its spread."""
     from transformers import pipeline
 
-    from models import default_model_key, load_model, set_device
+    from models import load_model, set_device
+    from models.registry.catalogue import default_model_key
     from models.mlm.fill_mask import forward_path
 
     set_device(device)

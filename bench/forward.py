@@ -3,7 +3,7 @@
     python -m bench.forward [--model minilm-l6] [--lengths 8 32 128 512] [--batches 1 32]
                             [--runs 20] [--repeat 3] [--device auto] [--peak-tflops X] [--json]
 
-Forward by length: the core's loaded model (``load_model(key)``) on random token ids of each
+Forward by length: the core's loaded model (``load_model(get_spec(key))``) on random token ids of each
 length and batch size, full attention mask, under ``inference_mode``; the median of
 ``--runs`` calls after a warm-up, measured ``--repeat`` times (median and range printed).
 On a GPU it runs in float32 (a copy of the model) and in the core's float16; on the CPU in

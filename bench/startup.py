@@ -23,7 +23,7 @@ def one_run() -> tuple[float, float]:
     from gradio_client import Client
 
     from tests.helpers import free_port, wait_for_http
-    from models import default_model_key
+    from models.registry.catalogue import default_model_key
 
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     from bench.bench_common import machine_line
-    from models import default_model_key
+    from models.registry.catalogue import default_model_key
 
     print(machine_line())
     print(f"default model: {default_model_key()}")

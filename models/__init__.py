@@ -4,17 +4,18 @@
     fill_mask("splade-tiny", "The capital of France is [MASK].")
 
 No Gradio and no plotting here: functions take plain arguments and return frozen
-dataclasses of Python / NumPy values.
+dataclasses of Python / NumPy values. ``__all__`` is the API of computations, each under one
+name, every one used by the app or shown in the README's notebook section (tested); the
+runtime's switches (oneDNN, TorchScript, CUDA graphs) are in ``models.runtime``.
 """
 
-from .attribution.classification import CLASS_ATTRIBUTION_METHODS, ClassAttribution, attribute_classification
+from .attribution.classification import CLASS_ATTRIBUTION_METHODS, attribute_classification
 from .attribution.masked_guess import (
     ATTRIBUTION_METHODS,
     DEFAULT_IG_STEPS,
     MAX_IG_STEPS,
     AttributionResult,
     DeletionCurve,
-    ScalarTarget,
     attribute_fill_mask,
     deletion_curve,
 )
@@ -42,17 +43,15 @@ from .pretraining.arithmetic import (
     NSPLoss,
     explain_loss,
     explain_masked_position,
-    next_sentence_loss,
     pair_loss,
 )
 from .attention.input_embeddings import NO_POSITION_TABLE, InputEmbeddings, input_embeddings
 from .compare.architecture import ArchitectureFacts, TrainingRecipe, architecture_table, training_recipes
-from .mlm.generation import GenerationResult, GenerationStep, generate_left_to_right
-from .pretraining.causal_eval import CausalEval, evaluate_causal
-from .inside import ForwardSteps, MLMGradients, Step, StepCheck, forward_steps, mlm_gradients
+from .mlm.generation import GenerationResult, generate_left_to_right
+from .pretraining.causal_eval import evaluate_causal
+from .inside import forward_steps, mlm_gradients
 from .compare.benchmark import (
     DEFAULT_LENGTHS,
-    BenchmarkPoint,
     BenchmarkResult,
     benchmark_forward,
     benchmark_models,
@@ -61,12 +60,9 @@ from .compare.benchmark import (
 from .compare.side_by_side import (
     CompareFillMaskResult,
     CompareTokensResult,
-    MaskAgreement,
-    ModelPieces,
     SkippedModel,
     compare_fill_mask,
     compare_tokens,
-    pieces_that_continue,
 )
 from .embeddings.pooling import (
     MAX_SENTENCES,
@@ -83,80 +79,60 @@ from .tasks.classifier import (
     Classification,
     ClassifierResult,
     ProbeLayersResult,
-    classifier_forward,
     classify,
     head_model_key,
     probe_layers,
     train_classifier,
 )
-from .mlm.fill_mask import MASK_PATTERN, MAX_MASKS, MAX_TOP_K, fill_mask, mask_word, text_segments
+from .mlm.fill_mask import MASK_PATTERN, fill_mask, mask_word, text_segments
 from .mlm.knowledge import PROBE_SETS, KnowledgeProbe, ProbeItem, knowledge_probe
-from .pretraining.evaluation import FillMaskEval, evaluate_fill_mask, heldout_sentences
+from .pretraining.evaluation import evaluate_fill_mask, heldout_sentences
 from .pretraining.masking import MaskingPolicy, apply_masking
 from .runtime.loading import get_device, is_loaded, load_model, load_tokenizer, set_device
-from .runtime.cuda_graphs import use_cuda_graphs
-from .runtime.onednn import onednn_enabled, use_onednn
-from .runtime.packed_graph import use_torchscript
 from .runtime.run_store import kept_run
 from .pretraining.masking_lab import (
     MAX_EPOCHS,
     POLICY_PRESETS,
-    MaskedLMLoss,
-    MaskingSimulation,
-    MaskingStatistics,
     compare_policies,
     masked_lm_loss,
     masking_statistics,
-    next_sentence,
     simulate_masking,
 )
 from .pretraining.trainer import (
     SHIPPED_RUN,
     TINY_MAX_STEPS,
     PretrainConfig,
-    TrainEvent,
-    TrainingHistory,
     load_history,
     train_mlm,
     train_tiny,
 )
 from .registry.capabilities import default_selection, first_capable
-from .registry.catalogue import (
-    SPECS,
-    allow_hub_models,
-    availability,
-    default_model_key,
-    get_spec,
-    list_models,
-)
+from .registry.catalogue import SPECS, allow_hub_models, availability, get_spec, list_models
 from .embeddings.projection import project_2d
-from .embeddings.retrieval import RetrievalReport, SearchHit, SearchResult, build_index, retrieval_report, search
+from .embeddings.retrieval import RetrievalReport, SearchResult, build_index, retrieval_report, search
 from .embeddings.sentence_sets import bank_demo, groups_text, parse_groups, sentence_groups
 from .embeddings.separation import SeparationScore, best_pooling, separation_score
-from .mlm.results import FillMaskResult, MaskPrediction, Prediction
+from .mlm.results import FillMaskResult
 from .pretraining.objective_heads import ReplacedTokens, detect_replaced, sentence_order
-from .pretraining.schedule import TrainingSchedule
 from .registry.spec import CAPABILITIES, ModelSpec
 from .registry.zoo_entries import ZOO_KEYS, ZooEntry, zoo_comparison
-from .runtime.tokenization import TokenizationResult, tokenize
-from .tasks.task_data import TaskInfo, list_tasks
+from .runtime.tokenization import tokenize
+from .tasks.task_data import list_tasks
 from .embeddings.sentence_encoder import SENTENCE_LOSSES, SentenceEncoderResult, sentence_encoders, train_sentence_encoder
-from .pretraining.distillation import STUDENT_SHAPES, DistillResult, DistillRun, distill
-from .tasks.live_training import background_runs, live_heads, live_training_busy, run_owner, stop_live_training
-from .tasks.pair_heads import PairClassification, PairClassifierResult, classify_pair, list_pair_tasks, train_pair_classifier
+from .pretraining.distillation import STUDENT_SHAPES, DistillResult, distill
+from .tasks.live_training import background_runs, live_heads, run_owner, stop_live_training
+from .tasks.pair_heads import PairClassification, classify_pair, list_pair_tasks, train_pair_classifier
 from .tasks.span_heads import SpanAnswer, SpanHeadResult, answer_span, train_span_head
 from .validation import MAX_TEXT_CHARS
 
 __all__ = [
     "CLASS_ATTRIBUTION_METHODS",
-    "ClassAttribution",
     "attribute_classification",
     "DEFAULT_IG_STEPS",
     "MAX_IG_STEPS",
     "ATTRIBUTION_METHODS",
     "AttributionResult",
     "DeletionCurve",
-    "ScalarTarget",
     "attribute_fill_mask",
     "deletion_curve",
     "TEXTBOOK_LOGITS",
@@ -165,46 +141,33 @@ __all__ = [
     "NSPLoss",
     "explain_loss",
     "explain_masked_position",
-    "next_sentence_loss",
     "pair_loss",
-    "CausalEval",
     "evaluate_causal",
     "GenerationResult",
-    "GenerationStep",
     "generate_left_to_right",
     "NO_POSITION_TABLE",
     "InputEmbeddings",
     "input_embeddings",
-    "StepCheck",
-    "ForwardSteps",
-    "MLMGradients",
-    "Step",
     "forward_steps",
     "mlm_gradients",
     "Classification",
     "ClassifierResult",
     "ProbeLayersResult",
-    "classifier_forward",
     "classify",
     "head_model_key",
     "probe_layers",
     "train_classifier",
     "RetrievalReport",
-    "SearchHit",
     "SearchResult",
     "build_index",
     "retrieval_report",
     "search",
-    "TaskInfo",
     "list_tasks",
-    "BenchmarkPoint",
     "BenchmarkResult",
     "benchmark_forward",
     "ArchitectureFacts",
     "CompareFillMaskResult",
     "CompareTokensResult",
-    "MaskAgreement",
-    "ModelPieces",
     "SkippedModel",
     "TrainingRecipe",
     "architecture_table",
@@ -230,21 +193,14 @@ __all__ = [
     "word_in_context",
     "CapabilityError",
     "EncoderLabError",
-    "FillMaskEval",
-    "MaskedLMLoss",
     "MaskingPolicy",
-    "MaskingSimulation",
-    "MaskingStatistics",
     "POLICY_PRESETS",
     "compare_policies",
     "masked_lm_loss",
     "masking_statistics",
-    "next_sentence",
     "simulate_masking",
     "PretrainConfig",
     "TINY_MAX_STEPS",
-    "TrainEvent",
-    "TrainingHistory",
     "apply_masking",
     "evaluate_fill_mask",
     "load_history",
@@ -252,17 +208,11 @@ __all__ = [
     "train_tiny",
     "FillMaskResult",
     "InputError",
-    "MAX_MASKS",
     "MAX_TEXT_CHARS",
-    "MAX_TOP_K",
-    "MaskPrediction",
     "ModelSpec",
     "ModelUnavailableError",
-    "Prediction",
     "SPECS",
-    "TokenizationResult",
     "UnknownModelError",
-    "default_model_key",
     "fill_mask",
     "PROBE_SETS",
     "KnowledgeProbe",
@@ -276,10 +226,6 @@ __all__ = [
     "load_model",
     "load_tokenizer",
     "set_device",
-    "use_onednn",
-    "onednn_enabled",
-    "use_torchscript",
-    "use_cuda_graphs",
     "tokenize",
     "ReplacedTokens",
     "detect_replaced",
@@ -290,12 +236,10 @@ __all__ = [
     "first_capable",
     "ZooEntry",
     "zoo_comparison",
-    # used by the UI components (added with the per-tab layout)
     "STAT_NAMES",
     "DEFAULT_LENGTHS",
     "benchmark_models",
     "limits_for",
-    "pieces_that_continue",
     "MAX_SENTENCES",
     "check_layer",
     "MASK_PATTERN",
@@ -306,24 +250,19 @@ __all__ = [
     "SHIPPED_RUN",
     "allow_hub_models",
     "availability",
-    "TrainingSchedule",
     "bank_demo",
     "groups_text",
     "parse_groups",
     "sentence_groups",
     "best_pooling",
-    # sentence encoders, pair and span heads, distillation (live runs)
     "STUDENT_SHAPES",
     "DistillResult",
-    "DistillRun",
     "distill",
     "background_runs",
     "live_heads",
-    "live_training_busy",
     "run_owner",
     "stop_live_training",
     "PairClassification",
-    "PairClassifierResult",
     "classify_pair",
     "list_pair_tasks",
     "train_pair_classifier",

@@ -29,7 +29,7 @@ from models import (
     kept_run,
     live_heads,
     masked_lm_loss,
-    next_sentence,
+    pair_loss,
     parse_groups,
     search,
     sentence_encoders,
@@ -115,8 +115,8 @@ def sentence_pair(model_key: str, a: str, b: str):
     kind = _pair_kind(model_key)
     if kind == "nsp":
         other = random.Random(0).choice(heldout_sentences())
-        rows = [("A, then your B", a, b, next_sentence(model_key, a, b)),
-                ("A, then a random sentence", a, other, next_sentence(model_key, a, other))]
+        rows = [("A, then your B", a, b, pair_loss(model_key, a, b, head="nsp").p_is_next),
+                ("A, then a random sentence", a, other, pair_loss(model_key, a, other, head="nsp").p_is_next)]
         column = "P(IsNext)"
     else:
         rows = [("A, B as written", a, b, sentence_order(model_key, a, b)),

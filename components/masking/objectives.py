@@ -12,7 +12,6 @@ from models import (
     MAX_TEXT_CHARS,
     detect_replaced,
     get_spec,
-    next_sentence,
     pair_loss,
     sentence_order,
     zoo_comparison,
@@ -44,7 +43,7 @@ def pair_answer(model_key: str, a: str, b: str):
     with readable_errors("Sentence-pair prediction"):
         spec = get_spec(model_key)
         kind = spec.pair_head
-        p = (sentence_order if kind == "sop" else next_sentence)(model_key, a, b)
+        p = sentence_order(model_key, a, b) if kind == "sop" else pair_loss(model_key, a, b, head="nsp").p_is_next
         return views.pair_markdown(kind, p, *_heldout_pair(model_key))
 
 
@@ -131,7 +130,7 @@ def build_pair_section(models, random_b) -> None:
 def next_sentence_answer(model_key: str, a: str, b: str) -> str:
     """P(IsNext) for sentence B after sentence A (the ``next_sentence`` API)."""
     with readable_errors("Next sentence prediction"):
-        return views.pair_markdown("nsp", next_sentence(model_key, a, b), *_heldout_pair(model_key))
+        return views.pair_markdown("nsp", pair_loss(model_key, a, b, head="nsp").p_is_next, *_heldout_pair(model_key))
 
 
 def build_rtd_section(models) -> None:

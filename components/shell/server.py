@@ -76,7 +76,7 @@ def settle_gpu_paths() -> bool:
     whether they are on. ZeroGPU lends the GPU one call at a time (``spaces.GPU``): a graph
     captured with one call's device memory is not known to be valid in the next, and a capture
     each call would cost more than it saves. Not tried on a Space: off is the safe side."""
-    from models import use_cuda_graphs
+    from models.runtime import use_cuda_graphs
 
     on = not zero_gpu()
     use_cuda_graphs(on)

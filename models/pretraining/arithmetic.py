@@ -172,21 +172,19 @@ def binary_cross_entropy(p_is_next: float, is_next: bool) -> float:
     return math.inf if q == 0.0 else -math.log(q)
 
 
-def next_sentence_loss(model_key: str, a: str, b: str, is_next: bool = True) -> NSPLoss:
-    """P(IsNext) for B after A, and the NSP loss against the label ``is_next``.
-
-    Needs a model with BERT's NSP head (bert-base, bert-large). The score is recomputed by
-    hand from the [CLS] vector (pooler dense + tanh, then the classifier), and
-    ``pooler_check`` says how far that is from the model's own logits.
-    """
-    return _pair_loss(catalogue.get_spec(model_key), a, b, check_bool(is_next, "is_next"), "nsp")
-
-
-def pair_loss(model_key: str, a: str, b: str, label: bool = True) -> NSPLoss:
-    """The loss of the model's own sentence-pair head against ``label``: NSP's for a BERT-style
-    model (``label``: B follows A), SOP's for an ALBERT-style one (``label``: A, B are in their
-    original order, as written). Computed as ``next_sentence_loss`` computes NSP's."""
+def pair_loss(model_key: str, a: str, b: str, label: bool = True, head: str | None = None) -> NSPLoss:
+    """P(IsNext) for B after A (``p_is_next``) and the loss against ``label``, from the model's
+    own sentence-pair head: NSP's for a BERT-style model (``label``: B follows A), SOP's for an
+    ALBERT-style one (P(in order); ``label``: A, B are in their original order, as written).
+    head: None (the model's own), or "nsp" / "sop" to ask for that head (a model without it is
+    a ``CapabilityError``). The score is recomputed by hand from the [CLS] vector (pooler
+    dense + tanh, then the classifier), and ``pooler_check`` says how far that is from the
+    model's own logits."""
     spec = catalogue.get_spec(model_key)
+    if head is not None:
+        if head not in ("nsp", "sop"):
+            raise InputError(f"Unknown pair head {head!r}; choose \"nsp\", \"sop\" or None (the model's own).")
+        return _pair_loss(spec, a, b, check_bool(label, "label"), head)
     if not spec.pair_head:
         having = catalogue.named_by_availability([s for s in catalogue.SPECS if s.can("pair")])
         raise CapabilityError(f"{spec.display_name} ({spec.key}) has no sentence-pair head (BERT's next-sentence "

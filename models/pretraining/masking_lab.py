@@ -267,10 +267,3 @@ def masking_statistics(model_key: str, sentences: list[str], rate: float = 0.15,
         std={k: float(np.nanstd(v)) for k, v in shares.items()},
         special_selected=special_selected,
     )
-
-
-def next_sentence(model_key: str, a: str, b: str) -> float:
-    """P(IsNext): does sentence B follow sentence A? Needs a model with an NSP head."""
-    from .objective_heads import pair_probability
-
-    return pair_probability(catalogue.get_spec(model_key), a, b, "nsp")

@@ -1,6 +1,6 @@
 """The pre-training heads other than MLM: ALBERT's sentence order, ELECTRA's replaced tokens.
 
-(BERT's next-sentence prediction is ``masking_lab.next_sentence``.)
+(BERT's next-sentence prediction, P(IsNext) and its loss, is ``arithmetic.pair_loss``.)
 """
 
 from __future__ import annotations

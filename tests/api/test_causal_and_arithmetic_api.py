@@ -60,7 +60,7 @@ def test_explain_loss_textbook_and_a_real_position(client):
 
 
 def test_nsp_loss_endpoint(client):
-    from models import list_models, next_sentence_loss
+    from models import list_models, pair_loss
 
     nsp = [m for m in list_models() if m.has_nsp_head]
     usable = [m for m in nsp if m.available]
@@ -70,7 +70,7 @@ def test_nsp_loss_endpoint(client):
         return
     key = usable[0].key
     text = client.predict(key, "It was cold.", "It snowed.", False, api_name="/nsp_loss")
-    core = next_sentence_loss(key, "It was cold.", "It snowed.", False)
+    core = pair_loss(key, "It was cold.", "It snowed.", False, head="nsp")
     assert f"{core.loss:.4f} nats" in text and "NotNext" in text and core.pooler_check < 1e-3
 
 

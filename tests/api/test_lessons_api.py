@@ -19,7 +19,7 @@ from models import (
     heldout_sentences,
     list_models,
     masked_lm_loss,
-    next_sentence,
+    pair_loss,
     sentence_order,
     simulate_masking,
 )
@@ -107,7 +107,7 @@ def test_pair_step_uses_the_pair_head_of_an_available_model(client):
     column = frame["headers"][-1]
     if nsp:
         other = random.Random(0).choice(heldout_sentences())
-        expected = [next_sentence(key, a, b), next_sentence(key, a, other)]
+        expected = [pair_loss(key, a, b, head="nsp").p_is_next, pair_loss(key, a, other, head="nsp").p_is_next]
         assert column == "P(IsNext)"
     else:
         expected = [sentence_order(key, a, b), sentence_order(key, b, a)]

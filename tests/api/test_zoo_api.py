@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from gradio_client.exceptions import AppError
 
-from models import detect_replaced, next_sentence, sentence_order, zoo_comparison
+from models import detect_replaced, pair_loss, sentence_order, zoo_comparison
 
 
 def test_endpoints_listed(client):
@@ -16,7 +16,7 @@ def test_endpoints_listed(client):
 def test_pair_heads(client):
     a, b = "He lit the candle.", "Then the room filled with a soft light."
     nsp = client.predict("mini-bert", a, b, api_name="/next_sentence")
-    assert f"P(IsNext) = {next_sentence('mini-bert', a, b):.3f}" in nsp
+    assert f"P(IsNext) = {pair_loss('mini-bert', a, b, head='nsp').p_is_next:.3f}" in nsp
     assert "held-out pairs" in nsp
     sop = client.predict("mini-albert", a, b, api_name="/score_pair")  # ALBERT's own head: SOP
     assert f"P(in order) = {sentence_order('mini-albert', a, b):.3f}" in sop

@@ -8,7 +8,8 @@ import re
 from playwright.sync_api import expect
 
 from helpers import SLOW_TIMEOUT, open_section, screenshot
-from models import default_model_key, fill_mask, generate_left_to_right
+from models import fill_mask, generate_left_to_right
+from models.registry.catalogue import default_model_key
 
 
 def test_fill_mask_causal_and_generation(page):

@@ -9,7 +9,8 @@ from playwright.sync_api import expect
 from components.fill_mask import copy as fill_mask_copy
 from components.shell.present import TRACES, gradio_plotly_chunk, lab_plotly, lab_plotly_route
 from helpers import TIMEOUT, screenshot, settle, wait_until
-from models import default_model_key, fill_mask
+from models import fill_mask
+from models.registry.catalogue import default_model_key
 
 
 def filled_box(page):

@@ -42,19 +42,59 @@ def test_plot_builders_and_copy_import_no_gradio():
     assert "gradio" not in _imported_ui_libraries(pure)
 
 
-def test_the_ui_uses_only_what_models_exports():
-    import models
+def _ui_imports() -> list[tuple[str, ast.AST]]:
+    """(file name, node) of every import in app.py and components/."""
+    return [(path.name, node) for path in [REPO / "app.py", *sorted(COMPONENTS.rglob("*.py"))]
+            for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, (ast.Import, ast.ImportFrom))]
 
-    exported = set(models.__all__)
-    for path in [REPO / "app.py", *sorted(COMPONENTS.rglob("*.py"))]:
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("models."):
-                raise AssertionError(f"{path.name}: imports {node.module}; export what it needs from models")
-            if isinstance(node, ast.Import) and any(a.name.startswith("models.") for a in node.names):
-                raise AssertionError(f"{path.name}: imports a models submodule")
-            if isinstance(node, ast.ImportFrom) and node.module == "models":
-                missing = {a.name for a in node.names} - exported
-                assert not missing, f"{path.name}: {missing} not in models.__all__"
+
+def test_the_ui_uses_only_what_models_exports():
+    """The UI reads the core through ``models`` alone; the one exception is the server's start-up,
+    which may import ``models.runtime``'s switches (a fast path on or off for the process), and
+    nothing else from below ``models``."""
+    import models
+    import models.runtime
+
+    exported, switches = set(models.__all__), set(models.runtime.__all__)
+    for name, node in _ui_imports():
+        if isinstance(node, ast.ImportFrom) and node.module == "models.runtime":
+            unknown = {a.name for a in node.names} - switches
+            assert not unknown, f"{name}: {unknown} from models.runtime: only its switches ({sorted(switches)})"
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("models."):
+            raise AssertionError(f"{name}: imports {node.module}; export what it needs from models")
+        if isinstance(node, ast.Import) and any(a.name.startswith("models.") for a in node.names):
+            raise AssertionError(f"{name}: imports a models submodule")
+        if isinstance(node, ast.ImportFrom) and node.module == "models":
+            missing = {a.name for a in node.names} - exported
+            assert not missing, f"{name}: {missing} not in models.__all__"
+
+
+def _notebook_names() -> set[str]:
+    """The identifiers the README's "## From a notebook" section shows in code: inline
+    backticks and fenced blocks alike."""
+    import re
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"^## From a notebook\n(.*?)(?=^## |\Z)", readme, re.S | re.M)
+    assert found, "README.md has no '## From a notebook' section"
+    code = re.findall(r"```.*?```|`[^`\n]+`", found.group(1), re.S)
+    return {word for span in code for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", span)}
+
+
+def test_every_public_name_is_used_by_the_app_or_shown_for_notebooks():
+    """``models.__all__`` is the API of computations, one name each: every name is used by the UI
+    (components/, app.py) or shown in the README's notebook section; no runtime switch and no
+    test-only helper (those live in ``models.runtime`` and their own modules)."""
+    import models
+    import models.runtime
+
+    used = {a.name for _, node in _ui_imports() if isinstance(node, ast.ImportFrom) and node.module == "models"
+            for a in node.names}
+    shown = _notebook_names()
+    assert [n for n in models.__all__ if n not in used and n not in shown] == []
+    assert not set(models.runtime.__all__) & set(models.__all__)
+    assert len(models.__all__) == len(set(models.__all__)) <= 175
 
 
 def test_every_tab_has_its_folder_with_tab_plots_and_copy():

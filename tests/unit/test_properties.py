@@ -158,10 +158,10 @@ def test_masking_statistics(mlm_key, sentences, draws):
 
 @CHECKS
 @given(a=texts, b=texts)
-def test_next_sentence(mlm_key, a, b):
+def test_pair_loss_without_a_pair_head(mlm_key, a, b):
     # The embedded models have no NSP head: a CapabilityError (or an input error) every time.
     with pytest.raises(EncoderLabError):
-        models.next_sentence(mlm_key, a, b)
+        models.pair_loss(mlm_key, a, b, head="nsp")
 
 
 @CHECKS
@@ -479,8 +479,8 @@ NSP = first_capable(capability="nsp")
 @CHECKS
 @given(a=st.one_of(texts, st.just(HUGE)), b=texts, is_next=st.booleans())
 @example(a=LONG_VALID, b="A second sentence.", is_next=False)
-def test_next_sentence_loss(a, b, is_next):
-    result = project_error_or_result(models.next_sentence_loss, NSP, a, b, is_next,
+def test_pair_loss(a, b, is_next):
+    result = project_error_or_result(models.pair_loss, NSP, a, b, is_next,
                                      valid=valid_text(a) and valid_text(b))
     if result is not None:
         assert 0 <= result.p_is_next <= 1 and result.loss >= 0

@@ -74,7 +74,7 @@ def test_on_the_cpu_the_linear_layers_run_on_onednn_and_the_weights_stay_transfo
     CPU, float32, no gradients: models/runtime/onednn.py), the fused GELU and residual adds
     included; the weights still equal transformers' own call on its own copy of the model."""
     from helpers import spy_onednn
-    from models import onednn_enabled
+    from models.runtime import onednn_enabled
 
     loaded = load_model(get_spec("minilm-l6"), attn_implementation="eager")
     if not (onednn_enabled() and loaded.device.type == "cpu" and loaded.dtype == torch.float32):

@@ -10,9 +10,9 @@ from models import (
     CapabilityError,
     InputError,
     attribute_classification,
-    classifier_forward,
     train_classifier,
 )
+from models.tasks.classifier import classifier_forward
 
 TEXT = "The President asked Congress to approve the budget for the coming year."
 

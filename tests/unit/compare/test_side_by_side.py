@@ -338,7 +338,8 @@ def test_too_many_models_are_refused(monkeypatch):
 
 def _result(key: str, *masks: list[str]):
     """A FillMaskResult whose masks hold these raw tokens, best first."""
-    from models import FillMaskResult, MaskPrediction, Prediction
+    from models import FillMaskResult
+    from models.mlm.results import MaskPrediction, Prediction
 
     return FillMaskResult(
         model_key=key, text="", tokens=(), filled_text="",

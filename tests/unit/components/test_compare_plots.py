@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from models import (
-    BenchmarkPoint,
-    BenchmarkResult,
-    CompareTokensResult,
-    ModelPieces,
-    SkippedModel,
-    TrainingRecipe,
-    training_recipes,
-)
+from models import BenchmarkResult, CompareTokensResult, SkippedModel, TrainingRecipe, training_recipes
+from models.compare.benchmark import BenchmarkPoint
+from models.compare.side_by_side import ModelPieces
 from models.compare.architecture import architecture_facts
 from models.compare.benchmark import PRETRAINED, RANDOM_INIT
 from components.compare import plots as views

@@ -8,7 +8,8 @@ from components.fill_mask import plots as fill_mask_plots
 
 from components.models import plots as models_plots
 from components.shell.common import error_figure, show_token
-from models import FillMaskResult, MaskPrediction, Prediction, list_models
+from models import FillMaskResult, list_models
+from models.mlm.results import MaskPrediction, Prediction
 
 
 def _result(tokens_per_mask):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from models import SearchHit, SearchResult
+from models import SearchResult
+from models.embeddings.retrieval import SearchHit
 from components.finetune import plots
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from components.inside import plots
-from models import ForwardSteps, MLMGradients, Step, StepCheck
+from models.inside import ForwardSteps, MLMGradients, Step, StepCheck
 
 TOKENS = ("[CLS]", "<b>hi</b>", "there", "[SEP]")
 

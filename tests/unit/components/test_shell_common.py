@@ -132,7 +132,7 @@ def test_cuda_graphs_are_off_under_zerogpu_and_on_elsewhere(tmp_path, monkeypatc
     import sys
 
     from components.shell.server import settle_gpu_paths
-    from models import use_cuda_graphs
+    from models.runtime import use_cuda_graphs
     from models.runtime.cuda_graphs import cuda_graphs_enabled
 
     previous = use_cuda_graphs(False)

@@ -8,7 +8,9 @@ import pytest
 from components.views.arithmetic_plots import arithmetic_frame, arithmetic_text, nsp_loss_text
 from components.views.causal_plots import generation_frame
 from components.views.input_embeddings_plots import input_embeddings_figure, input_embeddings_frame, input_embeddings_summary
-from models import GenerationResult, GenerationStep, InputEmbeddings, NSPLoss, Prediction, explain_loss
+from models import GenerationResult, InputEmbeddings, NSPLoss, explain_loss
+from models.mlm.generation import GenerationStep
+from models.mlm.results import Prediction
 from models.pretraining.arithmetic import LogitRow, LossArithmetic
 
 

@@ -96,7 +96,8 @@ def test_fused_onednn_path_on_a_padded_batch_matches_sentence_transformers(refer
     oneDNN's fused GELU and residual adds (models/runtime/onednn.py) on the batch's real
     tokens only, packed without padding (models/runtime/packed.py), here held to
     sentence-transformers (its own model copy, padded, nn.Linear + GELU + add)."""
-    from models import load_model, onednn_enabled
+    from models import load_model
+    from models.runtime import onednn_enabled
 
     calls = spy_onednn(monkeypatch)
     sentences = ["A cat.", "Dogs bark at night.", "The quick brown fox jumps over it."]

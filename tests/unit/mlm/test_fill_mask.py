@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from models import (
-    MAX_MASKS,
     CapabilityError,
     EncoderLabError,
     InputError,
@@ -18,6 +17,7 @@ from models import (
     mask_word,
     text_segments,
 )
+from models.mlm.fill_mask import MAX_MASKS
 
 
 def test_one_mask_top_k_sorted_probabilities(mlm_key):
@@ -121,7 +121,7 @@ def test_fused_onednn_path_on_a_padded_batch_matches_the_pipeline(mlm_loaded, re
     (models/runtime/onednn.py), a BERT body packed (the two texts' real tokens as the rows of
     one matrix, no padding computed); scores and top-k ids held to the pipeline on its own copy."""
     from helpers import spy_onednn
-    from models import onednn_enabled
+    from models.runtime import onednn_enabled
     from models.mlm.fill_mask import _forward_batch, encode_masks, mask_spans, packs
 
     calls = spy_onednn(monkeypatch)
@@ -242,7 +242,7 @@ def test_mask_word_replaces_only_that_word():
 
 
 def _guess(token: str, raw: str) -> "Prediction":
-    from models import Prediction
+    from models.mlm.results import Prediction
 
     return Prediction(token=token, token_id=0, score=0.5, raw_token=raw)
 

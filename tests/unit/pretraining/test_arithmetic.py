@@ -23,7 +23,6 @@ from models import (
     input_embeddings,
     load_model,
     masked_lm_loss,
-    next_sentence_loss,
     pair_loss,
     simulate_masking,
 )
@@ -113,7 +112,7 @@ def test_nsp_score_comes_from_cls_through_the_pooler(mlm_loaded):
 
 def test_nsp_loss_needs_an_nsp_head(mlm_key):
     with pytest.raises(CapabilityError, match="next-sentence"):
-        next_sentence_loss(mlm_key, "A.", "B.", True)
+        pair_loss(mlm_key, "A.", "B.", True, head="nsp")
 
 
 @pytest.mark.parametrize("label", [True, False])
@@ -155,7 +154,7 @@ def test_the_pair_loss_is_transformers_own_pair_head_loss(key, label):
 
 def test_the_pair_loss_of_an_nsp_model_is_its_nsp_loss_and_a_model_without_a_pair_head_is_refused(mlm_key):
     a, b = "The weather was cold.", "By noon it snowed."
-    assert pair_loss("mini-bert", a, b, False) == next_sentence_loss("mini-bert", a, b, False)
+    assert pair_loss("mini-bert", a, b, False) == pair_loss("mini-bert", a, b, False, head="nsp")
     assert pair_loss("mini-bert", a, b, False).head == "nsp"
     with pytest.raises(CapabilityError, match="no sentence-pair head .* Models that have one: mini-bert, mini-albert"):
         pair_loss(mlm_key, a, b)

@@ -10,13 +10,13 @@ from models import (
     CapabilityError,
     InputError,
     compare_policies,
+    get_spec,
     load_model,
     masked_lm_loss,
     masking_statistics,
-    next_sentence,
+    pair_loss,
     simulate_masking,
 )
-from models import get_spec
 
 TEXT = "He sat on the bank of the river and watched the unbelievably calm water flow past the old mill."
 
@@ -208,7 +208,7 @@ def test_nothing_selected_is_explained(mlm_key):
 
 def test_no_nsp_head_is_explained(mlm_key):
     with pytest.raises(CapabilityError, match="RoBERTa"):
-        next_sentence(mlm_key, "It rained.", "The streets were wet.")
+        pair_loss(mlm_key, "It rained.", "The streets were wet.", head="nsp")
 
 
 def test_pair_answer_shows_the_heldout_majority_baseline():
@@ -308,11 +308,10 @@ def test_a_pair_longer_than_the_model_reads_is_refused_not_cut():
     import gradio as gr
 
     from components.masking.objectives import pair_answer, run_nsp_loss
-    from models import next_sentence_loss, sentence_order
+    from models import sentence_order
 
     long_a = " ".join(["word"] * 2000)
-    for call, key in ((next_sentence, "mini-bert"), (sentence_order, "mini-albert"),
-                      (next_sentence_loss, "mini-bert")):
+    for call, key in ((sentence_order, "mini-albert"), (pair_loss, "mini-bert")):
         with pytest.raises(InputError, match=rf"is 20\d\d tokens long; {key} reads at most 128 tokens"):
             call(key, long_a, "It rained.")
         with pytest.raises(InputError, match="reads at most 128 tokens"):
@@ -320,7 +319,7 @@ def test_a_pair_longer_than_the_model_reads_is_refused_not_cut():
     for handler in (pair_answer, run_nsp_loss):
         with pytest.raises(gr.Error, match="reads at most 128 tokens"):
             handler("mini-bert", long_a, "It rained.", *([True] if handler is run_nsp_loss else []))
-    assert 0 <= next_sentence("mini-bert", " ".join(["word"] * 60), "It rained.") <= 1  # within the limit
+    assert 0 <= pair_loss("mini-bert", " ".join(["word"] * 60), "It rained.").p_is_next <= 1  # within the limit
 
 
 @pytest.mark.parametrize("keep, total", [(0.1001, "1.0001"), (0.099, "0.999"), (0.1000011, "1.0000011")])

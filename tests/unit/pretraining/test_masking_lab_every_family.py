@@ -17,7 +17,7 @@ import torch
 from components.masking import objectives
 from components.masking import tab
 from helpers import zoo_encode, zoo_reference
-from models import ZOO_KEYS, get_spec, next_sentence, sentence_order, simulate_masking
+from models import ZOO_KEYS, get_spec, pair_loss, sentence_order, simulate_masking
 from models.registry.zoo_entries import zoo_folder
 
 TEXT = "The capital of France is unbelievably quiet today, and the old mill turns slowly."
@@ -102,7 +102,8 @@ def test_pair_and_replaced_token_sections_say_which_families_have_the_head(key):
         with torch.no_grad():
             out = head(**zoo_encode(key, a, b))
         p = float((out.sop_logits if spec.pair_head == "sop" else out.seq_relationship_logits)[0].softmax(-1)[0])
-        answer = (sentence_order if spec.pair_head == "sop" else next_sentence)(key, a, b)
+        answer = pair_loss(key, a, b).p_is_next  # its own head: SOP or NSP
+        assert answer == pytest.approx((sentence_order(key, a, b) if spec.pair_head == "sop" else answer), abs=1e-6)
         assert answer == pytest.approx(p, abs=1e-5)
         assert f" = {p:.3f}**" in objectives.pair_answer(key, a, b)
     else:

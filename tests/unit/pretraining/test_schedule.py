@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from models import TrainingSchedule
+from models.pretraining.schedule import TrainingSchedule
 
 
 def _optimizer():

@@ -12,7 +12,8 @@ import textwrap
 import pytest
 
 from helpers import MLM_KEY, REPO, fake_hub_cache
-from models import SPECS, UnknownModelError, default_model_key, get_spec, list_models
+from models import SPECS, UnknownModelError, get_spec, list_models
+from models.registry.catalogue import default_model_key
 from models.registry import catalogue as registry
 
 ZOO = {
@@ -98,10 +99,10 @@ def test_hub_model_loads_from_the_hf_cache_offline(tmp_path):
     script = textwrap.dedent(
         """
         import json
-        from models import fill_mask, list_models, load_model
+        from models import fill_mask, get_spec, list_models, load_model
         info = {m.key: m for m in list_models()}
         r = fill_mask("bert-base", "The capital of France is [MASK].", top_k=3)
-        loaded = load_model("bert-base", head="mlm")
+        loaded = load_model(get_spec("bert-base"), head="mlm")
         print(json.dumps({
             "available": info["bert-base"].available,
             "why": info["bert-base"].availability,
@@ -144,9 +145,9 @@ def test_next_sentence_plumbing_on_a_local_bert_for_pretraining(tmp_path):
     script = textwrap.dedent(
         """
         import json, torch
-        from models import next_sentence, load_model
-        p = next_sentence("bert-base", "It rained all day.", "The streets were wet.")
-        loaded = load_model("bert-base", head="nsp")
+        from models import get_spec, load_model, pair_loss
+        p = pair_loss("bert-base", "It rained all day.", "The streets were wet.", head="nsp").p_is_next
+        loaded = load_model(get_spec("bert-base"), head="nsp")
         enc = loaded.tokenizer("It rained all day.", "The streets were wet.", return_tensors="pt")
         direct = loaded.model(**enc).logits[0].softmax(-1)[0].item()
         print(json.dumps({"p": p, "direct": direct, "class": type(loaded.model).__name__}))

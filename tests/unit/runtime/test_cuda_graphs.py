@@ -11,7 +11,8 @@ import pytest
 import torch
 
 import models.mlm.fill_mask as fm
-from models import fill_mask, use_cuda_graphs
+from models import fill_mask
+from models.runtime import use_cuda_graphs
 from models.runtime import cuda_graphs
 from models.runtime.cuda_graphs import BATCHES, GraphedBody, bucket, lengths_for
 

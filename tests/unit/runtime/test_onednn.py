@@ -23,7 +23,8 @@ import torch
 
 import models.runtime.onednn as onednn
 from helpers import spy_onednn
-from models import get_spec, load_model, onednn_enabled, use_onednn
+from models import get_spec, load_model
+from models.runtime import onednn_enabled, use_onednn
 from models.runtime.onednn import onednn_linears
 
 

@@ -9,7 +9,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from helpers import parity_atol
-from models import embed, get_spec, load_model, onednn_enabled, use_onednn
+from models import embed, get_spec, load_model
+from models.runtime import onednn_enabled, use_onednn
 from models.runtime import packed, packed_graph
 from models.runtime.onednn import onednn_linears
 from models.runtime.packed_graph import use_torchscript

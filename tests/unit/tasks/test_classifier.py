@@ -16,13 +16,13 @@ from helpers import ENCODER_KEY, MLM_KEY, REPO, parity_atol
 from models import (
     CapabilityError,
     InputError,
-    classifier_forward,
     classify,
     list_tasks,
     load_model,
     probe_layers,
     train_classifier,
 )
+from models.tasks.classifier import classifier_forward
 from models.tasks import finetuning
 from models.tasks.task_data import casing_labels, load_task
 from models import get_spec

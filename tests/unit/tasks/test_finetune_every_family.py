@@ -24,12 +24,12 @@ from models import (
     ZOO_KEYS,
     answer_span,
     attribute_classification,
-    classifier_forward,
     classify,
     classify_pair,
     distill,
     train_pair_classifier,
 )
+from models.tasks.classifier import classifier_forward
 
 ATOL = 10 * parity_atol()
 SENTENCE = "The President asked Congress to pass the budget before the end of the year."

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from models import InputError, background_runs, live_heads, live_training_busy, stop_live_training
+from models import InputError, background_runs, live_heads, stop_live_training
+from models.tasks.live_training import live_training_busy
 from models.tasks import live_training
 
 

@@ -24,7 +24,7 @@ from models import (
     detect_replaced,
     fill_mask,
     list_models,
-    next_sentence,
+    pair_loss,
     sentence_order,
     tokenize,
     zoo_comparison,
@@ -176,7 +176,7 @@ def test_next_sentence_is_the_bert_nsp_head():
     ref = BertForNextSentencePrediction.from_pretrained(zoo_folder("mini-bert"), dtype=torch.float32).eval()
     with torch.no_grad():
         expected = ref(**tok(a, b, return_tensors="pt")).logits[0].softmax(-1)[0].item()
-    assert next_sentence("mini-bert", a, b) == pytest.approx(expected, abs=1e-5)
+    assert pair_loss("mini-bert", a, b, head="nsp").p_is_next == pytest.approx(expected, abs=1e-5)
 
 
 def test_sentence_order_is_the_albert_sop_head():
