@@ -75,10 +75,10 @@ def spread_text(values, fmt: str = "{:.2f}") -> str:
 
 
 def _switched_off(setting: str, call):
-    """``call()`` with the core's switch ``models.<setting>`` off, then back as it was."""
-    import models
+    """``call()`` with the core's switch ``models.runtime.<setting>`` off, then back as it was."""
+    import models.runtime
 
-    switch = getattr(models, setting)
+    switch = getattr(models.runtime, setting)
     previous = switch(False)
     try:
         return call()
@@ -89,12 +89,6 @@ def _switched_off(setting: str, call):
 def without_onednn(call):
     """``call()`` with the core's oneDNN path off (``use_onednn(False)``), then back as it was."""
     return _switched_off("use_onednn", call)
-
-
-def without_torchscript(call):
-    """``call()`` with the packed path's blocks module by module (``use_torchscript(False)``:
-    models/runtime/packed_graph.py), then back as it was."""
-    return _switched_off("use_torchscript", call)
 
 
 def without_cuda_graphs(call):

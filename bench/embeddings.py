@@ -11,9 +11,7 @@ search index's kind of input) and "long" (1 to 8 sentences joined, at most 256 t
 sentence-transformers' own limit for this model). After a warm-up, the sides run
 alternately, the order reversed each round; throughput is sentences / median seconds.
 A third side, ours with ``use_onednn(False)`` (the body's linear layers on MKL, as
-sentence-transformers runs them), gives oneDNN's share of the difference; another, ours with
-``use_torchscript(False)`` (the packed blocks module by module, not as one TorchScript call
-a batch: models/runtime/packed_graph.py), that one's.
+sentence-transformers runs them), gives oneDNN's share of the difference.
 A last side, "products", replays our call's weight products alone (``bench_common.record_products``,
 batch by batch on the core's two workers): its ratio is the ceiling of ours with these float32
 products (the CEILING line).
@@ -36,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bench.bench_common import without_onednn, without_torchscript
+from bench.bench_common import without_onednn
 from models import embed, get_device, get_spec, load_model, set_device
 from models.runtime import onednn_enabled
 from models.registry import catalogue as registry
@@ -118,11 +116,10 @@ def main(argv: list[str] | None = None) -> dict:
         report = dict(runs[-1])
         report.update(repeat=args.repeat, onednn_why=why, max_abs_diff=max(r["max_abs_diff"] for r in runs),
                       measurements=[{k: r[k] for k in ("ours_sentences_per_s", "sentence_transformers_sentences_per_s",
-                                                     "ratio", "ratio_without_onednn", "ratio_without_torchscript",
-                                                     "products_ratio")} for r in runs],
+                                                     "ratio", "ratio_without_onednn", "products_ratio")}
+                                    for r in runs],
                       ratio_spread=spread([r["ratio"] for r in runs]),
                       ratio_without_onednn_spread=spread([r["ratio_without_onednn"] for r in runs]),
-                      ratio_without_torchscript_spread=spread([r["ratio_without_torchscript"] for r in runs]),
                       products_ratio_spread=spread([r["products_ratio"] for r in runs]))
         for field in ("ours_sentences_per_s", "sentence_transformers_sentences_per_s",
                       "ours_without_onednn_sentences_per_s"):
@@ -138,8 +135,7 @@ def main(argv: list[str] | None = None) -> dict:
             ok = report["ratio_spread"]["min"] >= TARGET_RATIO
             print(f"SUMMARY embeddings {mix} throughput vs sentence-transformers over {args.repeat} measurements: "
                   f"{spread_text([r['ratio'] for r in runs])}x, without oneDNN "
-                  f"{spread_text([r['ratio_without_onednn'] for r in runs])}x, without TorchScript "
-                  f"{spread_text([r['ratio_without_torchscript'] for r in runs])}x (target >= {TARGET_RATIO}x in every "
+                  f"{spread_text([r['ratio_without_onednn'] for r in runs])}x (target >= {TARGET_RATIO}x in every "
                   f"measurement): {'pass' if ok else 'FAIL'}")
             print(f"CEILING embeddings {mix}: our call's weight products alone (same weights and shapes, the "
                   f"same batches on the same workers, replayed in the alternation) "
@@ -160,14 +156,10 @@ def _compare(mix: str, sentences: list[str], loaded, reference, device, rounds: 
     def ours_without_onednn():
         return without_onednn(ours)
 
-    def ours_without_torchscript():
-        return without_torchscript(ours)
-
-    theirs(), ours(), ours_without_onednn(), ours_without_torchscript()  # warm-up
+    theirs(), ours(), ours_without_onednn()  # warm-up
     products_alone = _products_side(ours, loaded.model, device)
     products_alone()
-    order = [("ours", ours), ("ours without oneDNN", ours_without_onednn),
-             ("ours without TorchScript", ours_without_torchscript), ("sentence-transformers", theirs),
+    order = [("ours", ours), ("ours without oneDNN", ours_without_onednn), ("sentence-transformers", theirs),
              ("products", products_alone)]
     times = {name: [] for name, _ in order}
     diff = 0.0
@@ -177,7 +169,7 @@ def _compare(mix: str, sentences: list[str], loaded, reference, device, rounds: 
             seconds, results[name] = timed(lambda fn=fn: _synced(fn, device))
             times[name].append(seconds)
         diff = max(diff, *(float(np.abs(results[side] - results["sentence-transformers"]).max())
-                           for side in ("ours", "ours without oneDNN", "ours without TorchScript")))
+                           for side in ("ours", "ours without oneDNN")))
     rate = {name: len(sentences) / statistics.median(t) for name, t in times.items()}
     return {
         "mix": mix,
@@ -194,8 +186,6 @@ def _compare(mix: str, sentences: list[str], loaded, reference, device, rounds: 
         "onednn": onednn_enabled(),
         "ours_without_onednn_sentences_per_s": rate["ours without oneDNN"],
         "ratio_without_onednn": rate["ours without oneDNN"] / rate["sentence-transformers"],
-        "ours_without_torchscript_sentences_per_s": rate["ours without TorchScript"],
-        "ratio_without_torchscript": rate["ours without TorchScript"] / rate["sentence-transformers"],
         "products_sentences_per_s": rate["products"],
         "products_ratio": rate["products"] / rate["sentence-transformers"],
         "max_abs_diff": diff,
@@ -206,13 +196,11 @@ def _compare(mix: str, sentences: list[str], loaded, reference, device, rounds: 
 
 def _blocks_path(loaded, device) -> str:
     """Which forward embed's batches take here, in words."""
-    from models.runtime.packed import can_pack, scripted
+    from models.runtime.packed import can_pack
 
     if device.type != "cpu" or not can_pack(loaded.model):
         return f"embed's forward: transformers' padded forward ({device.type})"
-    how = ("one TorchScript call a batch (models/runtime/packed_graph.py)" if scripted(loaded.model)
-           else "module by module (TorchScript not used)")
-    return f"embed's forward: the packed BERT forward (real tokens only), its blocks {how}"
+    return "embed's forward: the packed BERT forward (real tokens only; models/runtime/packed.py)"
 
 
 def _products_side(ours, model, device):
@@ -254,8 +242,6 @@ def _print(report: dict, tolerance: float) -> None:
     print(f"  Encoder Lab embed:            {report['ours_sentences_per_s']:8.1f} sentences/s"
           f"  (oneDNN {'on' if report['onednn'] else 'not available'})")
     print(f"  ... without oneDNN:           {report['ours_without_onednn_sentences_per_s']:8.1f} sentences/s")
-    print(f"  ... without TorchScript:      {report['ours_without_torchscript_sentences_per_s']:8.1f} sentences/s"
-          f"  ({report['ratio_without_torchscript']:.2f}x: the blocks module by module)")
     print(f"  ratio:                        {report['ratio']:8.2f}x  (target >= {TARGET_RATIO}; "
           f"{report['ratio_without_onednn']:.2f}x without oneDNN)")
     print(f"  ... its products alone:       {report['products_sentences_per_s']:8.1f} sentences/s"

@@ -3,13 +3,11 @@
     .venv/bin/python -m bench.fill_mask [--model minilm-mlm] [--runs 200] [--device auto]
 
 Both use the same loaded model object and tokenizer, on the core's device and dtype (auto:
-CUDA, then MPS, then CPU; float16 on a GPU). Runs alternate (ours, ours without oneDNN, ours
-without TorchScript, pipeline, products, ours, ...) so that drift in machine load hits all
-alike; the figures are medians.
+CUDA, then MPS, then CPU; float16 on a GPU). Runs alternate (ours, ours without oneDNN,
+pipeline, products, ours, ...) so that drift in machine load hits all alike; the figures are
+medians.
 "Ours without oneDNN" is the same call with ``use_onednn(False)`` (the body's linear layers
-on MKL, as the pipeline runs them): its share of the difference; "ours without TorchScript"
-with ``use_torchscript(False)`` (the packed blocks module by module, not as one TorchScript
-call: models/runtime/packed_graph.py): that one's share. On CUDA a side more, "no CUDA
+on MKL, as the pipeline runs them): its share of the difference. On CUDA a side more, "no CUDA
 graphs" (``use_cuda_graphs(False)``: transformers' forward instead of the body's CUDA graph,
 models/runtime/cuda_graphs.py). A last side, "products",
 replays our call's weight products alone (``bench_common.record_products``: the same ops on
@@ -29,7 +27,7 @@ import statistics
 import time
 
 from bench.bench_common import (machine_line, onednn_choice, record_products, spread, spread_text, sync,
-                                without_cuda_graphs, without_onednn, without_torchscript)
+                                without_cuda_graphs, without_onednn)
 from models import get_spec
 
 TARGET = 0.5  # our time over the pipeline's, in every measurement
@@ -60,7 +58,6 @@ def measure(key: str, runs: int, loaded, pipe) -> list[dict]:
         sides = {
             "ours": lambda: fill_mask(key, text, top_k=5),
             "no oneDNN": lambda: without_onednn(lambda: fill_mask(key, text, top_k=5)),
-            "no TorchScript": lambda: without_torchscript(lambda: fill_mask(key, text, top_k=5)),
             "pipeline": lambda: pipe(pipe_text, top_k=5),
         }
         if loaded.device.type == "cuda":  # transformers' forward, not the body's CUDA graph
@@ -82,10 +79,8 @@ def measure(key: str, runs: int, loaded, pipe) -> list[dict]:
                 sync(loaded.device)
                 times[side].append(time.perf_counter() - start)
         ms = {side: statistics.median(times[side]) * 1e3 for side in sides}
-        ours_ms, plain_ms, eager_ms, pipe_ms, products_ms = (
-            ms[side] for side in ("ours", "no oneDNN", "no TorchScript", "pipeline", "products"))
+        ours_ms, plain_ms, pipe_ms, products_ms = (ms[side] for side in ("ours", "no oneDNN", "pipeline", "products"))
         results.append({"input": name, "ours_ms": ours_ms, "no_onednn_ms": plain_ms, "pipeline_ms": pipe_ms,
-                        "no_torchscript_ms": eager_ms, "ratio_no_torchscript": eager_ms / pipe_ms,
                         "ratio": ours_ms / pipe_ms, "ratio_no_onednn": plain_ms / pipe_ms,
                         "products_ms": products_ms, "products_ratio": products_ms / pipe_ms,
                         "products": len(products)})
@@ -111,30 +106,28 @@ def run(key: str | None = None, runs: int = 200, repeat: int = 3, device: str = 
     say(machine_line(loaded.device))
     path = forward_path(loaded)
     say(f"model: {key} ({loaded.dtype}), runs per side: {runs}, top_k 5, {repeat} measurements\n{why}\n{path}\n")
-    say(f"{'input':<12} {'ours ms':>9} {'no oneDNN':>10} {'no TorchScript':>15} {'pipeline ms':>12} {'ratio':>7}"
-        f" {'no oneDNN':>10} {'no TorchScript':>15} {'products ms':>12} {'ratio':>7}  target <= {TARGET:.2f}")
+    say(f"{'input':<12} {'ours ms':>9} {'no oneDNN':>10} {'pipeline ms':>12} {'ratio':>7}"
+        f" {'no oneDNN':>10} {'products ms':>12} {'ratio':>7}  target <= {TARGET:.2f}")
     measurements = []
     for _ in range(repeat):
         measurements.append(measure(key, runs, loaded, pipe))
         for row in measurements[-1]:
             say(f"{row['input']:<12} {row['ours_ms']:>9.2f} {row['no_onednn_ms']:>10.2f} "
-                f"{row['no_torchscript_ms']:>15.2f} {row['pipeline_ms']:>12.2f} {row['ratio']:>7.2f} "
-                f"{row['ratio_no_onednn']:>10.2f} {row['ratio_no_torchscript']:>15.2f} {row['products_ms']:>12.2f} "
+                f"{row['pipeline_ms']:>12.2f} {row['ratio']:>7.2f} "
+                f"{row['ratio_no_onednn']:>10.2f} {row['products_ms']:>12.2f} "
                 f"{row['products_ratio']:>7.2f}")
     report = {"model": key, "device": loaded.device.type, "dtype": str(loaded.dtype).removeprefix("torch."),
               "runs_per_side": runs, "onednn": onednn_on, "onednn_why": why, "path": path, "inputs": {}}
     for i, name in enumerate(INPUTS):
         rows = [m[i] for m in measurements]
         report["inputs"][name] = {field: spread([r[field] for r in rows])
-                                  for field in ("ours_ms", "no_onednn_ms", "no_torchscript_ms", "pipeline_ms", "ratio",
-                                                "ratio_no_onednn", "ratio_no_torchscript", "products_ms",
-                                                "products_ratio", "no_cuda_graphs_ms", "ratio_no_cuda_graphs")
+                                  for field in ("ours_ms", "no_onednn_ms", "pipeline_ms", "ratio",
+                                                "ratio_no_onednn", "products_ms", "products_ratio", "no_cuda_graphs_ms", "ratio_no_cuda_graphs")
                                   if field in rows[0]}
         ratio = report["inputs"][name]["ratio"]
         say(f"SUMMARY fill-mask {name} time vs pipeline: {spread_text([r['ratio'] for r in rows])}x "
             f"({loaded.device.type} {report['dtype']}, ours {report['inputs'][name]['ours_ms']['median']:.2f} ms) "
-            f"(target <= {TARGET}x): {'pass' if ratio['max'] <= TARGET else 'FAIL'}; module by module (no "
-            f"TorchScript) {spread_text([r['ratio_no_torchscript'] for r in rows])}x"
+            f"(target <= {TARGET}x): {'pass' if ratio['max'] <= TARGET else 'FAIL'}"
             + (f"; transformers' forward (no CUDA graphs) {spread_text([r['ratio_no_cuda_graphs'] for r in rows])}x"
                if "ratio_no_cuda_graphs" in rows[0] else ""))
         say(f"FLOOR fill-mask {name}: our call's {rows[-1]['products']} weight products alone (same weights and "

@@ -6,7 +6,7 @@
 No Gradio and no plotting here: functions take plain arguments and return frozen
 dataclasses of Python / NumPy values. ``__all__`` is the API of computations, each under one
 name, every one used by the app or shown in the README's notebook section (tested); the
-runtime's switches (oneDNN, TorchScript, CUDA graphs) are in ``models.runtime``.
+runtime's switches (oneDNN, CUDA graphs) are in ``models.runtime``.
 """
 
 from .attribution.classification import CLASS_ATTRIBUTION_METHODS, attribute_classification

@@ -118,16 +118,10 @@ def zoo_encode(key: str, text: str, pair: str | None = None) -> dict:
 
 def spy_onednn(monkeypatch) -> list[tuple[str, int, tuple[int, ...]]]:
     """Record every call of the oneDNN path's ops (models/runtime/onednn.py): (op, thread, input
-    shape), op one of "linear", "linear+gelu", "linear+add". The ops still run. Calls from
-    Python go through onednn's wrappers; the packed path's TorchScript blocks
-    (models/runtime/packed_graph.py) call the ops inside the graph, so each graph call runs
-    under a dispatch mode on its own thread that sees the ops torch dispatches."""
+    shape), op one of "linear", "linear+gelu", "linear+add". The ops still run."""
     import threading
 
-    from torch.utils._python_dispatch import TorchDispatchMode
-
     import models.runtime.onednn as onednn
-    import models.runtime.packed as packed
 
     seen: list[tuple[str, int, tuple[int, ...]]] = []
     for name, attr in (("linear", "_linear_op"), ("linear+gelu", "_linear_gelu_op"), ("linear+add", "_linear_add_op")):
@@ -138,29 +132,6 @@ def spy_onednn(monkeypatch) -> list[tuple[str, int, tuple[int, ...]]]:
             return _real(x, *args)
 
         monkeypatch.setattr(onednn, attr, spy)
-
-    class Ops(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            op = str(func)
-            if op.startswith("mkldnn._linear_pointwise"):
-                name = "linear+add" if op.endswith(".binary") else {"none": "linear", "gelu": "linear+gelu"}[args[3]]
-                seen.append((name, threading.get_ident(), tuple(args[0].shape)))
-            return func(*args, **(kwargs or {}))
-
-    real_graph = packed.graph_blocks
-
-    def graph_blocks():
-        graph = real_graph()
-        if graph is None:
-            return None
-
-        def spied(*args):
-            with Ops():
-                return graph(*args)
-
-        return spied
-
-    monkeypatch.setattr(packed, "graph_blocks", graph_blocks)
     return seen
 
 

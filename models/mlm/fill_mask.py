@@ -27,7 +27,7 @@ from ..runtime.loading import LoadedModel, check_token_count, load_model, requir
 from ..runtime.cpu import cpu_vendor
 from ..runtime.cuda_graphs import cuda_graphs_enabled, graphed_body
 from ..runtime.onednn import onednn_linears
-from ..runtime.packed import can_pack, packed_last_states_at, scripted
+from ..runtime.packed import can_pack, packed_last_states_at
 from .masked_head import FEW_ROWS, batch_masked_logits, masked_logits, project, transposed_few_rows
 from ..validation import check_bool, check_int, check_text
 from .causal import require_causal, with_causal_mask
@@ -175,8 +175,7 @@ def _pad_right(loaded: LoadedModel, encoded: list[_Encoded], name: str) -> torch
 # the masked positions alone (``packed_last_states_at``: keys and values for every token,
 # the rest at the masks; on the 2-core Xeon, one in-process alternation of 400 calls on an
 # 18-token text, 8.79 -> 8.60 ms a call), and the MLM head then transforms and projects
-# those rows only. Where the blocks are BERT's own, all of them run in TorchScript
-# (``models.runtime.packed_graph``: no Python between the ops; its docstring has the figures).
+# those rows only.
 
 def packs(loaded: LoadedModel) -> bool:
     """Whether fill-mask runs ``loaded`` through the packed forward: transformers'
@@ -205,9 +204,7 @@ def forward_path(loaded: LoadedModel) -> str:
     """Which forward and which vocabulary-product layout fill-mask takes for ``loaded`` here,
     and why, in words (the benchmarks print it: both depend on the device and the CPU)."""
     if packs(loaded):
-        body = ("the packed BERT forward (real tokens only; models/runtime/packed.py), the blocks below the "
-                + ("last as one TorchScript call (models/runtime/packed_graph.py)"
-                   if scripted(loaded.model.base_model) else "last module by module (TorchScript not used)"))
+        body = "the packed BERT forward (real tokens only; models/runtime/packed.py), the last block at the masks only"
     elif uses_cuda_graphs(loaded):
         body = ("the body replayed as CUDA graphs, one per padded shape (models/runtime/cuda_graphs.py; "
                 "transformers' forward where no graph serves)")

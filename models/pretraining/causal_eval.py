@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..mlm.causal import causal_attention_mask, require_causal
+from ..registry import catalogue
 from ..runtime.loading import load_model
 from ..validation import check_int, check_limit
 from .evaluation import heldout_sentences

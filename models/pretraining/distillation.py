@@ -85,7 +85,7 @@ class DistillResult:
     note: str
 
 
-register_kind(DistillResult, lambda result: None, lambda result, _payload: result)  # plain data only
+register_kind(DistillResult, lambda result: None, lambda result, _payload, _spec: result)  # plain data only
 
 
 def _check_float(name: str, value, low: float, high: float, low_open: bool = False) -> float:

@@ -7,6 +7,5 @@ is the same with a path on or off, to float rounding (the runtime's tests compar
 
 from .cuda_graphs import use_cuda_graphs
 from .onednn import onednn_enabled, use_onednn
-from .packed_graph import use_torchscript
 
-__all__ = ["onednn_enabled", "use_cuda_graphs", "use_onednn", "use_torchscript"]
+__all__ = ["onednn_enabled", "use_cuda_graphs", "use_onednn"]

@@ -182,19 +182,6 @@ def _patch(model) -> None:
         model._encoder_lab_onednn = True
 
 
-def block_open() -> bool:
-    """Whether this thread is inside ``onednn_linears`` with the path on and its fused ops
-    checked: callers that run a body's products themselves (``models.runtime.packed``'s
-    TorchScript blocks) then call the ops below on ``op_weight``'s weights."""
-    return getattr(_state, "on", False) and _works("fused")
-
-
-def op_weight(linear: torch.nn.Linear) -> torch.Tensor:
-    """The weight the path's op reads for ``linear`` (inside a block): its prepacked copy
-    where the body is packed, else the stored weight."""
-    return _weight(linear)
-
-
 def _fast(x: torch.Tensor, weight: torch.Tensor) -> bool:
     """This thread's block is open and the call is one the path takes: CPU, float32, no grad."""
     return (getattr(_state, "on", False) and not torch.is_grad_enabled() and x.device.type == "cpu"
@@ -264,16 +251,6 @@ def _is_linear_add_norm(module) -> bool:
     return (_is_bert_forward(module, 1) and _has_dense(module)
             and type(getattr(module, "LayerNorm", None)) is torch.nn.LayerNorm
             and type(getattr(module, "dropout", None)) is torch.nn.Dropout)
-
-
-def is_bert_gelu(module) -> bool:
-    """``module`` is BERT's intermediate (its code): dense, then exact (erf) GELU."""
-    return _is_linear_gelu(module)
-
-
-def is_bert_add_norm(module) -> bool:
-    """``module`` is BERT's add-and-norm (its code): dense, dropout, LayerNorm(x + residual)."""
-    return _is_linear_add_norm(module)
 
 
 def _linear_gelu_forward(module, hidden_states: torch.Tensor) -> torch.Tensor:

@@ -10,10 +10,7 @@ keys masked out, as transformers' mask does) and the result gathered back. The s
 and weights run (and the oneDNN paths of ``models.runtime.onednn`` when open); only the
 order of the work changes. Tested against transformers' ``hidden_states`` (within 1e-5).
 ``packed_last_states_at`` (fill-mask) runs the last layer at a few asked positions only: a
-block acts position by position except for attention's keys and values. Where the blocks are
-BERT's own (exact GELU, BERT's add-and-norm code), a batch's blocks run as one TorchScript
-call (``models.runtime.packed_graph``: the same ops, equal bit for bit, without Python
-between them); elsewhere module by module.
+block acts position by position except for attention's keys and values.
 
 Only for the layout it knows: transformers' ``BertModel`` (MiniLM, the mini zoo's BERT) in
 eval mode, absolute positions, no decoder, no feed-forward chunking, no hooks on any module
@@ -23,15 +20,12 @@ modules: while they do, transformers' path runs).
 
 from __future__ import annotations
 
-import weakref
 from typing import Sequence
 
 import torch
 
-from . import onednn
 # (NARROW_SOFTMAX and softmax_last: read here by the tests, with MATH_ATTENTION_MAX_WIDTH below)
-from .packed_graph import (NARROW_SOFTMAX, attention_core, graph_blocks, graph_last_at, merge_heads, softmax_last,
-                           split_heads, unpack)
+from .packed_attention import NARROW_SOFTMAX, attention_core, merge_heads, softmax_last, split_heads, unpack
 
 
 def can_pack(model) -> bool:
@@ -108,15 +102,6 @@ def packed_last_states_at(model, input_ids: torch.Tensor, mask: torch.Tensor,
     heads, size = attn.num_attention_heads, attn.attention_head_size
     flat = rows * run.width + cols  # (P,) positions in the (B*T) layout
     at = flat if run.index is None else torch.searchsorted(run.index, flat)  # their rows of h
-    graph, graph_last = graph_blocks(), graph_last_at()
-    weights = _graph_weights(model, below + 1, run.h) if graph is not None and graph_last is not None else None
-    if weights is not None:  # every block in TorchScript: those below, then the last at the positions
-        tensors, eps, on_onednn = weights
-        cut = len(tensors) - len(tensors) // (below + 1)  # the last block's 16
-        h = graph(run.h, tensors[:cut], eps[:-2], run.head_rows, run.bias, run.sdpa_mask, run.math, run.batch,
-                  run.width, heads, size, on_onednn, [below])[0] if below else run.h
-        return graph_last(h, at, rows, run.index, run.keep, run.batch, run.width, heads, size, tensors[cut:],
-                          eps[-2:], on_onednn)
     h = _run_blocks(model, run, below, [below])[0] if below else run.h
     mine = h.index_select(0, at)  # (P, d)
 
@@ -169,84 +154,14 @@ class _Packed:
 
 
 def _run_blocks(model, run: _Packed, count: int, keep: list[int]) -> list[torch.Tensor]:
-    """The first ``count`` blocks on the packed rows; the states after the blocks in ``keep``
-    (1-based, ascending). As one TorchScript call where the layout allows it
-    (``packed_graph``), else module by module."""
-    if count == 0:
-        return []
-    graph = graph_blocks()
-    weights = _graph_weights(model, count, run.h) if graph is not None else None
-    if weights is not None:
-        tensors, eps, on_onednn = weights
-        attn = model.encoder.layer[0].attention.self
-        return graph(run.h, tensors, eps, run.head_rows, run.bias, run.sdpa_mask, run.math, run.batch, run.width,
-                     attn.num_attention_heads, attn.attention_head_size, on_onednn, keep)
+    """The first ``count`` blocks on the packed rows, module by module; the states after the
+    blocks in ``keep`` (1-based, ascending)."""
     h, out = run.h, []
     for number, layer in enumerate(model.encoder.layer[:count], start=1):
         h = _block(layer, h, run)
         if number in keep:
             out.append(h)
     return out
-
-
-def scripted(model) -> bool:
-    """Whether the packed path runs ``model``'s blocks as one TorchScript call (the benches
-    print it): TorchScript compiled the graph here and every block is BERT's own."""
-    return graph_blocks() is not None and all(_graph_layout(layer) for layer in model.encoder.layer)
-
-
-def _graph_layout(layer) -> bool:
-    """The block is what ``packed_graph.blocks`` computes: BERT's add-and-norms and
-    intermediate (their code, compared as for oneDNN's fused ops; exact GELU) and linear
-    layers with biases."""
-    attn, middle, inner, out = layer.attention.self, layer.attention.output, layer.intermediate, layer.output
-    return (onednn.is_bert_add_norm(middle) and onednn.is_bert_gelu(inner) and onednn.is_bert_add_norm(out)
-            and all(type(linear) is torch.nn.Linear and linear.bias is not None
-                    for linear in (attn.query, attn.key, attn.value, middle.dense, inner.dense, out.dense)))
-
-
-def _graph_weights(model, count: int, h: torch.Tensor):
-    """(tensors, eps, oneDNN?) for ``packed_graph.blocks`` over the first ``count`` blocks, or
-    None where a block is not the graph's (``_graph_layout``). Inside an open
-    ``onednn_linears`` block (float32) the oneDNN ops on their prepacked weights, as the
-    eager path's modules would run them; else ``F.linear``.
-
-    Kept per model and reused while the blocks' modules are the same objects and their
-    weights the same tensors at the same versions (an optimiser step or load_state_dict
-    changes a version), one entry with oneDNN's weights and one without: fill-mask asks on
-    every call, and gathering them took ~0.2 ms."""
-    on_onednn = (onednn.block_open() and not torch.is_grad_enabled() and h.dtype == torch.float32
-                 and h.device.type == "cpu")  # where the modules' forwards would take oneDNN's ops
-    layers = tuple(model.encoder.layer[:count])
-    modules = tuple(m for layer in layers for m in _modules(layer))  # the blocks' every module
-    kept = _GRAPH_WEIGHTS.setdefault(model, {})  # {oneDNN?: (modules, versions, params, result)}
-    cached = kept.get(on_onednn)
-    if cached is not None and cached[0] == modules and cached[1] == _versions(cached[2]):
-        return cached[3]
-    params, tensors, eps = [], [], []
-    for layer in layers:
-        if not _graph_layout(layer):
-            kept[on_onednn] = (modules, (), (), None)
-            return None
-        attn, middle, inner, out = layer.attention.self, layer.attention.output, layer.intermediate, layer.output
-        for norm_after, linear in ((None, attn.query), (None, attn.key), (None, attn.value),
-                                   (middle.LayerNorm, middle.dense), (None, inner.dense), (out.LayerNorm, out.dense)):
-            tensors += [onednn.op_weight(linear) if on_onednn else linear.weight, linear.bias]
-            params += [linear.weight, linear.bias]
-            if norm_after is not None:
-                tensors += [norm_after.weight, norm_after.bias]
-                params += [norm_after.weight, norm_after.bias]
-                eps.append(float(norm_after.eps))
-    result = (tensors, eps, on_onednn)
-    kept[on_onednn] = (modules, _versions(params), params, result)
-    return result
-
-
-_GRAPH_WEIGHTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _versions(params) -> tuple:
-    return tuple((p.data_ptr(), p._version) for p in params)
 
 
 def _block(layer, h: torch.Tensor, run: _Packed) -> torch.Tensor:

@@ -11,9 +11,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from helpers import parity_atol
 from models import embed, get_spec, load_model
 from models.runtime import onednn_enabled, use_onednn
-from models.runtime import packed, packed_graph
+from models.runtime import packed
 from models.runtime.onednn import onednn_linears
-from models.runtime.packed_graph import use_torchscript
 
 ATOL = parity_atol()
 SENTENCES = [
@@ -117,7 +116,7 @@ def test_models_it_does_not_know_keep_transformers_path(minilm):
 
 
 class _Ops(TorchDispatchMode):
-    """The ops torch dispatches on this thread, from Python or from a TorchScript graph."""
+    """The ops torch dispatches on this thread."""
 
     def __init__(self):
         super().__init__()
@@ -128,15 +127,13 @@ class _Ops(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-@pytest.mark.parametrize("graph", [True, False])
 @pytest.mark.parametrize("onednn", [True, False])
-def test_batches_without_padding_match_transformers(minilm, onednn, graph):
+def test_batches_without_padding_match_transformers(minilm, onednn):
     """One text, or different texts of one length (fill-mask's usual call): no row is packed
-    or unpacked (no index copy), and every layer is transformers'; scripted blocks and module
-    by module."""
+    or unpacked (no index copy), and every layer is transformers'."""
     model = minilm.model
     ops = _Ops()
-    previous, previous_graph = use_onednn(onednn), use_torchscript(graph)
+    previous = use_onednn(onednn)
     try:
         same_length = ["A slow red cat walks under the busy old bridge.",
                        "Every child reads a short story before going to bed."]  # 13 tokens each
@@ -152,73 +149,15 @@ def test_batches_without_padding_match_transformers(minilm, onednn, graph):
                 torch.testing.assert_close(ours[layer].float(), theirs[layer].float(), atol=ATOL, rtol=0)
     finally:
         use_onednn(previous)
-        use_torchscript(previous_graph)
     assert ops.seen and not any(op.startswith("aten.index_copy") for op in ops.seen)
     products = [op for op in ops.seen if op.startswith("mkldnn._linear_pointwise")]
     assert bool(products) == (onednn and onednn_enabled())
 
 
-def _both_ways(model, call):
-    """``call()`` with the scripted blocks and module by module (each under inference_mode
-    and oneDNN's block): (scripted, eager). The scripted run fails if any block runs eagerly;
-    it runs three times (TorchScript's executor optimises the graph after its first run),
-    the last result returned."""
-    out = []
-    for graph in (True, False):
-        previous = use_torchscript(graph)
-        try:
-            with torch.inference_mode(), onednn_linears(model):
-                if graph:
-                    with pytest.MonkeyPatch.context() as patch:
-                        patch.setattr(packed, "_block", _no_eager_block)
-                        for _ in range(3):
-                            result = call()
-                        out.append(result)
-                else:
-                    out.append(call())
-        finally:
-            use_torchscript(previous)
-    return out
-
-
-def _no_eager_block(*args):
-    raise AssertionError("a block ran module by module")
-
-
-@pytest.mark.parametrize("onednn, sentences", [(True, SENTENCES), (False, SENTENCES), (True, SENTENCES + [LONG]),
-                                               (True, NARROW), (True, SENTENCES[1:2])])
-def test_scripted_blocks_equal_the_modules_bit_for_bit(minilm, onednn, sentences):
-    """packed_graph's TorchScript blocks run the modules' ops in their order on their
-    weights: every layer's states and fill-mask's last-layer positions are equal, not just
-    close, to the module-by-module path (padded, unpadded, narrow and SDPA-wide batches,
-    oneDNN's ops and F.linear)."""
-    assert packed_graph.graph_blocks() is not None  # TorchScript compiles the blocks here
-    model = minilm.model
-    ids, mask = _padded(minilm, sentences)
-    layers = list(range(model.config.num_hidden_layers + 1))
-    lengths = mask.sum(1)
-    rows = torch.arange(len(sentences), device=ids.device)
-    cols = lengths - 1
-    ran = []  # the positions' last block runs in TorchScript too, not module by module
-    real = packed.graph_last_at
-    previous = use_onednn(onednn)
-    try:
-        graph, eager = _both_ways(model, lambda: packed.packed_hidden_states(model, ids, mask, layers))
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(packed, "graph_last_at", lambda: (lambda *a: ran.append(1) or real()(*a)))
-            graph_at, eager_at = _both_ways(model, lambda: packed.packed_last_states_at(model, ids, mask, rows, cols))
-    finally:
-        use_onednn(previous)
-    for layer in layers:
-        assert torch.equal(graph[layer], eager[layer]), layer
-    assert torch.equal(graph_at, eager_at)
-    assert ran == [1, 1, 1]  # the three scripted runs
-
-
-@pytest.mark.parametrize("act, scripted", [("gelu", True), ("gelu_new", False), ("relu", False)])
-def test_blocks_of_another_activation_run_module_by_module(act, scripted):
-    """A BertModel whose feed-forward is not BERT's exact GELU is not the graph's: its blocks
-    run module by module; both ways every layer matches transformers' own forward."""
+@pytest.mark.parametrize("act", ["gelu", "gelu_new", "relu"])
+def test_blocks_of_another_activation_match_transformers(act):
+    """A BertModel whose feed-forward is not BERT's exact GELU (oneDNN fuses only that one):
+    every layer matches transformers' own forward, block by block."""
     model = _small_bert(act)
     ids = torch.randint(5, 60, (3, 9))
     mask = torch.ones_like(ids)
@@ -238,7 +177,7 @@ def test_blocks_of_another_activation_run_module_by_module(act, scripted):
             with onednn_linears(model):
                 ours = packed.packed_hidden_states(model, ids, mask, [0, 1, 2])
     assert packed.can_pack(model)
-    assert bool(ran) != scripted
+    assert len(ran) == 2  # both blocks
     keep = mask.bool()
     for layer in (0, 1, 2):
         torch.testing.assert_close(ours[layer][keep], theirs[layer][keep], atol=1e-5, rtol=0)
@@ -288,21 +227,12 @@ def test_softmax_last_is_torchs_softmax(width):
         assert not got[..., -(width // 2):].any()  # the masked keys take no weight
 
 
-def test_the_benches_say_whether_the_blocks_are_scripted(minilm):
-    """bench.embeddings prints the path its batches took: one TorchScript call a batch while
-    the graph is on, module by module when it is off."""
+def test_the_embeddings_bench_says_which_forward_its_batches_take(minilm):
+    """bench.embeddings prints the path its batches took: the packed forward on the CPU."""
     from bench.embeddings import _blocks_path
 
-    assert packed.scripted(minilm.model)
-    if minilm.device.type == "cpu":
-        assert "one TorchScript call a batch" in _blocks_path(minilm, minilm.device)
-    previous = use_torchscript(False)
-    try:
-        assert not packed.scripted(minilm.model)
-        if minilm.device.type == "cpu":
-            assert "module by module" in _blocks_path(minilm, minilm.device)
-    finally:
-        use_torchscript(previous)
+    said = _blocks_path(minilm, minilm.device)
+    assert ("packed BERT forward" in said) == (minilm.device.type == "cpu")
 
 
 def _small_bert(act="gelu"):
@@ -312,32 +242,3 @@ def _small_bert(act="gelu"):
     config = BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=64, hidden_act=act, max_position_embeddings=40)
     return BertModel(config, add_pooling_layer=False).eval()
-
-
-def test_the_graphs_weights_follow_the_model_when_it_changes():
-    """The graph's weights are kept per model between calls: an in-place weight update (as
-    an optimiser step) and a swapped activation module are both seen on the next call, which
-    still matches transformers' forward (the swap sends the blocks module by module)."""
-    model = _small_bert()
-    ids = torch.randint(5, 60, (2, 7))
-    mask = torch.ones_like(ids)
-    mask[1, 4:] = 0
-    keep = mask.bool()
-
-    def both():
-        with torch.inference_mode():
-            theirs = model(input_ids=ids, attention_mask=mask).last_hidden_state
-            with onednn_linears(model):
-                ours = packed.packed_hidden_states(model, ids, mask, [2])[0]
-        return ours, theirs
-
-    first, _ = both()
-    with torch.no_grad():
-        model.encoder.layer[1].intermediate.dense.weight.mul_(3.0)  # in place: a new version
-    ours, theirs = both()
-    assert not torch.equal(ours, first)
-    torch.testing.assert_close(ours[keep], theirs[keep], atol=1e-5, rtol=0)
-    model.encoder.layer[0].intermediate.intermediate_act_fn = torch.nn.ReLU()
-    assert not packed.scripted(model)
-    ours, theirs = both()
-    torch.testing.assert_close(ours[keep], theirs[keep], atol=1e-5, rtol=0)

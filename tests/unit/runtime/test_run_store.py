@@ -146,7 +146,7 @@ class _Stopped:
 
 
 def test_a_run_cut_short_is_not_kept(runs):
-    run_store.register_kind(_Stopped, lambda result: None, lambda result, _payload: result)
+    run_store.register_kind(_Stopped, lambda result: None, lambda result, _payload, _spec: result)
     calls = []
 
     def trainer(model_key):

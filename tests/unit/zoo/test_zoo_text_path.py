@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from models.mlm.fill_mask import encode_masks, mask_spans
+from models.registry.catalogue import get_spec
 from models.registry.zoo_entries import ZOO_KEYS
 from models.runtime.loading import load_model
 from models.zoo import data as zd
