@@ -73,7 +73,7 @@ READY: dict[str, tuple[tuple[str, str], ...]] = {
     # accordion): no Plotly chunk to evaluate before them (components/fill_mask/plots.py)
     "fill-mask": (("#fill-mask-table", "rows"), ("#fill-mask-status", "text"), ("#fill-mask-bars td", "text")),
     "why-this-guess": (("#attribution-curves", "plot"), ("#attribution-table", "rows")),
-    "masking-lab": (("#masking-strips .tok", "text"), ("#arithmetic-table", "rows")),
+    "masking-lab": (("#masking-strips .tok", "text"),),
     "attention": (("#attention-heatmap", "plot"), ("#attention-status", "text")),
     "inside-one-layer": (("#inside-figure", "plot"), ("#inside-checks", "text")),
     "embeddings": (("#embeddings-summary", "text"), (PANEL, "plot")),

@@ -216,8 +216,11 @@ def sections_of(tab: str) -> list[str]:
     from components.compare import copy as compare
     from components.embeddings import copy as embeddings
     from components.inside import copy as inside
+    from components.masking import copy as masking
 
     return {
+        "Masking lab": [masking.SECTION_CORRUPT, masking.SECTION_LOSS, masking.SECTION_STATS, masking.SECTION_PAIR,
+                        masking.SECTION_RTD],
         "Attention": [attention.SECTION_HEATMAPS, attention.SECTION_BERTVIZ, attention.SECTION_INPUT],
         inside.TAB_LABEL: [inside.SECTION_STEPS, inside.SECTION_GRADIENTS],
         "Embeddings": [embeddings.SECTION_POOLING, embeddings.SECTION_WORD],

@@ -43,7 +43,8 @@ REPORT_HELP = (
     "### How good is the approximate index, and does pooling matter?\n"
     "**Recall@k**: the share of the exact top-k that the ANN index also returns (200 queries "
     "from the training sample). **Dot product on unnormalised vectors**: how much of the cosine "
-    "top-k it keeps (long vectors win a dot product whatever their direction). **[CLS] vs "
+    "top-k it keeps (a dot product is the cosine times both lengths, so a longer vector can outrank "
+    "a better-aligned shorter one). **[CLS] vs "
     "mean**: the Embeddings tab's paraphrase groups searched among the whole corpus: a hit when "
     "a sentence of the query's own group is in its top-k."
 )

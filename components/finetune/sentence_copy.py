@@ -53,6 +53,7 @@ DISTILL_HELP = (
     "**Distillation** (DistilBERT's question): does a student learn more from a teacher's **soft "
     "targets** (its whole distribution over the vocabulary at each masked position, softened by a "
     "temperature T) than from the one-hot masked-LM labels alone? Two students with the same random "
-    "initialisation, batches, masks and steps: one on α · T² · KL(teacher ‖ student) + (1 − α) · MLM, "
-    "one on MLM alone; both scored on the same held-out sentences with fixed masks."
+    "initialisation, batches, masks and steps: one on α · T² · KL(teacher ‖ student) + (1 − α) · MLM "
+    "(two of DistilBERT's three terms, without its hidden-state cosine term), one on MLM alone; both "
+    "scored on the same held-out sentences with fixed masks."
 )

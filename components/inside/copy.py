@@ -4,7 +4,8 @@ TAB_LABEL = "Inside one layer"
 
 HELP = """\
 ### Inside one layer: one forward pass, step by step
-Every token gets a **query**, a **key** and a **value**; the scores are **QKᵀ / √d**;
+Every token gets a **query**, a **key** and a **value**; the scores are **QKᵀ / √d_head**
+(d_head: the width of one head's queries and keys);
 **softmax** turns each row into weights; the head's output is the **weighted sum of the
 values**. Then the block: the heads side by side → output projection → add the input and
 normalise → feed-forward → add and normalise. Pick a model, a text, a layer, a head and a
@@ -41,7 +42,7 @@ COMMON_STEPS = (
 
 ROW_HELP = """\
 **The chosen token's row, number by number.** Its query against each key (q·k), divided by
-√d (DeBERTa: the sum of its three terms), softmax over the row, then each weight times the
+√d_head (DeBERTa: the sum of its three terms, divided by √(3·d_head)), softmax over the row, then each weight times the
 value vectors: the last row adds them up, which is the token's output of this head (the
 first dimensions shown)."""
 

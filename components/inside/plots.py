@@ -108,7 +108,7 @@ def step_figure(result, name: str) -> go.Figure:
 
 
 def row_frame(result) -> pd.DataFrame:
-    """The chosen token's row of attention, key by key: q·k, ÷√d (+ mask), softmax, × values."""
+    """The chosen token's row of attention, key by key: q·k, ÷√d_head (+ mask), softmax, × values."""
     p = result.position
     names = {s.name for s in result.all_steps}
     raw = result.step("raw_scores").value[p]

@@ -147,16 +147,22 @@ STEPS = (
         "The variants: one family's idea at a time",
         "RoBERTa, DistilBERT, ALBERT, ELECTRA, DeBERTa and ModernBERT change one or a few of "
         "BERT's choices: the masking, the training task, sharing weights, the attention or the "
-        "positions. This project trained a miniature of each on the same corpus, with the same "
-        "shape and the same number of training tokens, so the differences come from the ideas "
-        "and not from the budget. These are small models trained here on a CPU, not the "
-        "published checkpoints; their scores compare ideas at this size only. Below: their "
-        "learning curves, scores, and one masked sentence through each.",
+        "positions. This project trained a miniature of each on the same corpus for the same "
+        "number of training tokens. Only the tokens are equal: the shapes differ with each "
+        "family's idea (DistilBERT has half the layers, ALBERT's layers share one set of weights, "
+        "ELECTRA trains a generator beside its discriminator), and so do the parameters and the "
+        "FLOPs each token costs (the table's columns). A difference in score mixes an idea with "
+        "what it costs. These are small models trained here on a CPU, not the published "
+        "checkpoints; their scores compare ideas at this size only. Below: their learning curves, "
+        "scores and costs, and one masked sentence through each.",
         "Write your own masked sentence: which miniatures agree?",
-        "ELECTRA's discriminator is trained on every token, BERT only on the 15 % it masked. "
-        "Why does that help with a fixed budget?",
-        "Every token gives a training signal (original or replaced?), so each sentence teaches "
-        "more per step than a loss on 15 % of the positions.",
+        "ELECTRA's discriminator learns from every token, BERT only from the 15 % it masked. "
+        "Do the table's figures show ELECTRA ahead of BERT here?",
+        "No. Its whole-word score (its generator's, the model that fills masks) is below "
+        "mini-bert's, and each of its training tokens cost more FLOPs (a generator and a "
+        "discriminator). ELECTRA's paper measured its advantage after fine-tuning the "
+        "discriminator on downstream tasks, at far larger sizes and budgets: a fill-in-the-blank "
+        "score of a miniature does not measure that, and these figures show no advantage.",
     ),
     Step(
         "pooling-retrieval",
@@ -265,14 +271,16 @@ STEPS = (
     Step(
         "distillation",
         "Distillation: what do soft targets buy?",
-        "DistilBERT's idea: a small **student** learns from a big **teacher**'s outputs, not only "
-        "from the data. At each masked position the teacher gives a whole distribution over the "
-        "vocabulary; softened by a temperature T, it is the student's **soft target**: the loss is "
-        "α · T² · KL(teacher ‖ student) + (1 − α) · MLM. To see what that buys, two students with the "
+        "Knowledge distillation (Hinton et al.; DistilBERT applied it to BERT): a small **student** "
+        "learns from a big **teacher**'s outputs, not only from the data. At each masked position "
+        "the teacher gives a whole distribution over the vocabulary; softened by a temperature T, "
+        "it is the student's **soft target**. The loss here is α · T² · KL(teacher ‖ student) + "
+        "(1 − α) · MLM: two of DistilBERT's three terms, without its cosine term between the "
+        "student's and the teacher's hidden states. To see what that buys, two students with the "
         "**same seed, initial weights, batches and masks** train for the **same steps**: one with "
         "the soft targets, one on masked-LM alone; both are scored on the same held-out sentences. "
-        "The students are tiny and start from random weights (DistilBERT also copied the teacher's "
-        f"layers). This is a short run: {DISTILL_STEPS} steps of 32 sentences per student "
+        "The students are tiny, narrower than the teacher, and start from random weights "
+        f"(DistilBERT also copied the teacher's layers). This is a short run: {DISTILL_STEPS} steps of 32 sentences per student "
         f"({DISTILL_STEPS * 32:,} sentences each), under half a minute on two CPU cores (the teacher "
         "reads every batch too); at this length the students have only begun to learn.",
         "Set α to 1 (soft targets only), or raise the temperature: which student wins now?",

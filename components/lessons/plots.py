@@ -25,6 +25,19 @@ def masking_note(eligible: int, selected_per_epoch: list[int]) -> str:
             f"{len(selected_per_epoch)} epochs (a fresh draw each time): {counts}.")
 
 
+def variants_note(entries) -> str:
+    """What the zoo's runs share (the training tokens) and what they do not (size, FLOPs per token)."""
+    tokens = [e.tokens for e in entries]
+    per_token = {e.key: e.flops / e.tokens for e in entries}
+    params = [e.parameters for e in entries]
+    cheapest, dearest = min(per_token, key=per_token.get), max(per_token, key=per_token.get)
+    return (f"{len(entries)} families trained here on {min(tokens) / 1e6:.1f} M training tokens each; "
+            f"not the same size or cost: {min(params) / 1e6:.2f}–{max(params) / 1e6:.2f} M parameters, "
+            f"{per_token[cheapest] / 1e6:.1f} M (`{cheapest}`) to {per_token[dearest] / 1e6:.1f} M "
+            f"(`{dearest}`) training FLOPs per token. The table says how long and on what. Below: each "
+            "model's top 3 for your sentence.")
+
+
 def loss_note(model_key: str, loss: float, positions: int, arithmetic_text: str) -> str:
     return (f"**Loss = {loss:.4f} nats**: the mean of −log p over the {positions} selected position(s) "
             f"(`{model_key}`).  \n" + arithmetic_text)

@@ -136,8 +136,7 @@ def variants(text: str):
     compared = compare_fill_mask(default_selection(None, "mlm"), text, 3)
     if not entries:
         return error_figure(ZOO_MISSING), None, compare_plots.fill_mask_frame(compared), ZOO_MISSING
-    note = (f"{len(entries)} families trained here under one budget; the table says how long and on "
-            "what. Below: each model's top 3 for your sentence.")
+    note = plots.variants_note(entries)
     return (compare_plots.zoo_curves_figure(entries), compare_plots.zoo_frame(entries),
             compare_plots.fill_mask_frame(compared), note)
 

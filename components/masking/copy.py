@@ -1,5 +1,12 @@
 """The Masking lab tab's text."""
 
+# the tab's sections (sub-tabs), in order
+SECTION_CORRUPT = "Corrupt a text"
+SECTION_LOSS = "The MLM loss"
+SECTION_STATS = "Check the numbers"
+SECTION_PAIR = "Sentence pairs"
+SECTION_RTD = "Replaced tokens"
+
 MASKING_HELP = (
     "## How BERT is pre-trained: masked language modelling\n"
     "Each training sentence is corrupted: every token (never [CLS], [SEP] or padding) is "

@@ -23,7 +23,7 @@ from models import (
 )
 
 from ..shell.common import HEAVY, error_figure, model_choices, quoted, readable_errors, user_error
-from ..shell.deep_links import LinkTarget
+from ..shell.deep_links import LinkTarget, Section
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
 from ..views import arithmetic_copy, arithmetic_plots
@@ -135,82 +135,114 @@ def random_b(seed: float):
 
 
 def build_masking_tab() -> LinkTarget:
+    """The tab's layout and events: the corruption settings on top, shared by the first three
+    sections (sub-tabs: the browser draws only the one on screen); the pair and replaced-token
+    objectives in sections of their own."""
     models = list_models()
-    usable = [m for m in models if m.available]
-    mlm_default = next((m.key for m in models if m.default), usable[0].key if usable else None)
     with gr.Tab("Masking lab", id="masking") as tab:
         gr.Markdown(copy.MASKING_HELP)
-        with gr.Row():
-            with gr.Column(scale=3):
-                text = gr.Textbox(label="Text to corrupt", value=copy.MASKING_EXAMPLE, lines=3,
-                                  max_length=MAX_TEXT_CHARS)
-                model = gr.Dropdown(model_choices(usable, need_mlm=True), value=mlm_default,
-                                    label="Model (its tokenizer cuts the pieces; its MLM head scores the loss: "
-                                          "one marked (no MLM head) only cuts)")
-            with gr.Column(scale=2):
-                rate = gr.Slider(0, 1, value=0.15, step=0.01, label="Selection rate")
-                with gr.Row():
-                    mask = gr.Number(value=0.8, minimum=0, maximum=1, step=RATE_STEP, label="→ [MASK]")
-                    rand = gr.Number(value=0.1, minimum=0, maximum=1, step=RATE_STEP, label="→ random")
-                    keep = gr.Number(value=0.1, minimum=0, maximum=1, step=RATE_STEP, label="→ kept")
-                with gr.Row():
-                    whole_word = gr.Checkbox(value=False, label="Whole-word masking")
-                    mode = gr.Radio(["static", "dynamic"], value="dynamic", label="Across epochs")
-                with gr.Row():
-                    epochs = gr.Slider(1, MAX_EPOCHS, value=3, step=1, label="Epochs")
-                    seed = gr.Number(value=0, precision=0, label="Seed")  # bounds: the core's own named check
-        simulate = gr.Button("Simulate masking", variant="primary")
-        summary = gr.Markdown()
-        strips = gr.HTML(label="What the model sees, epoch by epoch", elem_id="masking-strips")
-        params = [text, model, rate, mask, rand, keep, whole_word, epochs, mode, seed]
-        simulate.click(run_simulation, params, [strips, summary], api_name="simulate_masking")
+        params = _settings(models)
+        text, model, rate, mask, rand, keep, whole_word, epochs, mode, seed = params
+        with gr.Tabs(elem_id="masking-sections"):
+            with gr.Tab(copy.SECTION_CORRUPT, id="masking-corrupt"):
+                simulation = _simulation_section(params)
+            with gr.Tab(copy.SECTION_LOSS, id="masking-loss") as loss_tab:
+                loss_views = _loss_section(params)
+            with gr.Tab(copy.SECTION_STATS, id="masking-stats"):
+                _statistics_section([model, rate, mask, rand, keep, whole_word], seed)
+            with gr.Tab(copy.SECTION_PAIR, id="masking-pair"):
+                build_pair_section(models, random_b)
+            with gr.Tab(copy.SECTION_RTD, id="masking-rtd"):
+                build_rtd_section(models)
+        sections = [Section(copy.SECTION_LOSS.lower(), loss_tab, loss_views)]
+        return LinkTarget("masking-lab", tab, {"text": text, "model": model, "rate": rate, "seed": seed},
+                          [simulation], sections)
 
-        gr.Markdown(copy.LOSS_HELP)
-        with gr.Row():
-            epoch = gr.Number(value=1, precision=0, label="Epoch to score")  # bounds: checked by name below
-            score = gr.Button("Compute the MLM loss")
-            compare = gr.Button("Compare 80/10/10, 100 % [MASK], all kept")
-        explain = gr.Markdown()
-        loss_table = gr.Dataframe(
-            headers=["position", "original", "model saw", "fate", "p(original)", "rank", "-log p (nats)",
-                     "model's top guess"],
-            label="Selected positions", interactive=False,
-        )
-        compare_table = gr.Dataframe(
-            headers=["policy", "selected", "loss (nats)", "top-1 accuracy"],
-            label="Same text, same selection, three policies", interactive=False,
-        )
-        score.click(run_loss, params + [epoch], [loss_table, explain], api_name="masked_lm_loss")
 
-        gr.Markdown(arithmetic_copy.ARITHMETIC_HELP)
-        with gr.Row():
-            source = gr.Radio(arithmetic_copy.ARITHMETIC_SOURCES, value=arithmetic_copy.ARITHMETIC_SOURCES[0],
-                              label="Explain")
-            position = gr.Number(value=0, precision=0,  # bounds: the core's named check
-                                 label="Token position, for a real position (0: the first selected one)")
-            show = gr.Button("Show the arithmetic")
-        arithmetic_text = gr.Markdown(elem_id="arithmetic-text")
-        arithmetic_table = gr.Dataframe(label="Softmax, step by step", interactive=False,
-                                        elem_id="arithmetic-table")
-        show.click(run_arithmetic, params + [epoch, source, position], [arithmetic_table, arithmetic_text],
-                   api_name="explain_loss")
-        compare.click(run_compare, [text, model, rate, whole_word, seed], compare_table, api_name="compare_policies")
+def _settings(models) -> list:
+    """The text, the model and the corruption policy (the first three sections' inputs)."""
+    usable = [m for m in models if m.available]
+    mlm_default = next((m.key for m in models if m.default), usable[0].key if usable else None)
+    with gr.Row():
+        with gr.Column(scale=3):
+            text = gr.Textbox(label="Text to corrupt", value=copy.MASKING_EXAMPLE, lines=3,
+                              max_length=MAX_TEXT_CHARS)
+            model = gr.Dropdown(model_choices(usable, need_mlm=True), value=mlm_default,
+                                label="Model (its tokenizer cuts the pieces; its MLM head scores the loss: "
+                                      "one marked (no MLM head) only cuts)")
+        with gr.Column(scale=2):
+            rate = gr.Slider(0, 1, value=0.15, step=0.01, label="Selection rate")
+            with gr.Row():
+                mask = gr.Number(value=0.8, minimum=0, maximum=1, step=RATE_STEP, label="→ [MASK]")
+                rand = gr.Number(value=0.1, minimum=0, maximum=1, step=RATE_STEP, label="→ random")
+                keep = gr.Number(value=0.1, minimum=0, maximum=1, step=RATE_STEP, label="→ kept")
+            with gr.Row():
+                whole_word = gr.Checkbox(value=False, label="Whole-word masking")
+                mode = gr.Radio(["static", "dynamic"], value="dynamic", label="Across epochs")
+            with gr.Row():
+                epochs = gr.Slider(1, MAX_EPOCHS, value=3, step=1, label="Epochs")
+                seed = gr.Number(value=0, precision=0, label="Seed")  # bounds: the core's own named check
+    return [text, model, rate, mask, rand, keep, whole_word, epochs, mode, seed]
 
-        gr.Markdown(copy.STATS_HELP)
-        with gr.Row():
-            draws = gr.Slider(10, 1000, value=200, step=10, label="Draws")
-            measure = gr.Button("Measure the rates")
-        stats_note = gr.Markdown()
-        stats_plot = gr.Plot(error_figure(copy.STATS_WAITING), label="Configured vs observed rates")
-        measure.click(run_statistics, [model, rate, mask, rand, keep, whole_word, draws, seed],
-                      [stats_plot, stats_note], api_name="masking_statistics", **HEAVY)
 
-        build_pair_section(models, random_b)
-        build_rtd_section(models)
-        views = [
-            (run_simulation, params, [strips, summary]),
-            (run_loss, params + [epoch], [loss_table, explain]),
-            (run_arithmetic, params + [epoch, source, position], [arithmetic_table, arithmetic_text]),
-            (run_compare, [text, model, rate, whole_word, seed], compare_table),
-        ]
-        return LinkTarget("masking-lab", tab, {"text": text, "model": model, "rate": rate, "seed": seed}, views)
+def _simulation_section(params: list) -> tuple:
+    """The token strips, epoch by epoch; returns the section's view (computed on arrival)."""
+    simulate = gr.Button("Simulate masking", variant="primary")
+    summary = gr.Markdown()
+    strips = gr.HTML(label="What the model sees, epoch by epoch", elem_id="masking-strips")
+    simulate.click(run_simulation, params, [strips, summary], api_name="simulate_masking")
+    return run_simulation, params, [strips, summary]
+
+
+def _loss_section(params: list) -> list:
+    """The loss at the selected positions, the three policies, and the softmax's arithmetic at
+    one position; returns the section's views (computed when it is opened)."""
+    text, model, rate, _, _, _, whole_word, _, _, seed = params
+    gr.Markdown(copy.LOSS_HELP)
+    with gr.Row():
+        epoch = gr.Number(value=1, precision=0, label="Epoch to score")  # bounds: checked by name below
+        score = gr.Button("Compute the MLM loss")
+        compare = gr.Button("Compare 80/10/10, 100 % [MASK], all kept")
+    explain = gr.Markdown()
+    loss_table = gr.Dataframe(
+        headers=["position", "original", "model saw", "fate", "p(original)", "rank", "-log p (nats)",
+                 "model's top guess"],
+        label="Selected positions", interactive=False,
+    )
+    compare_table = gr.Dataframe(
+        headers=["policy", "selected", "loss (nats)", "top-1 accuracy"],
+        label="Same text, same selection, three policies", interactive=False,
+    )
+    score.click(run_loss, params + [epoch], [loss_table, explain], api_name="masked_lm_loss")
+
+    gr.Markdown(arithmetic_copy.ARITHMETIC_HELP)
+    with gr.Row():
+        source = gr.Radio(arithmetic_copy.ARITHMETIC_SOURCES, value=arithmetic_copy.ARITHMETIC_SOURCES[0],
+                          label="Explain")
+        position = gr.Number(value=0, precision=0,  # bounds: the core's named check
+                             label="Token position, for a real position (0: the first selected one)")
+        show = gr.Button("Show the arithmetic")
+    arithmetic_text = gr.Markdown(elem_id="arithmetic-text")
+    arithmetic_table = gr.Dataframe(label="Softmax, step by step", interactive=False,
+                                    elem_id="arithmetic-table")
+    show.click(run_arithmetic, params + [epoch, source, position], [arithmetic_table, arithmetic_text],
+               api_name="explain_loss")
+    compare_inputs = [text, model, rate, whole_word, seed]
+    compare.click(run_compare, compare_inputs, compare_table, api_name="compare_policies")
+    return [
+        (run_loss, params + [epoch], [loss_table, explain]),
+        (run_arithmetic, params + [epoch, source, position], [arithmetic_table, arithmetic_text]),
+        (run_compare, compare_inputs, compare_table),
+    ]
+
+
+def _statistics_section(policy: list, seed) -> None:
+    """Observed vs configured rates over many draws (on request: a longer job)."""
+    gr.Markdown(copy.STATS_HELP)
+    with gr.Row():
+        draws = gr.Slider(10, 1000, value=200, step=10, label="Draws")
+        measure = gr.Button("Measure the rates")
+    stats_note = gr.Markdown()
+    stats_plot = gr.Plot(error_figure(copy.STATS_WAITING), label="Configured vs observed rates")
+    measure.click(run_statistics, policy + [draws, seed], [stats_plot, stats_note],
+                  api_name="masking_statistics", **HEAVY)

@@ -14,8 +14,10 @@ PRETRAIN_HELP = (
     "stage also on sentences of common facts and everyday scenes written by this project (each "
     "probe's fact stated there only in other words); see "
     "weights/minilm-mlm/MODEL_CARD.md. Below: its loss curve, its accuracy on held-out sentences it never saw, and "
-    "what it guessed for a few probe sentences as training went on: from frequent "
-    "tokens, to grammatical words, to sensible ones."
+    "what it guessed for a few probe sentences as training went on: at step 0 unrelated words (its new "
+    "head starts random); after 30 steps the most frequent tokens, “,” “.” and “the”, in every blank; "
+    "by step 300 nouns in four of its six blanks (“wall”, “night”, “food”, “person”), fitting or not; "
+    "later the answers that fit (“paris” for the capital of France from step 17,139 on)."
 )
 
 TRAIN_NOW_HELP = (

@@ -12,7 +12,7 @@ what the model returned (``output_attentions``, ``hidden_states``, the logits) a
 comparison is returned as a ``StepCheck``.
 
 The attention scores exist only in transformers' "eager" attention: the default SDPA
-kernel computes softmax(QKᵀ/√d)V in one fused call and never builds them. The model is
+kernel computes softmax(QKᵀ/√d_head)V in one fused call and never builds them. The model is
 therefore loaded with ``attn_implementation="eager"`` (same weights, same outputs).
 """
 

@@ -58,6 +58,7 @@ def test_attention_causal_and_input_embeddings(page):
 
 def test_masking_lab_arithmetic(page):
     page.get_by_role("tab", name="Masking lab").click()
+    open_section(page, "The MLM loss")
     page.get_by_role("button", name="Show the arithmetic", exact=True).click()
     text = page.locator("#arithmetic-text")
     expect(text).to_contain_text("0.7468", timeout=SLOW_TIMEOUT)

@@ -160,14 +160,18 @@ def test_hostile_link_shows_a_note_and_nothing_injected(page, app_server):
 # each tab's main view (the rest of its charts: data, or a message saying which button fills them)
 ARRIVAL = {
     "Fill-mask": "#fill-mask-table", "Lessons": ".lesson-encoder-vs-decoder", "Why this guess": "#attribution-table",
-    "Masking lab": "#arithmetic-table", "Attention": "#attention-heatmap",
+    "Masking lab": "#masking-strips", "Attention": "#attention-heatmap",
     "Inside one layer": "#inside-checks", "Embeddings": "#embeddings-summary",
     "Compare": "#compare-fill-mask", "Pre-training": None, "Fine-tuning & search": "#search-note", "Models": None,
 }
 
 
-# sections whose view waits for its button (bertviz draws on request; timing is a longer job)
-BY_BUTTON = {"bertviz", "Speed vs length"}
+# sections whose view waits for its button (bertviz draws on request; timing and the masking
+# rates are longer jobs)
+BY_BUTTON = {"bertviz", "Speed vs length", "Check the numbers"}
+# views of text or HTML, no chart or table (a tab's first section by the tab's name): the element
+# that shows them
+TEXT_VIEWS = {"Masking lab": "#masking-strips .tok", "Sentence pairs": "#masking-pair-answer"}
 
 
 def test_every_tab_shows_a_result_on_arrival(page):
@@ -184,7 +188,9 @@ def test_every_tab_shows_a_result_on_arrival(page):
         for section in [""] + sections_of(name)[1:]:  # then each further section as it opens
             if section:
                 open_section(page, section)
-            if section not in BY_BUTTON:
+            if (section or name) in TEXT_VIEWS:
+                expect(page.locator(TEXT_VIEWS[section or name]).first).not_to_be_empty(timeout=SLOW_TIMEOUT)
+            elif section not in BY_BUTTON:
                 wait_computed(panel)
             for plot in [p for p in panel.locator(".js-plotly-plot").all() if p.is_visible()]:
                 # no empty chart: data, or a message saying which button fills it
@@ -197,6 +203,7 @@ def test_every_tab_shows_a_result_on_arrival(page):
 def test_copy_link_writes_the_view_on_screen(page, app_server, browser):
     open_link(page, app_server, "Attention", tab="attention", text="Rivers have banks.", text_pair="", layer=1, head=4)
     expect(page.locator("#attention-heatmap .gtitle")).to_contain_text("layer 1, head 4", timeout=SLOW_TIMEOUT)
+    page.get_by_role("button", name="Link to this view").click()  # the folded link bar, opened
     page.get_by_role("button", name="Copy link to this view", exact=True).click()
     box = page.locator("#view-link textarea, #view-link input").first
     expect(box).to_have_value(re.compile(r"^http://127\.0\.0\.1:\d+/\?tab=attention&"), timeout=SLOW_TIMEOUT)

@@ -378,8 +378,8 @@ def open_tab(page, name: str) -> None:
 ACTIONS = {
     "Fill-mask": ["Generate with an encoder"],
     "Why this guess": ["Explain this guess"],
-    "Masking lab": ["Simulate masking", "Compute the MLM loss", "Show the arithmetic",
-                    "Score the pair", "Detect replaced tokens"],
+    "Masking lab": ["Simulate masking", "The MLM loss › Compute the MLM loss", "The MLM loss › Show the arithmetic",
+                    "Sentence pairs › Score the pair", "Replaced tokens › Detect replaced tokens"],
     "Attention": ["bertviz › Draw with bertviz", "Token + position + segment › Show token + position + segment"],
     "Embeddings": ["Compare [CLS], mean and max pooling",
                    "One word across the layers › Trace the word through the layers"],

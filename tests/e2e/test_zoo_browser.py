@@ -10,8 +10,10 @@ from helpers import TIMEOUT, open_section, screenshot
 
 def test_masking_lab_heads_open_computed(page):
     page.get_by_role("tab", name="Masking lab").click()
+    open_section(page, "Sentence pairs")
     expect(page.locator("#masking-pair-answer")).to_contain_text("P(IsNext)", timeout=TIMEOUT)
     expect(page.locator("#masking-pair-answer")).to_contain_text("held-out pairs")
+    open_section(page, "Replaced tokens")
     tokens = page.locator("#masking-rtd-view .rtd-token")
     expect(tokens.first).to_be_visible(timeout=TIMEOUT)
     page.get_by_label("Sentence", exact=True).fill('The <b onmouseover="window.__x=1">chef</b> sang.')

@@ -44,6 +44,7 @@ def test_a_tabs_further_sections_are_computed_after_every_default_view(demo):
 
 
 @pytest.mark.parametrize("section, shown, outer", [
+    ("The MLM loss", "arithmetic-table", "Masking lab"),
     ("Token + position + segment", "input-embeddings-summary", "Attention"),
     ("One word across the layers", "word-summary", "Embeddings"),
     ("Gradients under MLM", "inside-gradient-note", "Inside one layer"),
@@ -63,8 +64,9 @@ def test_selecting_a_section_computes_its_view_and_opening_its_tab_does_not(demo
     assert shown not in outputs_of(tab(outer))  # the tab opens without drawing it
 
 
-SECTIONS = {"attention: token + position + segment", "inside-one-layer: gradients under mlm",
-            "embeddings: one word across the layers", "compare: what they know"}
+SECTIONS = {"masking-lab: the mlm loss", "attention: token + position + segment",
+            "inside-one-layer: gradients under mlm", "embeddings: one word across the layers",
+            "compare: what they know"}
 
 
 # Built on first use by embedding the whole search corpus: minutes on a busy 2-core machine.

@@ -60,7 +60,7 @@ def test_every_step_matches_transformers(key):
     result = forward_steps(key, TEXT, layer=layers - 1, head=heads - 1)
     assert result.tokens == tuple(tokenizer.convert_ids_to_tokens(enc["input_ids"][0]))
     assert (result.num_layers, result.num_heads) == (layers, heads)
-    # recomputed softmax(QKᵀ/√d + mask) == output_attentions
+    # recomputed softmax(QKᵀ/√d_head + mask) == output_attentions
     _close(result.step("weights").value, out.attentions[-1][0, -1])
     assert np.allclose(result.step("weights").value.sum(-1), 1, atol=1e-5)
     # the layer's output == hidden_states[layer + 1] (ModernBERT: after its final norm)
