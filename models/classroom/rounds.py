@@ -21,6 +21,7 @@ by every process of the app; rounds opened more than a day ago are deleted.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import time
 from dataclasses import dataclass
@@ -143,11 +144,17 @@ def round_results(code: str) -> RoundResults:
         expires_at=float(row["expires"]), students=sum(n for _, n in counts),
         counts={s.guess: s.students for s in shown},
         hidden_students=sum(s.students for s in scores if s.guess in hidden), guesses=tuple(shown),
-        model_top=fill_mask(spec, row["text"], top_k=MODEL_TOP_K).masks[0].predictions,
+        model_top=_model_top(spec, row["text"]),
         favourite=favourite.guess if favourite else None, favourite_rank=favourite.rank if favourite else None,
         mean_nll=sum(s.nll * s.students for s in scored) / n_scored if n_scored else None,
         scored_students=n_scored, out_of_vocabulary=tuple(s.guess for s in shown if not s.in_vocabulary),
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _model_top(spec, text: str) -> tuple[Prediction, ...]:
+    """The model's top-k for a round's blank, once per process (every page of a class asks)."""
+    return fill_mask(spec, text, top_k=MODEL_TOP_K).masks[0].predictions
 
 
 def close_round(code: str, teacher_token: str) -> RoundResults:
