@@ -112,7 +112,7 @@ class AppConfig:
                 self.events[event.api_name] = event
             for target, kind in dep["targets"]:
                 self.on_trigger.setdefault((target, kind), []).append(event)
-            if dep.get("trigger_after") is not None:
+            if dep.get("trigger_after") is not None and dep.get("backend_fn", True):  # a js-only step runs in the page
                 self.after.setdefault(dep["trigger_after"], []).append(event)
 
     def event(self, api_name: str) -> Event:

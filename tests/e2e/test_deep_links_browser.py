@@ -163,11 +163,13 @@ ARRIVAL = {
     "Masking lab": "#arithmetic-table", "Attention": "#attention-heatmap",
     "Inside one layer": "#inside-checks", "Embeddings": "#embeddings-summary",
     "Compare": "#compare-fill-mask", "Pre-training": None, "Fine-tuning & search": "#search-note", "Models": None,
+    "Class": "#class-status",
 }
 
 
-# sections whose view waits for its button (bertviz draws on request; timing is a longer job)
-BY_BUTTON = {"bertviz", "Speed vs length"}
+# sections whose view waits for its button (bertviz draws on request; timing is a longer job; a
+# class round's chart is drawn once the teacher opens a round)
+BY_BUTTON = {"bertviz", "Speed vs length", "Class"}
 
 
 def test_every_tab_shows_a_result_on_arrival(page):
@@ -184,7 +186,7 @@ def test_every_tab_shows_a_result_on_arrival(page):
         for section in [""] + sections_of(name)[1:]:  # then each further section as it opens
             if section:
                 open_section(page, section)
-            if section not in BY_BUTTON:
+            if (section or name) not in BY_BUTTON:
                 wait_computed(panel)
             for plot in [p for p in panel.locator(".js-plotly-plot").all() if p.is_visible()]:
                 # no empty chart: data, or a message saying which button fills it
