@@ -31,6 +31,7 @@ from . import copy, plots
 
 ROUNDS = {"concurrency_id": "class-rounds", "concurrency_limit": 8}  # quick reads and writes of the store
 CSV_FOLDER = TEMP / "encoder-lab-rounds"
+CSV_KEEP = 256  # the newest files (one per state of a round), every round together: the folder stays bounded
 
 
 def round_link(request: gr.Request | None, code: str) -> str:
@@ -42,12 +43,18 @@ def round_link(request: gr.Request | None, code: str) -> str:
 
 
 def teacher_view(results, request: gr.Request | None) -> tuple:
-    """(board, link, status, chart, hide picker, timer, shown): the round as the teacher sees it."""
+    """(board, link, status, chart, hide picker, CSV, timer, shown): the round as the teacher sees it."""
     reveal = results.revealed
     return (plots.board_html(results.code), round_link(request, results.code),
             plots.status_markdown(results, reveal), plots.round_figure(results, reveal),
-            gr.Dropdown(choices=list(results.counts), value=None), gr.Timer(active=results.accepting),
-            _signature(results))
+            gr.Dropdown(choices=list(results.counts), value=None), round_csv(results),
+            gr.Timer(active=results.accepting), _signature(results))
+
+
+def round_csv(results) -> str:
+    """The round as a CSV file (``plots.round_frame``), the path the export button downloads."""
+    data = plots.round_frame(results).to_csv(index=False).encode("utf-8")
+    return kept_file(data, CSV_FOLDER, "round", ".csv", CSV_KEEP)
 
 
 def _signature(results) -> str:
@@ -55,7 +62,8 @@ def _signature(results) -> str:
 
 
 def _nothing(status: str = "") -> tuple:
-    return (gr.skip(), gr.skip(), status or gr.skip(), gr.skip(), gr.skip(), gr.Timer(active=False), gr.skip())
+    return (gr.skip(), gr.skip(), status or gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.Timer(active=False),
+            gr.skip())
 
 
 def start_class_round(text: str, model_key: str, minutes, request: gr.Request):
@@ -74,7 +82,7 @@ def refresh_round(teacher, shown: str, request: gr.Request):
     except EncoderLabError as exc:  # deleted (a day old) or never here: say so, stop the timer
         return _nothing(escape(str(exc)))
     if _signature(results) == shown:
-        return _nothing()[:5] + (gr.Timer(active=results.accepting), gr.skip())
+        return _nothing()[:6] + (gr.Timer(active=results.accepting), gr.skip())
     return teacher_view(results, request)
 
 
@@ -90,14 +98,6 @@ def teacher_act(action, task: str):
 
 def hide_chosen(teacher, guess, request: gr.Request):
     return teacher_act(lambda code, token: hide_guess(code, token, guess), "Hiding a guess")(teacher, request)
-
-
-def export_csv(teacher):
-    with readable_errors("Exporting the round"):
-        if not teacher:
-            raise EncoderLabError(copy.NO_ROUND)
-        frame = plots.round_frame(round_results(teacher["code"]))
-        return kept_file(frame.to_csv(index=False).encode("utf-8"), CSV_FOLDER, f"round-{teacher['code']}", ".csv", 64)
 
 
 def build_class_tab() -> LinkTarget:
@@ -120,13 +120,12 @@ def build_class_tab() -> LinkTarget:
         with gr.Row():
             reveal = gr.Button(copy.REVEAL, variant="primary")
             close = gr.Button(copy.CLOSE)
-            export = gr.Button(copy.EXPORT)
-        csv_file = gr.File(label="Round as CSV", interactive=False)
+            export = gr.DownloadButton(copy.EXPORT, value=None)
         timer = gr.Timer(1.0, active=False)
         teacher = browser_state(None, "encoder-lab-class-teacher")
         shown = gr.State("")  # what the screen shows (a signature): a tick that finds it again sends nothing
         anew = gr.State("")  # the tab's arrival draws the round whatever the screen held
-    view = [board, link, status, chart, hide_pick, timer, shown]
+    view = [board, link, status, chart, hide_pick, export, timer, shown]
     start.click(start_class_round, [text, model, minutes], [teacher, *view], api_name="class_open",
                 api_visibility="private", **ROUNDS)
     timer.tick(refresh_round, [teacher, shown], view, api_name="class_refresh", api_visibility="private", **ROUNDS)
@@ -134,7 +133,6 @@ def build_class_tab() -> LinkTarget:
     reveal.click(teacher_act(reveal_round, "Revealing the answer"), teacher, view, api_visibility="private", **ROUNDS)
     close.click(teacher_act(close_round, "Closing the round"), teacher, view, api_visibility="private", **ROUNDS)
     hide.click(hide_chosen, [teacher, hide_pick], view, api_visibility="private", **ROUNDS)
-    export.click(export_csv, teacher, csv_file, api_visibility="private", **ROUNDS)
     return LinkTarget("class", tab)
 
 
