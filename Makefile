@@ -9,7 +9,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 EMBEDDED := .cache/models/.installed
 OVERLAY  := $(wildcard weights/minilm-mlm/trained.safetensors)
 
-.PHONY: run test setup setup-test plotly-bundle chromium nginx tcmalloc serve-replicas screenshots clean gpu-check gpu-pack
+.PHONY: run test setup setup-test plotly-bundle chromium nginx postgresql tcmalloc serve-replicas screenshots clean gpu-check gpu-pack
 
 run: setup
 	$(PY) app.py
@@ -19,7 +19,7 @@ test: setup-test
 
 setup: $(VENV)/.runtime-installed $(EMBEDDED)
 
-setup-test: setup $(VENV)/.test-installed chromium tcmalloc nginx
+setup-test: setup $(VENV)/.test-installed chromium tcmalloc nginx postgresql
 
 # Refresh the README's pictures: the browser tests take them, a script copies them.
 screenshots: setup-test
@@ -70,6 +70,13 @@ nginx:
 	@command -v nginx >/dev/null 2>&1 || { \
 	  $(SUDO) apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q nginx; }
+
+# Debian's PostgreSQL, for the class rounds' PostgreSQL tests (each starts a throwaway cluster,
+# run as the postgres user, in a temporary folder; nothing is started at install).
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q postgresql; }
 
 # N app processes behind nginx with sticky sessions (README: "More than one process").
 N ?= 2

@@ -21,6 +21,8 @@ from components.shell import copy
 from components.attention.tab import build_attention_tab
 from components.attribution.tab import build_attribution_tab
 from components.shell.blocks import EncoderLabBlocks
+from components.class_rounds.round_page import build_round_page, wire_round_page
+from components.class_rounds.tab import build_class_tab
 from components.compare.tab import build_compare_tab
 from components.shell.deep_links import build_link_bar, wire_links
 from components.embeddings.tab import build_embeddings_tab
@@ -43,23 +45,27 @@ ASSETS = Path(__file__).resolve().parent / "assets"
 def build_demo() -> gr.Blocks:
     """The whole app as a ``gr.Blocks``, not launched."""
     with EncoderLabBlocks(title=copy.TITLE, analytics_enabled=False) as demo:
-        gr.Markdown(copy.INTRO, elem_id="app-header")
-        link_bar = build_link_bar()
-        with gr.Tabs(overflow_behavior="wrap") as tabs:  # eleven tabs: every one stays in sight
-            targets = [
-                build_fill_mask_tab(),
-                build_lessons_tab(),
-                build_attribution_tab(),
-                build_masking_tab(),
-                build_attention_tab(),
-                build_inside_tab(),
-                build_embeddings_tab(),
-                build_compare_tab(),
-                build_pretrain_tab(),
-                build_finetune_tab(),
-                build_models_tab(),
-            ]
+        with gr.Column(elem_id="lab-main"):  # hidden on a class round's link (?round=CODE)
+            gr.Markdown(copy.INTRO, elem_id="app-header")
+            link_bar = build_link_bar()
+            with gr.Tabs(overflow_behavior="wrap") as tabs:  # twelve tabs: every one stays in sight
+                targets = [
+                    build_fill_mask_tab(),
+                    build_lessons_tab(),
+                    build_attribution_tab(),
+                    build_masking_tab(),
+                    build_attention_tab(),
+                    build_inside_tab(),
+                    build_embeddings_tab(),
+                    build_compare_tab(),
+                    build_pretrain_tab(),
+                    build_finetune_tab(),
+                    build_models_tab(),
+                    build_class_tab(),
+                ]
+        round_page = build_round_page()
         wire_links(demo, tabs, targets, *link_bar)
+        wire_round_page(demo, round_page)
     demo.first_views = first_views(targets)  # computed in the background after start-up (main)
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo

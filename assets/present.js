@@ -432,6 +432,8 @@
     startedAt = performance.now();
     setTimeout(schedule, WARM_AFTER_MS + 50); // the page may have gone quiet before then
     if (queryFlag("projector")) root.classList.add(PROJECTOR);
+    // a class round's link (?round=CODE): the page shows the round alone (assets/style.css)
+    if (new URLSearchParams(window.location.search).has("round")) root.classList.add("el-round-page");
     buildBar();
     if (queryFlag("dark")) setDark(true);
     new MutationObserver(schedule).observe(document.body, { childList: true, subtree: true });

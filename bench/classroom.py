@@ -112,7 +112,7 @@ class AppConfig:
                 self.events[event.api_name] = event
             for target, kind in dep["targets"]:
                 self.on_trigger.setdefault((target, kind), []).append(event)
-            if dep.get("trigger_after") is not None:
+            if dep.get("trigger_after") is not None and dep.get("backend_fn", True):  # a js-only step runs in the page
                 self.after.setdefault(dep["trigger_after"], []).append(event)
 
     def event(self, api_name: str) -> Event:
@@ -176,6 +176,7 @@ class Page:
         self.stream: asyncio.Task | None = None
         self.busy: dict[int, asyncio.Task] = {}  # always_last: the request out per event
         self.next_data: dict[int, list] = {}  # always_last: the latest data to send next
+        self.query = ""  # the page's own query string ("?round=K7MXQA"), which the page adds to each join
 
     async def call(self, event: Event, data: list, name: str | None = None) -> list | None:
         """One request as the page sends it; its answer's data, or None on an error (recorded
@@ -196,7 +197,8 @@ class Page:
             answer = asyncio.get_running_loop().create_future()
             started: list[float] = []
             self.stats.http_requests += 1
-            resp = await self.http.post(f"{self.app.prefix}/queue/join", json=body, headers=self.headers)
+            resp = await self.http.post(f"{self.app.prefix}/queue/join{self.query}", json=body,
+                                        headers=self.headers)
             self.stats.seen(self.session, resp)
             resp.raise_for_status()
             event_id = resp.json()["event_id"]

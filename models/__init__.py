@@ -124,6 +124,20 @@ from .tasks.live_training import background_runs, live_heads, run_owner, stop_li
 from .tasks.pair_heads import PairClassification, classify_pair, list_pair_tasks, train_pair_classifier
 from .tasks.span_heads import SpanAnswer, SpanHeadResult, answer_span, train_span_head
 from .validation import MAX_TEXT_CHARS
+from .classroom.checks import MAX_GUESS_CHARS
+from .classroom.rounds import (
+    MODEL_TOP_K,
+    GuessReceipt,
+    RoundResults,
+    RoundTicket,
+    close_round,
+    hide_guess,
+    open_round,
+    reveal_round,
+    round_results,
+    submit_guess,
+)
+from .classroom.scoring import GuessScore
 
 __all__ = [
     "CLASS_ATTRIBUTION_METHODS",
@@ -274,4 +288,16 @@ __all__ = [
     "SpanHeadResult",
     "answer_span",
     "train_span_head",
+    "MAX_GUESS_CHARS",
+    "MODEL_TOP_K",
+    "GuessReceipt",
+    "GuessScore",
+    "RoundResults",
+    "RoundTicket",
+    "close_round",
+    "hide_guess",
+    "open_round",
+    "reveal_round",
+    "round_results",
+    "submit_guess",
 ]

@@ -34,6 +34,7 @@ TAB_PICTURES = {
     "pre-training": "pretrain",
     "fine-tuning-search": "finetune",
     "models": "arrival-models",
+    "class": "class-round",
 }
 assert list(TAB_PICTURES) == [tab.slug for tab in TABS], "one README picture per tab, in the tabs' order"
 PICTURES = {**TAB_PICTURES, "attention-bertviz": "attention-bertviz-head"}

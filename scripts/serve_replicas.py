@@ -72,16 +72,11 @@ class Replicas:
             folder = self.directory / "tmp" / name
             folder.mkdir(parents=True, exist_ok=True)
             folder.chmod(0o777)  # nginx's workers drop to an unprivileged user when started as root
-        threads = max(1, (os.cpu_count() or 1) // self.replicas)
         out = subprocess.DEVNULL if self.quiet else None
         try:
             for i in range(self.replicas):
-                port = free_port()
-                env = {**os.environ, "ENCODER_LAB_REPLICA": str(i), "OMP_NUM_THREADS": str(threads)}
-                self.apps.append(subprocess.Popen(
-                    [sys.executable, "app.py", "--port", str(port), "--device", self.device, *self.app_args],
-                    cwd=REPO, env=env, stdout=out, stderr=out))
-                self.ports.append(port)
+                self.ports.append(free_port())
+                self.apps.append(self._spawn(i))
             for port, app in zip(self.ports, self.apps):
                 wait_for_http(f"http://127.0.0.1:{port}/", timeout_s=300, proc=app)
             conf = self.directory / "nginx.conf"
@@ -95,6 +90,22 @@ class Replicas:
             self.stop()
             raise
         return self.url
+
+    def _spawn(self, i: int) -> subprocess.Popen:
+        """Replica ``i``'s app process on its port (each with its share of the CPU threads)."""
+        threads = max(1, (os.cpu_count() or 1) // self.replicas)
+        out = subprocess.DEVNULL if self.quiet else None
+        env = {**os.environ, "ENCODER_LAB_REPLICA": str(i), "OMP_NUM_THREADS": str(threads)}
+        return subprocess.Popen(
+            [sys.executable, "app.py", "--port", str(self.ports[i]), "--device", self.device, *self.app_args],
+            cwd=REPO, env=env, stdout=out, stderr=out)
+
+    def restart(self, i: int) -> None:
+        """Stop replica ``i`` and start it again on the same port (nginx keeps sending to it)."""
+        self.apps[i].terminate()
+        self.apps[i].wait(timeout=30)
+        self.apps[i] = self._spawn(i)
+        wait_for_http(f"http://127.0.0.1:{self.ports[i]}/", timeout_s=300, proc=self.apps[i])
 
     def stop(self) -> None:
         """nginx first (no new requests), then each replica; each waited for."""

@@ -25,6 +25,10 @@ if not hub_opted_in():
 # Runs kept on disk (models/runtime/run_store.py) start empty for every session: a test that
 # trains a lesson's run trains it, whatever an earlier session or the app left in .cache.
 os.environ.setdefault("ENCODER_LAB_RUNS_DIR", tempfile.mkdtemp(prefix="encoder-lab-runs-kept-"))
+# Class rounds (models/classroom/store.py) in a database of the session's own, which every app
+# the tests start shares (as the replicas of `make serve-replicas` share theirs).
+os.environ.setdefault("ENCODER_LAB_ROUNDS_DB",
+                      f"sqlite:///{tempfile.mkdtemp(prefix='encoder-lab-rounds-')}/rounds.sqlite3")
 
 
 def pytest_configure(config):
@@ -64,6 +68,30 @@ def half_precision(monkeypatch):
     loading.clear_cache()  # the stand-ins, and the results computed in float32
     yield
     loading.clear_cache()  # the stand-ins, and the results computed in float16
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throwaway PostgreSQL server (Debian's, run as the postgres user) for the session."""
+    from postgres_cluster import postgres_bin, postgres_cluster
+
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed (make postgresql)")
+    with postgres_cluster() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def rounds_db(request, tmp_path, monkeypatch) -> str:
+    """Class rounds in a new, empty database: a SQLite file, or a database on ``postgres_server``."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'rounds.sqlite3'}"
+    else:
+        from postgres_cluster import fresh_database
+
+        url = fresh_database(request.getfixturevalue("postgres_server"))
+    monkeypatch.setenv("ENCODER_LAB_ROUNDS_DB", url)
+    return url
 
 
 @pytest.fixture(scope="session")

@@ -186,7 +186,7 @@ def wire_links(demo: gr.Blocks, tabs: gr.Tabs, targets: list[LinkTarget], note, 
         for slug, name, comp in link_inputs:
             if slug == view.tab and name in view.values:
                 out[id(comp)] = shown[id(comp)] = _value(name, view.values[name])
-        if view.tab == DEFAULT_TAB:
+        if view.tab == DEFAULT_TAB and "round" not in params:  # a class round's page shows the round alone
             answers = landing.run([shown[id(block)] for block in landing.inputs])
             out.update({id(block): a for block, a in zip(landing.outputs, answers) if not _skipped(a)})
         return tuple(out.get(id(block), gr.skip()) for block in load_outputs)

@@ -49,6 +49,7 @@ TABS = (
     TabLink("pre-training", "pretrain", "Pre-training"),
     TabLink("fine-tuning-search", "finetune", "Fine-tuning & search"),
     TabLink("models", "models", "Models"),
+    TabLink("class", "class", "Class"),
 )
 DEFAULT_TAB = TABS[0].slug  # the tab the page opens on
 
@@ -85,9 +86,11 @@ TAB_PARAMS: dict[str, tuple[Param, ...]] = {
     "fine-tuning-search": (TEXT, Param("model", "model"), Param("pooling", "choice", choices=("mean", "cls")),
                            Param("k", "int", 1, 50)),
     "models": (),
+    "class": (),
 }
 # Read elsewhere or chosen before the tab: never reported as unknown.
-GLOBAL_PARAMS = ("tab", "lesson", "projector", "dark")  # the last two: read by assets/present.js
+# "projector", "dark": read by assets/present.js; "round": a class round's page (components/class_rounds)
+GLOBAL_PARAMS = ("tab", "lesson", "projector", "dark", "round")
 CAPABILITY_WORDS = {"mlm": "a trained MLM head", "attention": "attention weights"}
 
 

@@ -22,6 +22,7 @@ import torch
 
 from ..errors import CapabilityError, InputError
 from ..registry import catalogue
+from ..registry.spec import ModelSpec
 from ..runtime.batching import MicroBatcher
 from ..runtime.loading import LoadedModel, check_token_count, load_model, require_head
 from ..runtime.cpu import cpu_vendor
@@ -55,7 +56,7 @@ class _Encoded:
     model_text: str
 
 
-def fill_mask(model_key: str, text: str, top_k: int = 5, causal: bool = False) -> FillMaskResult:
+def fill_mask(model_key: str | ModelSpec, text: str, top_k: int = 5, causal: bool = False) -> FillMaskResult:
     """One entry per mask, in text order, each with its top-k (token, score), best first.
 
     Scores are probabilities: the softmax over the whole vocabulary at that position.
@@ -66,7 +67,7 @@ def fill_mask(model_key: str, text: str, top_k: int = 5, causal: bool = False) -
     Raises ``EncoderLabError`` subclasses on bad input (unknown model, a model with no MLM
     head, empty text, no mask, too many masks, text too long, top_k out of range).
     """
-    spec = catalogue.get_spec(model_key)  # the request's one look-up: the spec travels down
+    spec = catalogue.resolve(model_key)  # the request's one look-up (or a caller's): the spec travels down
     require_head(spec, "mlm")  # before any work on the text
     causal = check_bool(causal, "causal")
     if causal:
@@ -122,6 +123,12 @@ def _forward(loaded: LoadedModel, encoded: _Encoded, causal: bool = False) -> to
     inputs = {k: v.to(loaded.device) for k, v in encoded.inputs.items()}
     inputs = with_causal_mask(loaded.model, inputs)
     return masked_logits(loaded.model, inputs, encoded.positions).float().cpu()
+
+
+def mask_logits(loaded: LoadedModel, encoded: _Encoded) -> torch.Tensor:
+    """(masks, vocab) float32 CPU logits at the masks of an ``encode_masks`` result: the forward
+    fill-mask runs (shared with concurrent requests), for callers that need the whole distribution."""
+    return _forward(loaded, encoded)
 
 
 def _forward_batch(requests: list[tuple[LoadedModel, _Encoded]]) -> list[torch.Tensor]:

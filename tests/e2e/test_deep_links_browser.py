@@ -163,12 +163,13 @@ ARRIVAL = {
     "Masking lab": "#masking-strips", "Attention": "#attention-heatmap",
     "Inside one layer": "#inside-checks", "Embeddings": "#embeddings-summary",
     "Compare": "#compare-fill-mask", "Pre-training": None, "Fine-tuning & search": "#search-note", "Models": None,
+    "Class": "#class-status",
 }
 
 
 # sections whose view waits for its button (bertviz draws on request; timing and the masking
-# rates are longer jobs)
-BY_BUTTON = {"bertviz", "Speed vs length", "Check the numbers"}
+# rates are longer jobs; a class round's chart is drawn once the teacher opens a round)
+BY_BUTTON = {"bertviz", "Speed vs length", "Check the numbers", "Class"}
 # views of text or HTML, no chart or table (a tab's first section by the tab's name): the element
 # that shows them
 TEXT_VIEWS = {"Masking lab": "#masking-strips .tok", "Sentence pairs": "#masking-pair-answer"}

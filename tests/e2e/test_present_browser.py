@@ -33,7 +33,7 @@ from helpers import ARTIFACTS, TIMEOUT, open_section, screenshot, sections_of, s
 
 AXE_DIR = Path(__file__).resolve().parent / "axe"
 TABS = ["Fill-mask", "Lessons", "Why this guess", "Masking lab", "Attention", "Inside one layer", "Embeddings", "Compare",
-        "Pre-training", "Fine-tuning & search", "Models"]
+        "Pre-training", "Fine-tuning & search", "Models", "Class"]
 
 # Serious / critical axe findings that cannot be fixed from this app, as (rule id, CSS
 # selector of the node). Empty: every finding is fixed (theme colours, the grid image's alt

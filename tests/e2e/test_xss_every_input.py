@@ -95,3 +95,28 @@ def test_payload_stays_text_everywhere(page_on_own_app):
         screenshot(page, f"xss-{slug}")
     assert clicked >= 20, clicked  # the sweep reached the actions, not only the boxes
     assert page.external_requests == []
+
+
+def test_payload_stays_text_on_a_class_rounds_page(page, app_server):
+    """A round's page (?round=CODE): the teacher's sentence and a student's guess are the payload."""
+    from components.class_rounds import copy as class_copy
+    from helpers import MLM_KEY
+    from models import open_round, reveal_round, submit_guess
+
+    ticket = open_round(PAYLOAD, MLM_KEY)  # in the database the app reads (tests/conftest.py)
+    submit_guess(ticket.code, "river&bank", "xss-student-1")  # an ampersand is a word's, never markup
+    page.goto(app_server + "?round=" + ticket.code)
+    expect(page.locator("#round-sentence")).to_contain_text("<script>window.__xss=2", timeout=60_000)
+    box = page.get_by_label(class_copy.GUESS_LABEL)
+    for guess, refusal in [(PAYLOAD, "limit is 40"), ("<svg/onload=alert(3)>", "markup"), ("two words", "more than one word"),
+                           ("&lt;img&gt;", "markup")]:
+        box.fill(guess)
+        page.get_by_role("button", name=class_copy.SEND, exact=True).click()
+        expect(page.get_by_text(refusal).first).to_be_visible(timeout=60_000)
+    reveal_round(ticket.code, ticket.teacher_token)
+    expect(page.locator("#round-chart .barlayer .point").first).to_be_attached(timeout=60_000)
+    expect(page.locator("#round-chart")).to_contain_text("river&bank")
+    settle(page)
+    assert injected(page) == [] and page.dialogs == []
+    assert page.external_requests == []
+    screenshot(page, "xss-class-round")
