@@ -54,7 +54,7 @@ def narrative_markdown(kind: str, found: dict[str, float]) -> str:
                 "of text).")
         if same < 0.6 <= other:
             text += (" So this head reads mostly what kind of text B is, not whether it goes on from A: "
-                     "a B of the same kind, on another topic, usually passes as the next sentence.")
+                     "when the random B is of the same kind, it is near chance.")
         return text
     if kind == "sop" and "sentences, swapped" in found:
         return (f"  \nOn held-out pairs of neighbouring single sentences from novels, stories, speeches and the "

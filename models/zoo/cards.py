@@ -53,6 +53,18 @@ def position_line(key: str, record: dict) -> str | None:
     return None
 
 
+def pair_reading(kind: str, found: dict[str, float]) -> str:
+    """What the figures say the pair head reads, where they show it plainly ("" otherwise)."""
+    same, other = found.get("sentences, same-source"), found.get("sentences, another-source")
+    if kind == "nsp" and same is not None and other is not None and same < 0.6 <= other:
+        return (" What this head reads is mostly the kind of text B is: when the random B is of the same kind "
+                "(from elsewhere in the same source), it is near chance.")
+    swapped = found.get("sentences, swapped")
+    if kind == "sop" and swapped is not None and abs(swapped - 0.5) < 0.05:
+        return " On these pairs the head is at chance: it has not learnt to read sentence order."
+    return ""
+
+
 def student_lines(record: dict) -> list[str]:
     """The pair head on held-out narrative pairs, and the detector on single-swap sentences
     (``scripts/zoo_objectives.py``), when the record has them."""
@@ -64,7 +76,7 @@ def student_lines(record: dict) -> list[str]:
                      f"({', '.join(n['sources'])}), cut as in training (segments) or one sentence each "
                      + ("(sentences); a random B from another source or from elsewhere in the same source: "
                         if record["pair_objective"] == "nsp" else "(sentences); half of them swapped: ")
-                     + f"{found}; `python -m {n['script']}`.")
+                     + f"{found}; `python -m {n['script']}`." + pair_reading(record["pair_objective"], n["accuracy"]))
     if record.get("swap_detection"):
         d = record["swap_detection"]
         sets = {"written": "sentences written for the project (`data/electra_swaps.json`)",

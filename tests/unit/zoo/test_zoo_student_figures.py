@@ -56,6 +56,20 @@ def test_the_detectors_card_and_entry_quote_the_swap_figures_from_the_record():
         assert f"ranked first by P(replaced) in **{found[name]['first']:.1%}**" in card
 
 
+def test_the_detection_view_quotes_the_swap_figures_from_the_record():
+    from components.masking.objectives import _heldout_rtd
+    from components.masking.objectives_plots import replaced_note
+    from models import ReplacedTokens
+
+    found = _record("mini-electra").get("swap_detection")
+    if not found:
+        pytest.skip("mini-electra's record has no swap_detection")
+    result = ReplacedTokens("mini-electra", ("[CLS]", "cat", "[SEP]"), (0.0, 0.1, 0.0), (True, False, True), "cat")
+    note = replaced_note(result, *_heldout_rtd("mini-electra"))
+    assert f"{found['written']['first']:.0%} of the sentences written" in note
+    assert f"{found['heldout']['first']:.0%} of held-out sentences" in note
+
+
 def test_the_nsp_lesson_reads_its_figures_from_the_record():
     from components.lessons.views import sentence_pair
 

@@ -72,3 +72,20 @@ def test_a_held_out_swap_changes_exactly_one_word_for_another():
         assert len(before) == len(after) and len(changed) == 1
         assert changed[0][1].strip(".").lower() == item["swapped"].lower() != item["original"].lower()
         assert item["text"][item["start"]:].startswith(item["swapped"])
+
+
+def test_the_detector_trainers_labels_mark_the_swapped_words_pieces_alone(electra):
+    from scripts.zoo_detector import swap_batch
+
+    tok, _ = electra
+    items = swaps.swapped_sentences(["The old ship sailed slowly into the harbour at dawn.",
+                                     "My sister bought a new piano for the house."], seed=5)
+    items.append({"text": "Rain fell all night.", "swapped": "", "start": None})  # a sentence left whole
+    enc, labels = swap_batch(tok, items)
+    for k, item in enumerate(items[:2]):
+        before = len(tok(item["text"][: item["start"]], add_special_tokens=False)["input_ids"])
+        pieces = len(tok(item["swapped"], add_special_tokens=False)["input_ids"])
+        expected = torch.zeros(labels.shape[1])
+        expected[1 + before : 1 + before + pieces] = 1  # after [CLS]
+        assert torch.equal(labels[k], expected)
+    assert labels[2].sum() == 0
