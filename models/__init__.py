@@ -49,6 +49,17 @@ from .attention.input_embeddings import NO_POSITION_TABLE, InputEmbeddings, inpu
 from .compare.architecture import ArchitectureFacts, TrainingRecipe, architecture_table, training_recipes
 from .mlm.generation import GenerationResult, GenerationStep, generate_left_to_right
 from .pretraining.causal_eval import CausalEval, evaluate_causal
+from .interventions import (
+    MAX_PATCH_POSITIONS,
+    AblationResult,
+    HeadImportance,
+    LogitLens,
+    PatchResult,
+    ablate_heads,
+    head_importance,
+    logit_lens,
+    patch_activations,
+)
 from .inside import ForwardSteps, MLMGradients, Step, StepCheck, forward_steps, mlm_gradients
 from .compare.benchmark import (
     DEFAULT_LENGTHS,
@@ -181,6 +192,15 @@ __all__ = [
     "Step",
     "forward_steps",
     "mlm_gradients",
+    "AblationResult",
+    "HeadImportance",
+    "LogitLens",
+    "MAX_PATCH_POSITIONS",
+    "PatchResult",
+    "ablate_heads",
+    "head_importance",
+    "logit_lens",
+    "patch_activations",
     "Classification",
     "ClassifierResult",
     "ProbeLayersResult",
