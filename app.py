@@ -44,7 +44,7 @@ ASSETS = Path(__file__).resolve().parent / "assets"
 def build_demo() -> gr.Blocks:
     """The whole app as a ``gr.Blocks``, not launched."""
     with EncoderLabBlocks(title=copy.TITLE, analytics_enabled=False) as demo:
-        gr.Markdown(copy.INTRO)
+        gr.Markdown(copy.INTRO, elem_id="app-header")
         link_bar = build_link_bar()
         with gr.Tabs(overflow_behavior="wrap") as tabs:  # twelve tabs: every one stays in sight
             targets = [

@@ -1,9 +1,10 @@
 """The Lessons tab: a guided path through the app's story, one live view per step.
 
-Layout and event wiring only; the copy is in ``lessons_copy``, the views in
-``lesson_views``. A step is shown already computed (its default example is cached per
-process); its inputs stay editable and its button recomputes. Models are chosen by
-capability, so the mini zoo's models are used once trained.
+Layout and event wiring only; the copy is in ``copy``, the views' computations in
+``views``. Each step's text and its view are joined by slug (``VIEWS``). A step is shown
+already computed (its default example is cached per process); its inputs stay editable and
+its button recomputes. Models are chosen by capability, so the mini zoo's models are used
+once trained.
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ SLUGS = [s.slug for s in copy.STEPS]
 class StepView:
     """One step's live view: its inputs, outputs, and the function from one to the other."""
 
-    slug: str
     run: object = None  # (*inputs) -> outputs; None while the step waits for a model
     inputs: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
     main_text: object = None  # the input a link's ``text`` fills
     group: object = None
+    slug: str = ""  # its step's, set when the view is joined to it
 
 
 def step_models(models) -> dict[str, str | None]:
@@ -64,65 +65,98 @@ def _bound(run, model_key):
     return lambda *args: run(model_key, *args)
 
 
-def _build_views(keys: dict):
-    """Each step's inputs and outputs (in the order ``lesson_views`` takes them), built when
-    the caller asks for the next one: inside that step's group."""
-    s = StepView("encoder-vs-decoder", _bound(views.encoder_decoder, keys["mlm"]))
+# Each step's view, keyed by its slug (``copy.STEPS`` holds the steps' texts): a function that
+# builds its inputs and outputs (in the order ``views`` takes them) inside that step's group.
+# A new step is one ``Step`` in ``copy.STEPS`` and one ``@_view`` here, with the same slug.
+VIEWS: dict = {}
+
+
+def _view(slug: str):
+    def register(build):
+        VIEWS[slug] = build
+        return build
+
+    return register
+
+
+@_view("encoder-vs-decoder")
+def _encoder_decoder(keys: dict) -> StepView:
+    s = StepView(_bound(views.encoder_decoder, keys["mlm"]))
     s.main_text = _text("Text with a [MASK]", copy.ENCODER_DECODER_TEXT)
     s.inputs = [s.main_text]
     with gr.Row():
         s.outputs = [gr.Plot(label="Both sides (as trained)"), gr.Plot(label="Left only (causal mask)")]
     s.outputs.append(gr.Markdown())
-    yield s
+    return s
 
-    s = StepView("tokens-embeddings", _bound(views.tokens_embeddings, keys["any"]))
+
+@_view("tokens-embeddings")
+def _tokens_embeddings(keys: dict) -> StepView:
+    s = StepView(_bound(views.tokens_embeddings, keys["any"]))
     s.main_text = _text("Text", copy.EMBEDDINGS_TEXT)
     s.inputs = [s.main_text, _text("Second text (optional)", "")]
     s.outputs = [gr.Plot(label="Token + position + segment, per token"),
-                          gr.Dataframe(label="Rows used and vector lengths", interactive=False),
-                          gr.Markdown()]
-    yield s
+                 gr.Dataframe(label="Rows used and vector lengths", interactive=False), gr.Markdown()]
+    return s
 
-    s = StepView("attention", _bound(views.attention, keys["attention"]))
+
+@_view("attention")
+def _attention(keys: dict) -> StepView:
+    s = StepView(_bound(views.attention, keys["attention"]))
     s.main_text = _text("Text", copy.ATTENTION_TEXT)
     layers, heads = model_shape(keys["attention"]) if keys["attention"] else (12, 12)
     with gr.Row():
         s.inputs = [s.main_text, gr.Slider(0, layers - 1, value=min(2, layers - 1), step=1, label="Layer"),
                     gr.Slider(0, heads - 1, value=0, step=1, label="Head")]
     s.outputs = [gr.Plot(label="Attention weights of one head"), gr.Markdown()]
-    yield s
+    return s
 
-    s = StepView("masking", _bound(views.masking, keys["mlm"]))
+
+@_view("masking")
+def _masking(keys: dict) -> StepView:
+    s = StepView(_bound(views.masking, keys["mlm"]))
     s.main_text = _text("Text to corrupt", copy.MASKING_TEXT, 2)
     with gr.Row():
         s.inputs = [s.main_text, gr.Slider(0, 1, value=0.15, step=0.01, label="Selection rate"),
                     gr.Number(value=0, precision=0, minimum=0, label="Seed")]
     s.outputs = [gr.HTML(), gr.Markdown()]
-    yield s
+    return s
 
-    s = StepView("mlm-loss", _bound(views.mlm_loss, keys["mlm"]))
+
+@_view("mlm-loss")
+def _mlm_loss(keys: dict) -> StepView:
+    s = StepView(_bound(views.mlm_loss, keys["mlm"]))
     s.main_text = _text("Text", copy.MASKING_TEXT, 2)
     s.inputs = [s.main_text, gr.Number(value=0, precision=0, minimum=0, label="Seed")]
     s.outputs = [gr.Dataframe(label="Selected positions", interactive=False),
                  gr.Dataframe(label="Softmax at the first selected position, step by step", interactive=False),
                  gr.Markdown()]
-    yield s
+    return s
 
-    s = StepView("nsp", _bound(views.sentence_pair, keys["pair"]))
+
+@_view("nsp")
+def _sentence_pair(keys: dict) -> StepView:
+    s = StepView(_bound(views.sentence_pair, keys["pair"]))
     s.main_text = _text("Sentence A", copy.NSP_A)
     s.inputs = [s.main_text, _text("Sentence B", copy.NSP_B)]
     s.outputs = [gr.Dataframe(label="The pair and its contrast", interactive=False), gr.Markdown()]
-    yield s
+    return s
 
-    s = StepView("variants", views.variants)
+
+@_view("variants")
+def _variants(keys: dict) -> StepView:
+    s = StepView(views.variants)
     s.main_text = _text("A masked sentence for every miniature", copy.VARIANTS_TEXT)
     s.inputs = [s.main_text]
     s.outputs = [gr.Plot(label="Learning curves"),
                  gr.Dataframe(label="Same data, same budget", interactive=False, wrap=True),
                  gr.Dataframe(label="Top 3 per model", interactive=False, wrap=True), gr.Markdown()]
-    yield s
+    return s
 
-    s = StepView("pooling-retrieval", _bound(views.pooling_retrieval, keys["embeddings"]))
+
+@_view("pooling-retrieval")
+def _pooling_retrieval(keys: dict) -> StepView:
+    s = StepView(_bound(views.pooling_retrieval, keys["embeddings"]))
     s.main_text = _text("Sentences (a blank line starts a new group)", copy.POOLING_SENTENCES, 8)
     with gr.Row():
         s.inputs = [s.main_text, _text("Search query", copy.SEARCH_QUERY),
@@ -130,15 +164,21 @@ def _build_views(keys: dict):
     s.outputs = [gr.Plot(label="Cosine similarity: [CLS] (left), mean (right)"),
                  gr.Dataframe(label="How well each pooling separates the groups", interactive=False),
                  gr.Dataframe(label="Search hits", interactive=False, wrap=True), gr.Markdown()]
-    yield s
+    return s
 
-    s = StepView("fine-tuning", _bound(views.fine_tuning, keys["embeddings"]))
+
+@_view("fine-tuning")
+def _fine_tuning(keys: dict) -> StepView:
+    s = StepView(_bound(views.fine_tuning, keys["embeddings"]))
     s.main_text = _text("Classify my sentence", copy.HEAD_SENTENCE)
     s.inputs = [gr.Textbox(value=copy.HEAD_TASK, visible=False), s.main_text]
     s.outputs = [gr.Plot(label="Training and held-out accuracy"), gr.Markdown(), gr.HTML()]
-    yield s
+    return s
 
-    s = StepView("sentence-encoder", _bound(views.sentence_encoder, keys["live"]))
+
+@_view("sentence-encoder")
+def _sentence_encoder(keys: dict) -> StepView:
+    s = StepView(_bound(views.sentence_encoder, keys["live"]))
     s.main_text = _text("Your sentences (a blank line starts a new group)", copy.SENTENCE_GROUPS, 7)
     with gr.Row():
         s.inputs = [s.main_text, gr.Radio(list(SENTENCE_LOSSES), value="triplet", label="Loss"),
@@ -147,30 +187,52 @@ def _build_views(keys: dict):
                     gr.Number(value=0, precision=0, minimum=0, label="Seed")]
     s.outputs = [gr.Plot(label="Loss per step"), gr.Plot(label="Held-out similarity, before and after"),
                  gr.Markdown()]
-    yield s
+    return s
 
-    s = StepView("sentence-pairs", _bound(views.sentence_pair_head, keys["live"]))
+
+@_view("sentence-pairs")
+def _sentence_pairs(keys: dict) -> StepView:
+    s = StepView(_bound(views.sentence_pair_head, keys["live"]))
     s.main_text = _text("A", copy.PAIR_A)
     s.inputs = [gr.Textbox(value=copy.PAIR_TASK, visible=False), s.main_text,
                 _text("B", copy.PAIR_B)]
     s.outputs = [gr.Plot(label="Pair head: training and held-out accuracy"), gr.Markdown(), gr.HTML()]
-    yield s
+    return s
 
-    s = StepView("span-head", _bound(views.span_head, keys["live"]))
+
+@_view("span-head")
+def _span_head(keys: dict) -> StepView:
+    s = StepView(_bound(views.span_head, keys["live"]))
     s.main_text = _text("Question", copy.SPAN_QUESTION)
     s.inputs = [s.main_text, _text("Context", copy.SPAN_CONTEXT, 2),
                 gr.Number(value=copy.SPAN_STEPS, precision=0, minimum=1, maximum=2000, label="Training steps")]
     s.outputs = [gr.Plot(label="P(start) and P(end) per context token"), gr.HTML(), gr.Markdown()]
-    yield s
+    return s
 
-    s = StepView("distillation", _bound(views.distillation, keys["live"]))
+
+@_view("distillation")
+def _distillation(keys: dict) -> StepView:
+    s = StepView(_bound(views.distillation, keys["live"]))
     s.main_text = gr.Number(value=copy.DISTILL_STEPS, precision=0, minimum=1, maximum=2000,
                             label="Steps per student")
     with gr.Row():
         s.inputs = [s.main_text, gr.Slider(0.05, 1, value=0.5, step=0.05, label="alpha (soft-target share)"),
                     gr.Slider(0.5, 10, value=2, step=0.5, label="Temperature")]
     s.outputs = [gr.Plot(label="Both students"), gr.Markdown()]
-    yield s
+    return s
+
+
+def joined_steps(steps=copy.STEPS, builders=None) -> list:
+    """Each step with the function that builds its view, joined by slug; a step without a view
+    or a view without a step is an error that names it."""
+    builders = VIEWS if builders is None else builders
+    slugs = [s.slug for s in steps]
+    unviewed = [s for s in slugs if s not in builders]
+    unstepped = [s for s in builders if s not in slugs]
+    if unviewed or unstepped or len(set(slugs)) < len(slugs):
+        raise ValueError(f"Lesson steps and views do not match: steps without a view {unviewed}, "
+                         f"views without a step {unstepped}, slugs {slugs}")
+    return [(step, builders[step.slug]) for step in steps]
 
 
 def _step(slug: str) -> int:
@@ -204,11 +266,12 @@ def build_lessons_tab() -> LinkTarget:
                                value=SLUGS[0], label="Step", scale=4, elem_id="lesson-step")
             forward = gr.Button("Next →", scale=1)
         body = gr.Markdown(step_text(SLUGS[0]), elem_id="lesson-text")
-        step_views, builders = [], _build_views(keys)
-        for i, lesson in enumerate(copy.STEPS):
+        step_views = []
+        for i, (lesson, build) in enumerate(joined_steps()):
             # a class, not an id: Gradio puts a group's elem_id on two nested elements
             with gr.Group(visible=i == 0, elem_classes=[f"lesson-{lesson.slug}"]) as group:
-                view = next(builders)
+                view = build(keys)
+                view.slug = lesson.slug
                 view.group = group
                 button = gr.Button("Recompute", variant="primary")
                 with gr.Accordion(f"Check yourself: {lesson.question}", open=False):

@@ -131,12 +131,14 @@ def _skipped(value) -> bool:
 
 
 def build_link_bar():
-    """The note, the copy button and the link box (placed at the top of the page)."""
+    """The note, the copy button and the link box, at the top of the page: the button and the
+    box folded in one closed line, so that a phone's first screen shows the first tab's input."""
     note = gr.Markdown("", elem_id="link-note")
-    with gr.Row():
-        button = gr.Button("Copy link to this view", scale=1, size="sm", elem_id="copy-link")
-        box = gr.Textbox(label="Link to this view", interactive=False, scale=5, elem_id="view-link",
-                         show_label=True, placeholder="Press “Copy link to this view”")
+    with gr.Accordion("Link to this view", open=False, elem_id="link-bar"):
+        with gr.Row():
+            button = gr.Button("Copy link to this view", scale=1, size="sm", elem_id="copy-link")
+            box = gr.Textbox(label="Link to this view", interactive=False, scale=5, elem_id="view-link",
+                             show_label=True, placeholder="Press “Copy link to this view”")
     return note, button, box
 
 

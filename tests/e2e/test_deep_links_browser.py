@@ -197,6 +197,7 @@ def test_every_tab_shows_a_result_on_arrival(page):
 def test_copy_link_writes_the_view_on_screen(page, app_server, browser):
     open_link(page, app_server, "Attention", tab="attention", text="Rivers have banks.", text_pair="", layer=1, head=4)
     expect(page.locator("#attention-heatmap .gtitle")).to_contain_text("layer 1, head 4", timeout=SLOW_TIMEOUT)
+    page.get_by_role("button", name="Link to this view").click()  # the folded link bar, opened
     page.get_by_role("button", name="Copy link to this view", exact=True).click()
     box = page.locator("#view-link textarea, #view-link input").first
     expect(box).to_have_value(re.compile(r"^http://127\.0\.0\.1:\d+/\?tab=attention&"), timeout=SLOW_TIMEOUT)

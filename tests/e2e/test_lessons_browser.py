@@ -13,7 +13,7 @@ from components.lessons import copy
 from helpers import SLOW_TIMEOUT, screenshot
 from view_checks import computed, wait_computed
 
-# charts and tables each step's view holds (lessons_tab._build_views); the token strip of
+# charts and tables each step's view holds (components.lessons.tab.VIEWS); the token strip of
 # the masking step is HTML, checked by its text
 EXPECTED = {
     "encoder-vs-decoder": (2, 0), "tokens-embeddings": (1, 1), "attention": (1, 0), "masking": (0, 0),
