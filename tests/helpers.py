@@ -245,10 +245,12 @@ def sections_of(tab: str) -> list[str]:
     from components.compare import copy as compare
     from components.embeddings import copy as embeddings
     from components.inside import copy as inside
+    from components.parts import copy as parts
 
     return {
         "Attention": [attention.SECTION_HEATMAPS, attention.SECTION_BERTVIZ, attention.SECTION_INPUT],
         inside.TAB_LABEL: [inside.SECTION_STEPS, inside.SECTION_GRADIENTS],
+        parts.TAB_LABEL: [parts.SECTION_KNOCKOUT, parts.SECTION_IMPORTANCE, parts.SECTION_LENS, parts.SECTION_TRACE],
         "Embeddings": [embeddings.SECTION_POOLING, embeddings.SECTION_WORD],
         "Compare": [compare.SECTION_SAME_INPUT, compare.SECTION_KNOWLEDGE, compare.SECTION_ARCHITECTURES,
                     compare.SECTION_SPEED, compare.SECTION_ZOO],
