@@ -112,6 +112,28 @@ def _attention(keys: dict) -> StepView:
     return s
 
 
+@_view("knock-out-a-head")
+def _knock_out_a_head(keys: dict) -> StepView:
+    s = StepView(_bound(views.knock_out_head, keys["mlm"]))
+    s.main_text = _text("Text with a [MASK]", copy.KNOCK_OUT_TEXT)
+    layers, heads = model_shape(keys["mlm"]) if keys["mlm"] else (12, 12)
+    with gr.Row():
+        s.inputs = [s.main_text, gr.Slider(0, layers - 1, value=layers - 1, step=1, label="Layer"),
+                    gr.Slider(0, heads - 1, value=0, step=1, label="Head")]
+    s.outputs = [gr.Plot(label="The blank, before and after"), gr.Markdown()]
+    return s
+
+
+@_view("answer-across-layers")
+def _answer_across_layers(keys: dict) -> StepView:
+    s = StepView(_bound(views.answer_across_layers, keys["mlm"]))
+    s.main_text = _text("Text with a [MASK]", copy.LAYERS_TEXT)
+    s.inputs = [s.main_text]
+    s.outputs = [gr.Plot(label="p(final answer) per layer"),
+                 gr.Dataframe(label="Every layer through the MLM head", interactive=False), gr.Markdown()]
+    return s
+
+
 @_view("masking")
 def _masking(keys: dict) -> StepView:
     s = StepView(_bound(views.masking, keys["mlm"]))

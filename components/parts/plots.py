@@ -18,6 +18,10 @@ def _token(text: str) -> str:
     return escape(show_token(text))
 
 
+def guess_text(guess) -> str:
+    return f"“{_token(guess.token)}” ({guess.probability:.4f})"
+
+
 def _target_line(target, p_before=None, p_after=None) -> str:
     if target is None:
         return ""

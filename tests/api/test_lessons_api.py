@@ -30,7 +30,8 @@ from models import (
 # "<step>_<its label>": the MLM-loss step's text and seed are mlm_loss_text and mlm_loss_seed,
 # the pair step's sentences nsp_sentence_a and nsp_sentence_b.
 OUTPUTS = {
-    "encoder-vs-decoder": 3, "tokens-embeddings": 3, "attention": 2, "masking": 2, "mlm-loss": 3, "nsp": 2,
+    "encoder-vs-decoder": 3, "tokens-embeddings": 3, "attention": 2, "knock-out-a-head": 2,
+    "answer-across-layers": 3, "masking": 2, "mlm-loss": 3, "nsp": 2,
     "variants": 4, "pooling-retrieval": 4, "fine-tuning": 3, "sentence-encoder": 3, "sentence-pairs": 3,
     "span-head": 3, "distillation": 2,
 }
@@ -60,7 +61,7 @@ def test_lesson_endpoints_are_listed(client):
 
 
 def test_every_step_answers_with_its_own_view_computed(client):
-    assert set(SLUGS) == set(OUTPUTS) and len(SLUGS) == 13
+    assert set(SLUGS) == set(OUTPUTS) and len(SLUGS) == 15
     for number, slug in enumerate(SLUGS, 1):
         answer = client.predict(slug=slug, api_name="/lesson_step")
         assert len(answer) == 1 + sum(OUTPUTS.values())

@@ -83,3 +83,17 @@ def test_trace_heatmap_and_the_cap_on_screen():
     long = "The old mill by the river turned slowly in the evening light while " * 3 + TEXT
     status, figure, _ = tab.trace(long, long.replace("France", "Italy"), KEY, "")
     assert "32 positions are patched" in status
+
+
+def test_lesson_steps_knock_out_a_head_and_read_every_layer():
+    from components.lessons import views
+
+    figure, note = views.knock_out_head(KEY, TEXT, 5, 0)
+    core = tab.ablate_heads(KEY, TEXT, [(5, 0)])
+    assert f"without layer 5, head 0: {plots.guess_text(core.masks[0].after[0])}" in note
+    bars = figure.to_plotly_json()["data"]
+    np.testing.assert_allclose(plotly_array(bars[1]["y"]), [g.probability for g in core.masks[0].after], atol=1e-6)
+    figure, frame, note = views.answer_across_layers(KEY, TEXT)
+    top = fill_mask(KEY, TEXT, 5).masks[0].predictions
+    assert len(frame) == 7 and frame["top guesses"].iloc[-1] == " ".join(p.token for p in top)
+    assert "is the top guess" in note
