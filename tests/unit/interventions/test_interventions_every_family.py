@@ -241,3 +241,15 @@ def test_patching_caps_the_positions_and_says_so():
     assert result.position in result.positions
     assert result.clean_tokens.index("france") in result.positions
     assert str(MAX_PATCH_POSITIONS) in result.note
+
+
+def test_the_docs_figures_are_the_codes():
+    from helpers import REPO
+    from models.interventions.common import MAX_BATCH_TOKENS
+    from models.interventions.patching import MAX_PATCH_POSITIONS
+
+    doc = (REPO / "docs" / "interventions.md").read_text(encoding="utf-8")
+    assert f"`MAX_PATCH_POSITIONS` ({MAX_PATCH_POSITIONS})" in doc and f"at {MAX_PATCH_POSITIONS} positions" in doc
+    assert f"at most {MAX_BATCH_TOKENS:,} tokens" in doc
+    grid = head_importance("minilm-mlm", "The old mill by the [MASK] turned very slowly.")
+    assert len(grid.tokens) == 12 and grid.delta_log_p.size + 1 == 73 and "73 batch rows" in doc
