@@ -37,6 +37,7 @@ from components.shell.server import (MAX_REQUEST_BYTES, RequestSizeLimit, freeze
                                      settle_gpu_paths)
 from components.shell.vendor import routes as vendor_routes
 from components.inside.tab import build_inside_tab
+from components.parts.tab import build_parts_tab
 from components.shell.warm_views import first_views, warm_in_background
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -48,7 +49,7 @@ def build_demo() -> gr.Blocks:
         with gr.Column(elem_id="lab-main"):  # hidden on a class round's link (?round=CODE)
             gr.Markdown(copy.INTRO, elem_id="app-header")
             link_bar = build_link_bar()
-            with gr.Tabs(overflow_behavior="wrap") as tabs:  # twelve tabs: every one stays in sight
+            with gr.Tabs(overflow_behavior="wrap") as tabs:  # thirteen tabs: every one stays in sight
                 targets = [
                     build_fill_mask_tab(),
                     build_lessons_tab(),
@@ -56,6 +57,7 @@ def build_demo() -> gr.Blocks:
                     build_masking_tab(),
                     build_attention_tab(),
                     build_inside_tab(),
+                    build_parts_tab(),
                     build_embeddings_tab(),
                     build_compare_tab(),
                     build_pretrain_tab(),

@@ -49,6 +49,17 @@ from .attention.input_embeddings import NO_POSITION_TABLE, InputEmbeddings, inpu
 from .compare.architecture import ArchitectureFacts, TrainingRecipe, architecture_table, training_recipes
 from .mlm.generation import GenerationResult, generate_left_to_right
 from .pretraining.causal_eval import evaluate_causal
+from .interventions import (
+    MAX_PATCH_POSITIONS,
+    AblationResult,
+    HeadImportance,
+    LogitLens,
+    PatchResult,
+    ablate_heads,
+    head_importance,
+    logit_lens,
+    patch_activations,
+)
 from .inside import forward_steps, mlm_gradients
 from .compare.benchmark import (
     DEFAULT_LENGTHS,
@@ -164,6 +175,15 @@ __all__ = [
     "input_embeddings",
     "forward_steps",
     "mlm_gradients",
+    "AblationResult",
+    "HeadImportance",
+    "LogitLens",
+    "MAX_PATCH_POSITIONS",
+    "PatchResult",
+    "ablate_heads",
+    "head_importance",
+    "logit_lens",
+    "patch_activations",
     "Classification",
     "ClassifierResult",
     "ProbeLayersResult",

@@ -29,6 +29,7 @@ TAB_PICTURES = {
     "masking-lab": "masking-lab",
     "attention": "attention-heatmap-grid",
     "inside-one-layer": "inside-one-layer",
+    "which-parts-matter": "which-parts-matter",
     "embeddings": "embeddings",
     "compare": "compare-fill-mask",
     "pre-training": "pretrain",

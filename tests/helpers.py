@@ -217,12 +217,14 @@ def sections_of(tab: str) -> list[str]:
     from components.embeddings import copy as embeddings
     from components.inside import copy as inside
     from components.masking import copy as masking
+    from components.parts import copy as parts
 
     return {
         "Masking lab": [masking.SECTION_CORRUPT, masking.SECTION_LOSS, masking.SECTION_STATS, masking.SECTION_PAIR,
                         masking.SECTION_RTD],
         "Attention": [attention.SECTION_HEATMAPS, attention.SECTION_BERTVIZ, attention.SECTION_INPUT],
         inside.TAB_LABEL: [inside.SECTION_STEPS, inside.SECTION_GRADIENTS],
+        parts.TAB_LABEL: [parts.SECTION_KNOCKOUT, parts.SECTION_IMPORTANCE, parts.SECTION_LENS, parts.SECTION_TRACE],
         "Embeddings": [embeddings.SECTION_POOLING, embeddings.SECTION_WORD],
         "Compare": [compare.SECTION_SAME_INPUT, compare.SECTION_KNOWLEDGE, compare.SECTION_ARCHITECTURES,
                     compare.SECTION_SPEED, compare.SECTION_ZOO],

@@ -32,7 +32,7 @@ class Step:
 
 TAB_LABEL = "Lessons"
 INTRO = (
-    "## Lessons: how an encoder works, in thirteen steps\n"
+    "## Lessons: how an encoder works, in fifteen steps\n"
     "Each step explains one idea and opens a live view already computed on an example. Edit "
     "its inputs and press its button to recompute; then answer the check-yourself question "
     "before you reveal the answer. Go in order with **Previous / Next**, or jump with the "
@@ -95,6 +95,38 @@ STEPS = (
         "What does each row of the heatmap add up to, and why?",
         "Each row sums to 1: the weights are a softmax over the positions the token may look "
         "at (all of them, for an encoder).",
+    ),
+    Step(
+        "knock-out-a-head",
+        "Knock out a head: which parts cause the answer",
+        "Attention weights say where a head looks, not whether the answer needs it. To find out, "
+        "**knock the head out**: set its part of the layer's output to zero (its slice of the input "
+        "to the attention output projection), in that layer only, and read the blank again. Most "
+        "heads alone change the answer little: the others carry the same information. The bars "
+        "show the top guesses with every head and without the one chosen; the note gives "
+        "p(answer) both ways.",
+        "Try several heads of the last layer, then of the first: which layer's heads move the "
+        "answer more?",
+        "Knocking out one head barely changes the answer. Does that prove the head does nothing?",
+        "No. Other heads may carry the same information (redundancy), so the answer survives "
+        "without any one of them; knocking out several together can change it a lot. A small "
+        "effect alone says the head is not needed on its own, not that it is unused.",
+    ),
+    Step(
+        "answer-across-layers",
+        "Where the answer appears across layers",
+        "The MLM head reads the last layer. The **logit lens** reads every layer through that same "
+        "head: the embeddings, then each layer's output, each turned into guesses for the blank "
+        "exactly as the model turns its last layer into its answer. The table shows each layer's "
+        "top guesses and the probability of the final answer; the curve shows when the answer "
+        "appears. Early layers mostly give frequent words; the answer usually appears in the last "
+        "layers.",
+        "Try a fact (“The capital of France is [MASK].”) and a grammar blank (“She [MASK] to "
+        "school every day.”): does one of them settle in an earlier layer?",
+        "Why does the last row of the table always match fill-mask's answer?",
+        "The last row reads the last layer's output, which is exactly what the MLM head reads when "
+        "the model fills the blank: same state, same head, same answer. The other rows read "
+        "earlier states through that head, which the head was never trained on.",
     ),
     Step(
         "masking",
@@ -305,6 +337,8 @@ MASKING_TEXT = ("The river bank was flooded after the storm, so the walkers took
 NSP_A = "The weather was cold and grey all morning."
 NSP_B = "By noon it had started to snow."
 VARIANTS_TEXT = "The capital of France is [MASK]."
+KNOCK_OUT_TEXT = "The capital of France is [MASK]."
+LAYERS_TEXT = "The capital of France is [MASK]."
 POOLING_SENTENCES = (
     "A cat is sleeping on the sofa.\nA kitten naps on the couch.\n\n"
     "The stock market fell sharply today.\nShares dropped steeply this afternoon.\n\n"

@@ -100,15 +100,36 @@ def _tokens_embeddings(keys: dict) -> StepView:
     return s
 
 
+def _one_head(run, model_key: str | None, label: str, text: str, plot: str, layer=lambda n: min(2, n - 1)) -> StepView:
+    """A step whose view takes a text, a layer and a head (sliders fitted to the model)."""
+    s = StepView(_bound(run, model_key))
+    s.main_text = _text(label, text)
+    layers, heads = model_shape(model_key) if model_key else (12, 12)
+    with gr.Row():
+        s.inputs = [s.main_text, gr.Slider(0, layers - 1, value=layer(layers), step=1, label="Layer"),
+                    gr.Slider(0, heads - 1, value=0, step=1, label="Head")]
+    s.outputs = [gr.Plot(label=plot), gr.Markdown()]
+    return s
+
+
 @_view("attention")
 def _attention(keys: dict) -> StepView:
-    s = StepView(_bound(views.attention, keys["attention"]))
-    s.main_text = _text("Text", copy.ATTENTION_TEXT)
-    layers, heads = model_shape(keys["attention"]) if keys["attention"] else (12, 12)
-    with gr.Row():
-        s.inputs = [s.main_text, gr.Slider(0, layers - 1, value=min(2, layers - 1), step=1, label="Layer"),
-                    gr.Slider(0, heads - 1, value=0, step=1, label="Head")]
-    s.outputs = [gr.Plot(label="Attention weights of one head"), gr.Markdown()]
+    return _one_head(views.attention, keys["attention"], "Text", copy.ATTENTION_TEXT, "Attention weights of one head")
+
+
+@_view("knock-out-a-head")
+def _knock_out_a_head(keys: dict) -> StepView:
+    return _one_head(views.knock_out_head, keys["mlm"], "Text with a [MASK]", copy.KNOCK_OUT_TEXT,
+                     "The blank, before and after", layer=lambda n: n - 1)
+
+
+@_view("answer-across-layers")
+def _answer_across_layers(keys: dict) -> StepView:
+    s = StepView(_bound(views.answer_across_layers, keys["mlm"]))
+    s.main_text = _text("Text with a [MASK]", copy.LAYERS_TEXT)
+    s.inputs = [s.main_text]
+    s.outputs = [gr.Plot(label="p(final answer) per layer"),
+                 gr.Dataframe(label="Every layer through the MLM head", interactive=False), gr.Markdown()]
     return s
 
 

@@ -12,6 +12,7 @@ import random
 
 from models import (
     EncoderLabError,
+    ablate_heads,
     answer_span,
     classify,
     classify_pair,
@@ -28,6 +29,7 @@ from models import (
     input_embeddings,
     kept_run,
     live_heads,
+    logit_lens,
     masked_lm_loss,
     pair_loss,
     parse_groups,
@@ -53,6 +55,7 @@ from ..finetune import plots as finetune_plots
 from ..finetune import sentence_plots
 from ..finetune.copy import TOKEN_COLOURS
 from ..masking import objectives_plots, plots as masking_plots
+from ..parts import plots as parts_plots
 from ..shell.common import error_figure
 from ..shell.view_cache import cached_view
 from ..views import arithmetic_plots, input_embeddings_plots
@@ -86,6 +89,24 @@ def attention(model_key: str, text: str, layer: float, head: float):
     head = max(0, min(int(head or 0), result.num_heads - 1))
     note = plots.attention_note(model_key, len(result.tokens), result.num_layers, result.num_heads, layer, head)
     return attention_plots.attention_heatmap(result, layer, head, "head"), note
+
+
+@cached_view()
+def knock_out_head(model_key: str, text: str, layer: float, head: float):
+    """The blank with one head knocked out (zeroed), its bars before and after."""
+    result = ablate_heads(model_key, text, [(int(layer or 0), int(head or 0))])
+    before, after = result.masks[0].before[0], result.masks[0].after[0]
+    note = (f"{parts_plots.ablation_markdown(result)}  \nTop guess with every head: "
+            f"{parts_plots.guess_text(before)}; without layer {int(layer or 0)}, head {int(head or 0)}: "
+            f"{parts_plots.guess_text(after)}.")
+    return parts_plots.ablation_figure(result), note
+
+
+@cached_view()
+def answer_across_layers(model_key: str, text: str):
+    """The logit lens: every layer read through the MLM head."""
+    lens = logit_lens(model_key, text)
+    return parts_plots.lens_figure([lens]), parts_plots.lens_frame(lens), parts_plots.lens_markdown(lens)
 
 
 @cached_view()

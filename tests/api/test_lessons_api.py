@@ -13,7 +13,11 @@ import pytest
 
 from components.lessons import copy
 from components.shell.links import DEFAULT_TAB, TABS, parse_link
+from components.shell.common import show_token
+from helpers import plotly_array
 from models import (
+    ablate_heads,
+    logit_lens,
     extract_attention,
     first_capable,
     heldout_sentences,
@@ -30,7 +34,8 @@ from models import (
 # "<step>_<its label>": the MLM-loss step's text and seed are mlm_loss_text and mlm_loss_seed,
 # the pair step's sentences nsp_sentence_a and nsp_sentence_b.
 OUTPUTS = {
-    "encoder-vs-decoder": 3, "tokens-embeddings": 3, "attention": 2, "masking": 2, "mlm-loss": 3, "nsp": 2,
+    "encoder-vs-decoder": 3, "tokens-embeddings": 3, "attention": 2, "knock-out-a-head": 2,
+    "answer-across-layers": 3, "masking": 2, "mlm-loss": 3, "nsp": 2,
     "variants": 4, "pooling-retrieval": 4, "fine-tuning": 3, "sentence-encoder": 3, "sentence-pairs": 3,
     "span-head": 3, "distillation": 2,
 }
@@ -60,11 +65,11 @@ def test_lesson_endpoints_are_listed(client):
 
 
 def test_every_step_answers_with_its_own_view_computed(client):
-    assert set(SLUGS) == set(OUTPUTS) and len(SLUGS) == 13
+    assert set(SLUGS) == set(OUTPUTS) and len(SLUGS) == 15
     for number, slug in enumerate(SLUGS, 1):
         answer = client.predict(slug=slug, api_name="/lesson_step")
         assert len(answer) == 1 + sum(OUTPUTS.values())
-        assert answer[0].startswith(f"### Step {number} of 13: {copy.STEPS[number - 1].title}")
+        assert answer[0].startswith(f"### Step {number} of {len(SLUGS)}: {copy.STEPS[number - 1].title}")
         assert "**Try this:**" in answer[0]
         mine = step_outputs(answer, slug)
         assert not any(unchanged(v) for v in mine), slug
@@ -81,6 +86,21 @@ def test_attention_step_shows_the_cores_weights(client):
     np.testing.assert_allclose(z, weights, atol=1e-5)
     np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-4)
     assert f"{len(weights)} tokens" in note and "layer 2, head 0" in note
+
+
+def test_knock_out_and_layers_steps_show_the_cores_answers(client):
+    key = first_capable(None, "mlm")
+    plot, note = step_outputs(client.predict(slug="knock-out-a-head", api_name="/lesson_step"), "knock-out-a-head")
+    layers = logit_lens(key, copy.LAYERS_TEXT).num_layers
+    core = ablate_heads(key, copy.KNOCK_OUT_TEXT, [(layers - 1, 0)])  # the step opens on the last layer, head 0
+    after = json.loads(plot["plot"])["data"][1]
+    np.testing.assert_allclose(plotly_array(after["y"]), [g.probability for g in core.masks[0].after], atol=1e-5)
+    assert f"without layer {layers - 1}, head 0" in note
+    plot, table, note = step_outputs(client.predict(slug="answer-across-layers", api_name="/lesson_step"),
+                                     "answer-across-layers")
+    lens = logit_lens(key, copy.LAYERS_TEXT)
+    assert [row[1] for row in table["data"]][-1] == show_token(lens.layers[-1].top[0].token)
+    assert len(table["data"]) == layers + 1 and "is the top guess" in note
 
 
 def test_mlm_loss_step_scores_the_selected_positions(client):

@@ -178,7 +178,8 @@ def test_a_written_link_reads_back_to_the_same_view(tab, models):
               "model": MLM_KEY, "top_k": 7, "causal": True, "mask": 1, "target": "café",
               "rate": 0.25, "seed": 3, "layer": 2.0, "head": 1, "mode": "mean",
               "models": [MLM_KEY, "splade-tiny"], "pooling": "cls", "k": 5, "lesson": STEPS[4].slug,
-              "token": 3, "step": "weights"}
+              "token": 3, "step": "weights", "heads": "2:1, 0:3", "compare": "splade-tiny",
+              "clean": "The capital of France is [MASK].", "corrupt": "The capital of Italy is [MASK]."}
     query = link_query(tab, values)
     assert query.startswith(f"?tab={tab}")
     view = parse_link(dict(parse_qsl(query[1:], keep_blank_values=True)), models)

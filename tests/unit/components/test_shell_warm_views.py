@@ -65,8 +65,9 @@ def test_selecting_a_section_computes_its_view_and_opening_its_tab_does_not(demo
 
 
 SECTIONS = {"masking-lab: the mlm loss", "attention: token + position + segment",
-            "inside-one-layer: gradients under mlm", "embeddings: one word across the layers",
-            "compare: what they know"}
+            "inside-one-layer: gradients under mlm", "which-parts-matter: head importance",
+            "which-parts-matter: when does the model know?", "which-parts-matter: causal trace",
+            "embeddings: one word across the layers", "compare: what they know"}
 
 
 # Built on first use by embedding the whole search corpus: minutes on a busy 2-core machine.
