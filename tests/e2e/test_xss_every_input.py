@@ -54,7 +54,7 @@ def click_if_there(button) -> int:
         return 0
 
 
-# twelve tabs and their sections, every action: past the suite's 600 s on a loaded 2-core machine
+# thirteen tabs and their sections, every action: past the suite's 600 s on a loaded 2-core machine
 @pytest.mark.timeout(1200)
 def test_payload_stays_text_everywhere(page_on_own_app):
     # an app of its own: the sweep clicks every action of every tab, so it must not queue

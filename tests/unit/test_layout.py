@@ -101,7 +101,7 @@ def test_every_tab_has_its_folder_with_tab_plots_and_copy():
     from components.shell.links import TABS
 
     tabs = sorted(p.parent.name for p in COMPONENTS.glob("*/tab.py"))
-    assert len(tabs) == len(TABS) == 12
+    assert len(tabs) == len(TABS) == 13
     for tab in tabs:
         for part in ("__init__", "tab", "plots", "copy"):
             assert (COMPONENTS / tab / f"{part}.py").is_file(), f"components/{tab}/{part}.py is missing"

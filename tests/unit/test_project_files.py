@@ -49,7 +49,7 @@ def test_make_screenshots_refreshes_one_picture_per_tab():
     from components.shell.links import TABS
     from scripts.readme_screenshots import PICTURES, TAB_PICTURES
 
-    assert list(TAB_PICTURES) == [tab.slug for tab in TABS] and len(TABS) == 12
+    assert list(TAB_PICTURES) == [tab.slug for tab in TABS] and len(TABS) == 13
     readme = (REPO / "README.md").read_text()
     browser_tests = "".join(p.read_text() for p in (REPO / "tests" / "e2e").glob("test_*.py"))
     for picture, source in PICTURES.items():
