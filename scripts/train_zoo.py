@@ -155,6 +155,9 @@ def main(argv=None) -> int:
     p.add_argument("--dropout", type=float, default=None, help="every model's dropout (default: each config's)")
     p.add_argument("--checkpoint-every", type=int, default=0,
                    help="write WORK/<family>.ckpt every N steps; re-running the same command resumes from it")
+    p.add_argument("--stop-tokens", type=int, default=0,
+                   help="stop once this many tokens are reached, on the schedule of --tokens (1 with a "
+                        "checkpoint: score and export the run as the checkpoint left it, no step more)")
     p.add_argument("--stock-kernels", action="store_true",
                    help="torch's stock CPU kernels, one batch per step (ZooConfig.fast_kernels=False): the old path")
     p.add_argument("--workers", type=int, default=Z.ZooConfig.workers,
@@ -230,7 +233,7 @@ def main(argv=None) -> int:
                               teacher=teacher if family == "mini-distilbert" else None,
                               device=device, log=log,
                               checkpoint=(work / f"{family}.rank{rank}.ckpt") if args.checkpoint_every else None,
-                              checkpoint_every=args.checkpoint_every)
+                              checkpoint_every=args.checkpoint_every, stop_tokens=args.stop_tokens)
         objective, record = done["objective"], done["record"]
         if args.digest is not None:
             args.digest.mkdir(parents=True, exist_ok=True)

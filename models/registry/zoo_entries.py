@@ -45,10 +45,21 @@ _ZOO: dict[str, tuple[str, str, str, dict]] = {
 }
 ZOO_KEYS: tuple[str, ...] = tuple(_ZOO)
 
+# The zoo's storyteller: a decoder beside the encoder families (not one of ZOO_KEYS), trained
+# by the same script on next-token prediction; key -> (family, its twin encoder, its recipe)
+_DECODERS: dict[str, tuple[str, str, str]] = {
+    "mini-decoder": ("modernbert-decoder", "mini-modernbert",
+                     "ModernBertDecoderForCausalLM: mini-modernbert's shape, tokenizer, corpus, seed and token "
+                     "budget, trained on next-token prediction (each piece from the pieces before it); "
+                     "triangular attention, its local layers seeing 16 tokens back"),
+}
+DECODER_KEYS: tuple[str, ...] = tuple(_DECODERS)
+TWINS = {enc: dec for dec, (_, enc, _) in _DECODERS.items()}  # encoder key -> its decoder twin
+
 
 def recipe_of(key: str) -> str:
     """The family's idea in miniature, one line (for cards and tables)."""
-    return _ZOO[key][2]
+    return _ZOO[key][2] if key in _ZOO else _DECODERS[key][2]
 
 
 def zoo_folder(key: str) -> Path:
@@ -70,7 +81,7 @@ def _provenance(key: str, idea: str) -> str:
     shape = _shipped_shape(key) or record["config"]["shape"]
     amount = (f"{record['tokens']:,} training tokens, {record['steps']:,} steps, "
               f"{record['wall_minutes']:.0f} minutes on {record['device'].upper()}")
-    start = ("initialised from its teacher as above" if _ZOO[key][0] == "distilbert"
+    start = ("initialised from its teacher as above" if key in _ZOO and _ZOO[key][0] == "distilbert"
              else "trained from random init")
     return (f"Miniature trained by this project, not the published checkpoint: {idea}; "
             f"{shape['layers']} layers, {shape['hidden']} wide, {shape['heads']} heads, "
@@ -107,7 +118,15 @@ def zoo_specs() -> tuple[ModelSpec, ...]:
             provenance=_provenance(key, idea),
             embedded=True,
             miniature=True,
+            twin=TWINS.get(key, ""),
             **flags,
+        ))
+    for key, (family, twin, idea) in _DECODERS.items():
+        out.append(ModelSpec(
+            key=key, display_name=f"{key} (miniature decoder, {twin}'s twin, trained here)", family=family,
+            source=str(zoo_folder(key)), source_kind="local", mask_token="", has_mlm_head=False,
+            returns_attention=True, provenance=_provenance(key, idea), embedded=True, miniature=True,
+            has_clm_head=True, twin=twin,
         ))
     return tuple(out)
 
