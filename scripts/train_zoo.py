@@ -215,7 +215,9 @@ def main(argv=None) -> int:
         if decoder:  # its twin's shipped tokenizer: the same vocabulary exactly
             from transformers import AutoTokenizer
 
-            tokenizer = AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / zm.TWIN_OF[family]))
+            twin = args.out / zm.TWIN_OF[family]  # trained in this --out (a test zoo), else the shipped one
+            twin = twin if (twin / "tokenizer.json").is_file() else REPO / "weights" / "zoo" / zm.TWIN_OF[family]
+            tokenizer = AutoTokenizer.from_pretrained(str(twin))
             kind = zm.TWIN_OF[family]  # its chunks are its own, not another tokenizer's of that kind
         else:
             tokenizer = load_or_train_tokenizer(kind, args.corpus, work, shape.vocab)
