@@ -107,7 +107,8 @@ def test_similarity_baseline_is_bag_of_words(table):
     m /= np.linalg.norm(m, axis=1, keepdims=True)
     i, j = np.triu_indices(len(bags), 1)
     same = np.asarray(data.group)[i] == np.asarray(data.group)[j]
-    assert table.row("similarity").baseline == pytest.approx(roc_auc_score(same, (m @ m.T)[i, j]), abs=1e-6)
+    # the core's cosines are float32, these float64: a few near-equal pairs may rank the other way
+    assert table.row("similarity").baseline == pytest.approx(roc_auc_score(same, (m @ m.T)[i, j]), abs=1e-4)
 
 
 def test_cost_rows_are_the_records(table):
