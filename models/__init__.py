@@ -48,6 +48,8 @@ from .pretraining.arithmetic import (
 from .attention.input_embeddings import NO_POSITION_TABLE, InputEmbeddings, input_embeddings
 from .compare.architecture import ArchitectureFacts, TrainingRecipe, architecture_table, training_recipes
 from .mlm.generation import GenerationResult, generate_left_to_right
+from .decoder.next_token import NextTokenResult, next_token
+from .decoder.versus import EncoderVsDecoder, VersusRow, encoder_vs_decoder
 from .pretraining.causal_eval import evaluate_causal
 from .interventions import (
     MAX_PATCH_POSITIONS,
@@ -126,7 +128,7 @@ from .embeddings.separation import SeparationScore, best_pooling, separation_sco
 from .mlm.results import FillMaskResult
 from .pretraining.objective_heads import ReplacedTokens, detect_replaced, sentence_order
 from .registry.spec import CAPABILITIES, ModelSpec
-from .registry.zoo_entries import ZOO_KEYS, ZooEntry, zoo_comparison
+from .registry.zoo_entries import DECODER_KEYS, ZOO_KEYS, DecoderEntry, ZooEntry, decoder_comparison, zoo_comparison
 from .runtime.tokenization import tokenize
 from .tasks.task_data import list_tasks
 from .embeddings.sentence_encoder import SENTENCE_LOSSES, SentenceEncoderResult, sentence_encoders, train_sentence_encoder
@@ -175,11 +177,7 @@ __all__ = [
     "input_embeddings",
     "forward_steps",
     "mlm_gradients",
-    "AblationResult",
-    "HeadImportance",
-    "LogitLens",
     "MAX_PATCH_POSITIONS",
-    "PatchResult",
     "ablate_heads",
     "head_importance",
     "logit_lens",
@@ -265,6 +263,13 @@ __all__ = [
     "detect_replaced",
     "sentence_order",
     "ZOO_KEYS",
+    "DECODER_KEYS",
+    "DecoderEntry",
+    "decoder_comparison",
+    "NextTokenResult",
+    "next_token",
+    "EncoderVsDecoder",
+    "encoder_vs_decoder",
     "CAPABILITIES",
     "default_selection",
     "first_capable",
@@ -310,10 +315,6 @@ __all__ = [
     "train_span_head",
     "MAX_GUESS_CHARS",
     "MODEL_TOP_K",
-    "GuessReceipt",
-    "GuessScore",
-    "RoundResults",
-    "RoundTicket",
     "close_round",
     "hide_guess",
     "open_round",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import os
 import shutil
@@ -94,12 +95,55 @@ def export(family: str, objective, tokenizer, record: dict, out: Path) -> None:
     (folder / "record.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
+class LoadSampler:
+    """The machine's 1-minute load average every 30 s while a run trains (what ran beside it)."""
+
+    def __init__(self, every_s: float = 30.0):
+        import threading
+
+        self.samples, self._stop = [], threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
+        self._thread.start()
+
+    def _run(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            self.samples.append(round(os.getloadavg()[0], 2))
+
+    def stop(self) -> list[float]:
+        self._stop.set()
+        return sorted(self.samples)
+
+
+def decoder_record(family: str, objective, tokenizer, counts, tune: list[str], score: list[str],
+                   load: list[float]) -> dict:
+    """A decoder's record entries: next-piece scores and the word-frequency baseline on both
+    held-out splits, continuations, and what it shares with its twin."""
+    model = objective.model
+    out = zs.final_scores(family, objective, tokenizer, None, score, [])
+    out["heldout"]["split"] = f"data/heldout.txt without its last {zd.TUNING_SENTENCES} lines (the tuning split)"
+    out["tuning_split"] = zs.next_piece_scores(family, model, tokenizer, tune)
+    out["unigram"] = zs.unigram_next_piece(tokenizer, counts, score)
+    out["unigram_tuning_split"] = zs.unigram_next_piece(tokenizer, counts, tune)
+    out["twin"] = {"family": zm.TWIN_OF[family],
+                   "shares": "tokenizer (its shipped folder), shape, corpus and order, seed, token budget, "
+                             "batch size, schedule, bf16 autocast, learning rate (the twin's chosen point)"}
+    cores = os.cpu_count() or 1
+    out["concurrency"] = (f"on this machine's CPU ({cores} cores), shared with other work (tests, other training)"
+                          + (f"; 1-minute load average while it trained: median {load[len(load) // 2]:.1f} "
+                             f"(range {load[0]:.1f}-{load[-1]:.1f}; one run alone keeps it near {cores})"
+                             if load else ""))
+    out["concurrency_detail"] = {"load": load}
+    out["script"] = "scripts.train_zoo"
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     p.add_argument("--work", type=Path, default=REPO / ".cache" / "zoo")
     p.add_argument("--out", type=Path, default=REPO / "weights" / "zoo")
-    p.add_argument("--families", nargs="+", default=list(zm.FAMILIES), choices=zm.FAMILIES)
+    p.add_argument("--families", nargs="+", default=list(zm.FAMILIES), choices=zm.FAMILIES + zm.DECODERS,
+                   help="the encoder families (default: all seven); mini-decoder: the zoo's decoder twin")
     p.add_argument("--tokens", type=int, default=Z.ZooConfig.tokens)
     p.add_argument("--batch-size", type=int, default=Z.ZooConfig.batch_size)
     p.add_argument("--lr", type=float, default=Z.ZooConfig.lr)
@@ -111,6 +155,9 @@ def main(argv=None) -> int:
     p.add_argument("--dropout", type=float, default=None, help="every model's dropout (default: each config's)")
     p.add_argument("--checkpoint-every", type=int, default=0,
                    help="write WORK/<family>.ckpt every N steps; re-running the same command resumes from it")
+    p.add_argument("--stop-tokens", type=int, default=0,
+                   help="stop once this many tokens are reached, on the schedule of --tokens (1 with a "
+                        "checkpoint: score and export the run as the checkpoint left it, no step more)")
     p.add_argument("--stock-kernels", action="store_true",
                    help="torch's stock CPU kernels, one batch per step (ZooConfig.fast_kernels=False): the stock path")
     p.add_argument("--workers", type=int, default=Z.ZooConfig.workers,
@@ -146,6 +193,7 @@ def main(argv=None) -> int:
     heldout = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines() if s]
     if args.heldout_limit:
         heldout = heldout[: args.heldout_limit]
+    tune, score = zd.heldout_splits(args.heldout_limit)  # a decoder's curve / its record (the zoo's splits)
     cloze = json.loads((REPO / "data" / "everyday_cloze.json").read_text(encoding="utf-8"))["items"]
     families = list(args.families)
     if "mini-distilbert" in families and "mini-bert" in families:  # the teacher first
@@ -163,8 +211,16 @@ def main(argv=None) -> int:
 
     chunks_of, corpus, teacher = {}, {}, None  # corpus: its sentences and tokens (every sentence whole)
     for family in families:
-        kind = zm.TOKENIZER_OF[family]
-        tokenizer = load_or_train_tokenizer(kind, args.corpus, work, shape.vocab)
+        kind, decoder = zm.TOKENIZER_OF[family], family in zm.DECODERS
+        if decoder:  # its twin's shipped tokenizer: the same vocabulary exactly
+            from transformers import AutoTokenizer
+
+            twin = args.out / zm.TWIN_OF[family]  # trained in this --out (a test zoo), else the shipped one
+            twin = twin if (twin / "tokenizer.json").is_file() else REPO / "weights" / "zoo" / zm.TWIN_OF[family]
+            tokenizer = AutoTokenizer.from_pretrained(str(twin))
+            kind = zm.TWIN_OF[family]  # its chunks are its own, not another tokenizer's of that kind
+        else:
+            tokenizer = load_or_train_tokenizer(kind, args.corpus, work, shape.vocab)
         if kind not in chunks_of:
             chunks_of[kind] = zd.corpus_chunks(args.corpus / "train_ordered.tsv", tokenizer, shape.max_len,
                                                args.max_sentences, counts=corpus)
@@ -173,11 +229,13 @@ def main(argv=None) -> int:
             from transformers import BertForPreTraining
 
             teacher = BertForPreTraining.from_pretrained(str(args.out / "mini-bert"), dtype=torch.float32)
-        done = Z.train_family(family, tokenizer, chunks_of[kind], heldout, cfg,
+        load = LoadSampler() if decoder else None
+        fam_cfg = dataclasses.replace(cfg, shape=dataclasses.replace(shape, vocab=len(tokenizer))) if decoder else cfg
+        done = Z.train_family(family, tokenizer, chunks_of[kind], tune if decoder else heldout, fam_cfg,
                               teacher=teacher if family == "mini-distilbert" else None,
                               device=device, log=log,
                               checkpoint=(work / f"{family}.rank{rank}.ckpt") if args.checkpoint_every else None,
-                              checkpoint_every=args.checkpoint_every)
+                              checkpoint_every=args.checkpoint_every, stop_tokens=args.stop_tokens)
         objective, record = done["objective"], done["record"]
         if args.digest is not None:
             args.digest.mkdir(parents=True, exist_ok=True)
@@ -185,10 +243,14 @@ def main(argv=None) -> int:
         if rank != 0 or args.no_export:
             continue
         t0 = time.time()
-        record.update(zs.final_scores(family, objective, tokenizer, done["examples"], heldout, cloze))
-        record["unigram"] = zs.unigram_baseline(tokenizer, zs.piece_counts(chunks_of[kind], len(tokenizer)), heldout)
+        counts = zs.piece_counts(chunks_of[kind], len(tokenizer))
+        if decoder:
+            record.update(decoder_record(family, objective, tokenizer, counts, tune, score, load.stop()))
+        else:
+            record.update(zs.final_scores(family, objective, tokenizer, done["examples"], heldout, cloze))
+            record["unigram"] = zs.unigram_baseline(tokenizer, counts, heldout)
         record["tokens_per_s"] = record["tokens"] / max(record["wall_minutes"] * 60, 1e-9)
-        record["tokenizer_kind"] = kind
+        record["tokenizer_kind"] = zm.TOKENIZER_OF[family]
         record["corpus"] = {"sentences": corpus["sentences"], "file": "train_ordered.tsv"}
         record["eval_minutes"] = (time.time() - t0) / 60
         record["torch"] = torch.__version__
@@ -198,7 +260,8 @@ def main(argv=None) -> int:
                                                              "wall_minutes", "tokens", "steps")}}))
         if not args.no_export:
             export(family, objective, tokenizer, record, args.out)
-            write_cards_in(args.out)
+            if not decoder:
+                write_cards_in(args.out)
         if family == "mini-bert":
             # the teacher as shipped (fp16 values), so a DistilBERT-only re-run sees the same one
             teacher = copy.deepcopy(objective.model).half().float()
@@ -206,7 +269,7 @@ def main(argv=None) -> int:
         import torch.distributed as dist
 
         dist.destroy_process_group()
-    if rank == 0 and not args.no_export:
+    if rank == 0 and not args.no_export and set(families) - set(zm.DECODERS):
         from models.zoo.cards import targets_table
 
         print(targets_table(args.out), flush=True)

@@ -262,6 +262,9 @@ def _tokenizer_kind(spec: ModelSpec, config) -> tuple[str, str, str]:
 
 def architecture_facts(spec: ModelSpec) -> ArchitectureFacts:
     """The facts of one registry model, computed from its config on the meta device."""
+    if spec.is_decoder:
+        raise CapabilityError(f"{spec.key} is a decoder: the architecture table and the speed bench compare "
+                              "encoders (its model card gives its shape).")
     return _architecture_facts(spec.key, spec)
 
 
@@ -323,6 +326,8 @@ def architecture_table() -> tuple[ArchitectureFacts, ...]:
     """
     facts = []
     for spec in catalogue.SPECS:
+        if spec.is_decoder:  # the table compares encoders; a decoder's card gives its shape
+            continue
         try:
             facts.append(architecture_facts(spec))
         except ModelUnavailableError:  # an embedded model not installed: nothing to read

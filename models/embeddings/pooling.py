@@ -30,12 +30,15 @@ from ..errors import CapabilityError, InputError
 from ..registry import catalogue
 from ..registry.spec import ModelSpec
 from ..runtime.batching import map_forwards
-from ..runtime.loading import LoadedModel, check_token_count, load_model, max_input_tokens
+from ..runtime.loading import LoadedModel, check_token_count, load_model, max_input_tokens, refuse_decoder
 from ..runtime.onednn import onednn_linears
 from ..runtime.packed import can_pack, packed_hidden_states
 from ..validation import check_bool, check_text
 
 POOLINGS = ("cls", "mean", "max")
+# what a decoder is refused here: pooling reads every token's state as an encoder gives it, both
+# sides in view (a decoder's first token sees only itself)
+POOLING = "pool sentence vectors"
 MIN_SENTENCES = 2  # a similarity matrix needs two sentences
 MAX_SENTENCES = 50  # what the matrix views stay readable with
 MAX_EMBED_SENTENCES = 10_000  # ``embed`` alone (notebooks, benchmarks) takes more
@@ -278,6 +281,7 @@ def _pooled(loaded: LoadedModel, sentences: Sequence[str], poolings: Sequence[st
 def pooled_vectors(spec: ModelSpec, sentences, poolings: Sequence[str], truncate: bool = False) -> dict[str, np.ndarray]:
     """{pooling: (N, d) float32 unnormalised vectors} of the last layer, every pooling from one
     forward pass (``embed`` with normalize=False, once per pooling, gives the same vectors)."""
+    refuse_decoder(spec, POOLING)
     poolings = check_poolings(poolings)
     sentences = check_sentences(sentences, low=1, high=MAX_EMBED_SENTENCES)
     loaded = load_model(spec, head="base")
@@ -286,7 +290,9 @@ def pooled_vectors(spec: ModelSpec, sentences, poolings: Sequence[str], truncate
 
 def check_layer(model_key: str, layer) -> int:
     """The layer as 0..L for this model (loaded, cached), or an InputError that gives the range."""
-    return _layer_of(load_model(catalogue.get_spec(model_key), head="base"), layer)
+    spec = catalogue.get_spec(model_key)
+    refuse_decoder(spec, POOLING)
+    return _layer_of(load_model(spec, head="base"), layer)
 
 
 def _layer_of(loaded: LoadedModel, layer) -> int:
@@ -311,6 +317,7 @@ def embed(model_key: str, sentences, pooling: str = "mean", layer: int = -1,
     nobody can shorten) it is cut to the tokens the model reads, as sentence-transformers does.
     """
     spec = catalogue.get_spec(model_key)
+    refuse_decoder(spec, POOLING)
     check_pooling(pooling)
     normalize, truncate = check_bool(normalize, "normalize"), check_bool(truncate, "truncate")
     sentences = check_sentences(sentences, low=1, high=MAX_EMBED_SENTENCES)
@@ -331,6 +338,7 @@ def compare_poolings(model_key: str, sentences, layer: int = -1,
                      poolings: Sequence[str] = ("cls", "mean")) -> tuple[SimilarityResult, ...]:
     """The cosine matrix of each pooling, from one forward pass (what the tab shows)."""
     spec = catalogue.get_spec(model_key)
+    refuse_decoder(spec, POOLING)
     poolings = check_poolings(poolings)
     sentences = check_sentences(sentences)
     loaded = load_model(spec, head="base")
@@ -370,6 +378,7 @@ def word_in_context(model_key: str, sentences, word: str) -> WordInContextResult
     same word is (nearly) the same vector whatever its context.
     """
     spec = catalogue.get_spec(model_key)
+    refuse_decoder(spec, POOLING)
     sentences = check_sentences(sentences)
     word = check_text(word, what="word", empty="type the word to trace, one that occurs in every sentence").strip()
     spans = _word_spans(sentences, word)

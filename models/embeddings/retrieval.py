@@ -32,9 +32,9 @@ import torch.nn.functional as F
 from ..errors import CapabilityError, InputError
 from ..registry import catalogue
 from ..registry.spec import ModelSpec
-from ..runtime.loading import check_token_count, load_model
+from ..runtime.loading import check_token_count, load_model, refuse_decoder
 from ..validation import check_int, check_text
-from .pooling import check_pooling, embed, pooled_vectors
+from .pooling import POOLING, check_pooling, embed, pooled_vectors
 from .sentence_sets import sentence_groups
 
 CORPUS_FILE = catalogue.REPO_ROOT / "data" / "heldout.txt"
@@ -248,6 +248,7 @@ def _check_index(index) -> str:
 def build_index(model_key: str, pooling: str = "mean", progress: Progress | None = None) -> int:
     """Build (or load) the cached vectors and indexes now; returns the corpus size."""
     spec = catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
+    refuse_decoder(spec, POOLING)  # a decoder: a CapabilityError
     return len(_indexes(spec, check_pooling(pooling), progress)[0])
 
 
@@ -261,7 +262,8 @@ def search(model_key: str, query: str, k: int = 10, pooling: str = "mean", index
     first call per model and pooling embeds the corpus (cached after). An unknown model is an
     ``UnknownModelError``; a bad k, pooling or index, or a query over the model's length, an
     ``InputError``."""
-    spec = catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
+    spec = catalogue.get_spec(model_key)  # an UnknownModelError before any index work
+    refuse_decoder(spec, POOLING)  # a decoder: a CapabilityError
     query = check_text(query, what="query")
     k, pooling, index = _check_k(k), check_pooling(pooling), _check_index(index)
     loaded = load_model(spec, head="base")  # the query's length, before any index work

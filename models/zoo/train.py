@@ -46,8 +46,8 @@ from ..pretraining.masking import apply_masking
 from .allocator import current_allocator
 from .data import Examples, pad_batch, static_masking
 from .fast import dropout_generator, fast_kernels
-from .families import Objective, Shape, build_models, masking_policy
-from .scores import whole_word_accuracy
+from .families import DECODERS, Objective, Shape, build_models, masking_policy
+from .scores import next_piece_scores, whole_word_accuracy
 
 STATIC_COPIES = 10  # BERT's dupe_factor: static masking draws 10 maskings of each sequence
 
@@ -261,6 +261,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
                             **({"fused": True} if device.type == "cuda" or fast else {"foreach": True}))
     examples = Examples(tokenizer, chunks, cfg.shape.max_len, cfg.seed)
     policy = masking_policy(family)
+    causal = family in DECODERS
     pair_kind = {"mini-bert": "nsp", "mini-albert": "sop"}.get(family)
     static = family == "mini-bert"  # BERT: each example's masks (and pair) fixed once
     mask_gen = torch.Generator().manual_seed(cfg.seed * 7919 + rank)
@@ -336,6 +337,10 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
                 ids, tt = examples.packed(int(i))
             rows.append(ids), types.append(tt)
         ids, tt, attention = pad_batch(rows, types, examples.pad)
+        if causal:  # a decoder: no masking; every real piece after the first is a target
+            labels = ids.masked_fill(attention == 0, -100)
+            labels[:, 0] = -100
+            return ids, tt, attention, ids, labels, None
         special = (attention == 0) | torch.isin(ids, special_ids)
         if static:  # BERT's static masking: each example's draw depends on it (and its copy) alone
             keys = np.array([cfg.seed * 1_000_003 + int(i) + copy_seed for i in idx], dtype=np.uint64)
@@ -406,8 +411,8 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
                     mlm_model = objective.generator if family == "mini-electra" else objective.model
                     if pool is not None:  # the evaluation is one batch at a time: all of torch's threads
                         torch.set_num_threads(threads)
-                    score = whole_word_accuracy(family, mlm_model, tokenizer, heldout[: cfg.eval_sentences],
-                                                autocast=cfg.autocast)
+                    score = (next_piece_scores if causal else whole_word_accuracy)(
+                        family, mlm_model, tokenizer, heldout[: cfg.eval_sentences], autocast=cfg.autocast)
                     if pool is not None:
                         torch.set_num_threads(max(1, threads // workers))
                     point = {"tokens": tokens, "step": step, **score,
@@ -433,7 +438,8 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         "family": family, "tokens": tokens, "steps": step, "world_size": world, "allocator": current_allocator(),
         "wall_minutes": wall / 60, "cpu_minutes_rank0": cpu / 60,
         "flops_per_token": flops_per_token, "flops": flops_per_token * tokens,
-        "masking": asdict(policy), "static_masking": static, "pair_objective": pair_kind,
+        "masking": None if causal else asdict(policy), "static_masking": static, "pair_objective": pair_kind,
+        **({"objective": "next-token prediction (causal LM)"} if causal else {}),
         "curve": curve, "log": log_rows, "config": asdict(cfg), "stopped_at_deadline": stopped_at_deadline,
     }
     return {"record": record, "objective": objective, "examples": examples}
