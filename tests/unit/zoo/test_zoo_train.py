@@ -376,7 +376,7 @@ def _tiny_step_setup(family: str):
 def test_a_steps_flops_are_its_forward_plus_its_backward(family):
     """The trainer's count of a step (one counter over it all) against the two halves counted apart."""
     from models.zoo.families import encode, mlm_logits
-    from models.zoo.train import flop_counter, train_step
+    from models.zoo.step import flop_counter, train_step
 
     objective, opt, trained, batch = _tiny_step_setup(family)
     _, _, step = train_step(objective, opt, trained, batch, torch.Generator().manual_seed(1), count_flops=True)
@@ -481,7 +481,7 @@ def test_flop_counter_counts_the_cpus_fused_attention():
     """ModernBERT's SDPA on a CPU runs a kernel torch has no formula for: counted as eager's matmuls."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from models.zoo.train import flop_counter
+    from models.zoo.step import flop_counter
 
     objective, _, _, batch = _tiny_step_setup("mini-modernbert")
     ids, attention = batch[0], batch[1]
