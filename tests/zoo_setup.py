@@ -1,9 +1,9 @@
 """A tiny mini zoo for the test suite when the repository ships none.
 
-The real zoo (weights/zoo, made by python -m scripts.train_zoo) takes hours of CPU. When it is
+The real zoo (weights/zoo, made by python -m scripts.zoo search) takes hours of CPU. When it is
 absent, the tests train the same seven families in a tiny shape (2 layers, 64 wide, a
 1,024-token vocabulary, a few thousand tokens from data/train_sample.txt) with the same
-script, once per version of the training code (cached under .cache/test-zoo/), and point
+command (``python -m scripts.zoo train --tiny``), once per version of the training code (cached under .cache/test-zoo/), and point
 ENCODER_LAB_ZOO_DIR at it, so every test and the app server they start see the seven
 families. Its models are labelled by their records like any run: a few steps, test-only.
 """
@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 FAMILIES = ("mini-bert", "mini-roberta", "mini-distilbert", "mini-albert", "mini-electra",
             "mini-deberta", "mini-modernbert")
 INPUTS = ("models/zoo/train.py", "models/zoo/data.py", "models/zoo/families.py", "models/zoo/scores.py",
-          "models/zoo/tokenizers.py", "models/pretraining/masking.py", "scripts/train_zoo.py",
+          "models/zoo/tokenizers.py", "models/zoo/batches.py", "models/zoo/step.py",
+          "models/pretraining/masking.py", "scripts/zoo/train.py", "scripts/zoo/export.py",
           "data/train_sample.txt")
 
 
@@ -44,7 +45,7 @@ def ensure_test_zoo() -> Path:
         corpus.mkdir(parents=True, exist_ok=True)
         (corpus / "train.txt").write_text("\n".join(sample) + "\n", encoding="utf-8")
         (corpus / "train_ordered.tsv").write_text("".join(f"sample\t{s}\n" for s in sample), encoding="utf-8")
-        cmd = [sys.executable, "-m", "scripts.train_zoo", "--tiny", "--corpus", str(corpus),
+        cmd = [sys.executable, "-m", "scripts.zoo", "train", "--tiny", "--corpus", str(corpus),
                "--work", str(root / "work"), "--out", str(out), "--tokens", "8000", "--batch-size", "8",
                "--evals", "2", "--eval-sentences", "16", "--heldout-limit", "64", "--autocast", "",
                "--threads", "2"]

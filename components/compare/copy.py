@@ -85,5 +85,5 @@ ZOO_HELP = (
     "**Caveat:** tens of millions of tokens is a tiny fraction of any published run; these "
     "miniatures show each idea's direction at this scale, not the published models' quality."
 )
-ZOO_MISSING = "The mini zoo is not trained on this checkout yet: run `python -m scripts.train_zoo`."
+ZOO_MISSING = "The mini zoo is not trained on this checkout yet: run `python -m scripts.zoo search`, then `python -m scripts.zoo install` (docs/zoo.md)."
 BENCH_WAITING = "Press “Time forward passes” to time the chosen models (a longer job: it stays behind its button)."

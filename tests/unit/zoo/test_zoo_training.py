@@ -99,7 +99,8 @@ def test_unigram_baseline_is_the_cross_entropy_of_piece_frequencies():
 
 
 def test_gpu_run_budget_is_one_figure_every_family_reaches_in_time():
-    from scripts.zoo_gpu import common_budget, parse_grid
+    from scripts.zoo.gpu import common_budget
+    from scripts.zoo.worker import parse_grid
 
     rates = {"mini-bert": 100_000.0, "mini-roberta": 200_000.0, "mini-distilbert": 150_000.0}
     b = common_budget(rates, left_s=300.0, cap=10**9, eval_s=20.0)
