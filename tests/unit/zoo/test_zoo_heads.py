@@ -142,8 +142,8 @@ def test_the_rtd_probe_trains_and_scores_a_changed_electra(tmp_path, uniform, ca
              ("man", "girl", "dog", "cat", "king") for v in ("door", "sea", "house", "road")] * 30
     (corpus / "train_ordered.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     code = run_zoo(["heads", "rtd", "--corpus", str(corpus), "--work", str(tmp_path / "work"), "--tokens", "6000",
-                   "--stop", "3000", "--generator-hidden", "64", "--generator-layers", "2"]
-                  + (["--uniform"] if uniform else []))
+                    "--stop", "3000", "--generator-hidden", "64", "--generator-layers", "2"]
+                    + (["--uniform"] if uniform else []))
     out = capsys.readouterr().out
     assert code == 0
     assert ("g64-l2-uniform" if uniform else "g64-l2:") in out and "roc_auc" in out

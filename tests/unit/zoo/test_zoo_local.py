@@ -39,7 +39,7 @@ def test_a_family_runs_its_trials_then_resumes_its_full_run_where_it_stopped(tmp
     import signal
 
     before = signal.getsignal(signal.SIGTERM)
-    assert zoo(args) == 0
+    assert run_zoo(args) == 0
     assert signal.getsignal(signal.SIGTERM) is before  # the run's own SIGTERM handler is gone after it
     record = json.loads((work / "export" / "mini-roberta" / "record.json").read_text(encoding="utf-8"))
     trials = record["tuning"]["trials"]
@@ -59,18 +59,18 @@ def test_a_family_runs_its_trials_then_resumes_its_full_run_where_it_stopped(tmp
     import shutil
 
     shutil.rmtree(work / "export" / "mini-roberta")
-    assert zoo(args) == 0
+    assert run_zoo(args) == 0
     log = (work / "mini-roberta" / "train.log").read_text(encoding="utf-8").splitlines()[log_lines:]
     assert not any('"trial"' in line for line in log)  # the trials were not run again
     assert any('"resumed"' in line for line in log)  # the full run came back from its checkpoint
     assert _weights(work / "export" / "mini-roberta") == first
 
     # finished families are skipped; another budget in the same folder is refused
-    assert zoo(args) == 0
+    assert run_zoo(args) == 0
     assert "mini-roberta: finished earlier" in capsys.readouterr().out
     other = [a if a != "3000" else "6000" for a in args]
     with pytest.raises(SystemExit, match="was started with"):
-        zoo(other)
+        run_zoo(other)
 
 
 def test_install_refuses_an_unfinished_zoo(tmp_path):
@@ -158,7 +158,7 @@ def test_distilbert_s_prefix_trials_learn_from_the_finished_mini_bert(tmp_path, 
     the shipped DistilBERT names."""
     work = tmp_path / "work"
     assert run_zoo(["search", "--work", str(work), "--corpus", str(corpus), "--families", "mini-bert",
-                   "mini-distilbert", *TINY]) == 0
+                    "mini-distilbert", *TINY]) == 0
     record = json.loads((work / "export" / "mini-distilbert" / "record.json").read_text(encoding="utf-8"))
     assert record["teacher"] == "mini-bert's full run (the shipped mini-bert), in the trials too"
     assert not (work / "mini-bert" / "trial-best").exists()  # no trial was saved as a teacher
@@ -185,8 +185,8 @@ def test_the_gpu_schedule_s_prefix_search_sets_its_budget_from_the_probes_before
         lzma.compress((corpus / "train_ordered.tsv").read_bytes()))
     tiny = [a for a in TINY if a not in ("--trial-tokens", "1500")]
     assert run_zoo(["gpu", "run", "--device", "cpu", "--out", str(out), "--work", str(work), "--pack", str(tmp_path / "pack"),
-                   "--budget-s", "400", "--search", "prefix", "--probe-s", "2", "--trial-fraction", "0.25",
-                   "--families", "mini-bert", "mini-roberta", "mini-distilbert", *tiny]) == 0
+                    "--budget-s", "400", "--search", "prefix", "--probe-s", "2", "--trial-fraction", "0.25",
+                    "--families", "mini-bert", "mini-roberta", "mini-distilbert", *tiny]) == 0
     budget = json.loads((work / "budget.json").read_text(encoding="utf-8"))
     probes = {f: json.loads((work / f / "probe.json").read_text(encoding="utf-8")) for f in ("mini-bert", "mini-roberta")}
     for family, probe in probes.items():
@@ -219,12 +219,12 @@ def test_trials_only_runs_the_search_and_stops(tmp_path, corpus, capsys):
     work = tmp_path / "work"
     args = ["search", "--work", str(work), "--corpus", str(corpus), "--families", "mini-roberta", "--trials-only",
             *[a if a != "lr=1e-3,2e-3" else "lr=4e-3" for a in TINY]]
-    assert zoo(args) == 0
+    assert run_zoo(args) == 0
     trials = json.loads((work / "mini-roberta" / "trials.json").read_text(encoding="utf-8"))["trials"]
     assert [t["lr"] for t in trials] == [4e-3] and 1500 <= trials[0]["tokens"] < 3000
     assert not (work / "export").exists() and not (work / "mini-roberta" / "full.ckpt").exists()
     assert f"mini-roberta: trials only: lr 0.004: {trials[0]['piece_loss']:.3f}" in capsys.readouterr().out
-    assert zoo(args) == 0
+    assert run_zoo(args) == 0
     assert "mini-roberta: finished earlier" in capsys.readouterr().out
 
 
@@ -249,7 +249,7 @@ def test_the_allocator_changes_no_weight(tmp_path, corpus):
     for allocator in ("tcmalloc", "glibc"):
         work = tmp_path / allocator
         assert run_zoo(["search", "--work", str(work), "--corpus", str(corpus), "--families", "mini-roberta",
-                       "--allocator", allocator, *TINY]) == 0
+                        "--allocator", allocator, *TINY]) == 0
         record = json.loads((work / "export" / "mini-roberta" / "record.json").read_text(encoding="utf-8"))
         assert record["allocator"] == allocator and record["config"]["autocast"] == "bf16"
         weights[allocator] = _weights(work / "export" / "mini-roberta")
@@ -282,16 +282,16 @@ def test_an_imported_zoo_ships_mini_albert_s_order_reference(tmp_path, corpus):
     (pack / "train_ordered.tsv.xz").write_bytes(lzma.compress(text.encode("utf-8")))
     tiny = [a for a in TINY if a not in ("--trial-tokens", "1500", "--max-sentences", "400")]
     assert run_zoo(["gpu", "run", "--device", "cpu", "--out", str(out), "--work", str(work), "--pack", str(pack),
-                   "--budget-s", "300", "--probe-s", "2", "--families", "mini-albert", *tiny]) == 0
+                    "--budget-s", "300", "--probe-s", "2", "--families", "mini-albert", *tiny]) == 0
     zoo.mkdir()
     (zoo / "mini-albert").mkdir()
     (zoo / "mini-albert" / "old.txt").write_text("the zoo before", encoding="utf-8")
     with pytest.raises(SystemExit, match="mini-albert's record needs the bag-of-words order reference"):
         run_zoo(["gpu", "import", str(out), "--out", str(zoo), "--staging", str(tmp_path / "staging"),
-                "--corpus", str(tmp_path / "no-corpus")])
+                 "--corpus", str(tmp_path / "no-corpus")])
     assert (zoo / "mini-albert" / "old.txt").is_file()  # nothing replaced
     assert run_zoo(["gpu", "import", str(out), "--out", str(zoo), "--staging", str(tmp_path / "staging"),
-                   "--corpus", str(corpus)]) == 0
+                    "--corpus", str(corpus)]) == 0
     record = json.loads((zoo / "mini-albert" / "record.json").read_text(encoding="utf-8"))
     reference = record["pair_reference"]
     assert reference["pairs"] == record["pair_heldout"]["pairs"] > 0 and 0.0 <= reference["accuracy"] <= 1.0

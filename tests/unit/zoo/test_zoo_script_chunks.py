@@ -85,7 +85,7 @@ def test_the_gpu_worker_chunks_the_corpus_as_corpus_chunks_and_logs_its_whole_se
     path = _write_corpus(work)
     with pytest.raises(_Stop):
         run_zoo(["worker", "--family", "mini-bert", "--work", str(work), "--deadline", str(time.time() + 600),
-             "--device", "cpu", "--tiny", "--max-sentences", str(LIMIT), "--heldout-limit", "4"])
+                 "--device", "cpu", "--tiny", "--max-sentences", str(LIMIT), "--heldout-limit", "4"])
     tok = _tokenizer("mini-bert")
     assert _as_lists(seen[0]) == _as_lists(_expected(path, tok, LIMIT))
     logged = json.loads((work / "mini-bert" / "train.log").read_text(encoding="utf-8").splitlines()[0])
@@ -124,8 +124,8 @@ def test_zoo_train_chunks_the_corpus_once_per_tokenizer_and_records_its_sentence
     monkeypatch.setattr(train_zoo, "write_cards_in", lambda folder: None)
     monkeypatch.setattr("models.zoo.cards.targets_table", lambda out: "")
     assert run_zoo(["train", "--tiny", "--corpus", str(path.parent), "--work", str(work), "--out", str(tmp_path / "out"),
-                "--families", "mini-bert", "mini-electra", "--max-sentences", str(LIMIT),
-                "--heldout-limit", "4"]) == 0
+                    "--families", "mini-bert", "mini-electra", "--max-sentences", str(LIMIT),
+                    "--heldout-limit", "4"]) == 0
     tok = _tokenizer("mini-bert")
     assert len(seen) == 2 and seen[0] is seen[1]  # both wordpiece families: one tokenization
     assert _as_lists(seen[0]) == _as_lists(_expected(path, tok, LIMIT))
@@ -153,7 +153,7 @@ def test_zoo_flops_steps_on_corpus_chunks_once_per_tokenizer(tmp_path, monkeypat
 
     monkeypatch.setattr(zoo_flops.Z, "train_family", train_family)
     assert run_zoo(["flops", "--corpus", str(path.parent), "--zoo", str(zoo), "--families", "mini-bert",
-                "mini-distilbert", "--dry-run"]) == 0
+                    "mini-distilbert", "--dry-run"]) == 0
     assert len(seen) == 4 and all(c is seen[0] for c in seen)  # two steps a family, one tokenization
     assert _as_lists(seen[0]) == _as_lists(_expected(path, _tokenizer("mini-bert")))
     # a record trained on another corpus is refused
