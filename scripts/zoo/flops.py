@@ -47,10 +47,10 @@ def shipped_models(family: str, folder: Path) -> dict[str, torch.nn.Module]:
 
 
 def config_of(record: dict) -> Z.ZooConfig:
-    """The run's config; a record from before ``fast_kernels`` ran one batch per step on
-    torch's stock kernels (recounted so: the split path cuts each part's padding)."""
+    """The run's config; a record without ``fast_kernels`` ran one batch per step on torch's
+    stock kernels (recounted so: the split path cuts each part's padding)."""
     cfg = {"fast_kernels": False, **record["config"]}
-    # a setting since removed (onednn_linear) is dropped; the shape is passed once, as a Shape
+    # a setting ZooConfig does not have (onednn_linear) is dropped; the shape is passed once, as a Shape
     known = {f.name for f in dataclasses.fields(Z.ZooConfig)} - {"shape"}
     return Z.ZooConfig(**{k: v for k, v in cfg.items() if k in known}, shape=zm.Shape(**cfg["shape"]))
 

@@ -128,8 +128,8 @@ def rebuilt_albert(change: dict, identity_mapping: bool = False):
 def unit_projection(models: dict) -> dict:
     """The embedding-to-hidden projection (ALBERT's mapping, ELECTRA's embeddings_project)
     restarted norm-preserving (instead of N(0, 0.02): outputs of std 0.16), with the locality
-    start. Since 2026-11-27 the locality start restarts the projection itself, so this is the
-    locality start on the randomly built models (the variant is kept so that its rows still run)."""
+    start. The locality start restarts the projection itself, so this is the locality start on
+    the randomly built models (kept as a variant of its own, so that its runs can be repeated by name)."""
     from transformers import AutoTokenizer
 
     from models.zoo.locality import locality_start_
@@ -187,7 +187,7 @@ VARIANTS = {
                        rebuilt_albert({"num_hidden_groups": 4})),
     "local-bert-embedding-path": ("ALBERT, locality start, 128-wide embeddings and the mapping starting as the "
                                   "identity (a diagnostic)", rebuilt_albert({"embedding_size": 128}, identity_mapping=True)),
-    "local-stacked-identity": ("ALBERT, locality start, 64-wide embeddings (the zoo's until 2026-11-27), the "
+    "local-stacked-identity": ("ALBERT, locality start, 64-wide embeddings, the "
                                "mapping starting as the identity stacked twice (a diagnostic)",
                                rebuilt_albert({"embedding_size": 64}, identity_mapping=True)),
     "local-wide-embedding": ("ALBERT, locality start, 128-wide embeddings (no factorisation: a diagnostic)",

@@ -326,9 +326,9 @@ def probe_rate(family: str, tokenizer, chunks, base: dict, device: torch.device,
                window: float) -> tuple[float, int]:
     """(tokens/s, steps timed) of the family's training at the run's shape, batch and precision
     in the window of ``window`` seconds from ``start`` (a ``time.time()``) that every probing
-    family shares, so that each is timed beside the others, as it will train. (Timed in turns,
-    as each family finished tokenizing, the H200's first run read 1.4-2.1x the trials' rates and
-    set a budget that four families did not reach.) Steps in the window's first quarter are not
+    family shares, so that each is timed beside the others, as it will train (a family timed
+    alone reads a higher rate than it keeps beside the others, and the budget set from it is
+    then out of reach). Steps in the window's first quarter are not
     counted (allocation, kernel choice); the model is thrown away."""
     time.sleep(max(0.0, start - time.time()))
     marks = []
