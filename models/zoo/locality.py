@@ -5,7 +5,8 @@ construction (DeBERTa's relative attention, ModernBERT's rotary positions) leave
 plateau within a few hundred steps; the families with a learnt absolute table (BERT, RoBERTa,
 ALBERT, ELECTRA) stayed on it for 21.7 M tokens (``python -m scripts.zoo plateau`` runs them;
 docs/zoo.md says what they found). A query-key product over absolute positions starts near
-zero for every pair of positions, and nothing pulls it towards any offset until some head already attends by offset: a saddle.
+zero for every pair of positions, and nothing pulls it towards any offset until some head
+already attends by offset: a saddle.
 
 The locality start keeps every family's idea (a learnt absolute table added to the token
 embeddings, its own attention) and changes only where the search begins:
