@@ -48,6 +48,8 @@ from .pretraining.arithmetic import (
 from .attention.input_embeddings import NO_POSITION_TABLE, InputEmbeddings, input_embeddings
 from .compare.architecture import ArchitectureFacts, TrainingRecipe, architecture_table, training_recipes
 from .mlm.generation import GenerationResult, GenerationStep, generate_left_to_right
+from .decoder.next_token import NextTokenResult, next_token
+from .decoder.versus import EncoderVsDecoder, VersusRow, encoder_vs_decoder
 from .pretraining.causal_eval import CausalEval, evaluate_causal
 from .inside import ForwardSteps, MLMGradients, Step, StepCheck, forward_steps, mlm_gradients
 from .compare.benchmark import (
@@ -137,7 +139,7 @@ from .mlm.results import FillMaskResult, MaskPrediction, Prediction
 from .pretraining.objective_heads import ReplacedTokens, detect_replaced, sentence_order
 from .pretraining.schedule import TrainingSchedule
 from .registry.spec import CAPABILITIES, ModelSpec
-from .registry.zoo_entries import ZOO_KEYS, ZooEntry, zoo_comparison
+from .registry.zoo_entries import DECODER_KEYS, ZOO_KEYS, DecoderEntry, ZooEntry, decoder_comparison, zoo_comparison
 from .runtime.tokenization import TokenizationResult, tokenize
 from .tasks.task_data import TaskInfo, list_tasks
 from .embeddings.sentence_encoder import SENTENCE_LOSSES, SentenceEncoderResult, sentence_encoders, train_sentence_encoder
@@ -285,6 +287,14 @@ __all__ = [
     "detect_replaced",
     "sentence_order",
     "ZOO_KEYS",
+    "DECODER_KEYS",
+    "DecoderEntry",
+    "decoder_comparison",
+    "NextTokenResult",
+    "next_token",
+    "EncoderVsDecoder",
+    "VersusRow",
+    "encoder_vs_decoder",
     "CAPABILITIES",
     "default_selection",
     "first_capable",

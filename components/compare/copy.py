@@ -85,5 +85,14 @@ ZOO_HELP = (
     "**Caveat:** tens of millions of tokens is a tiny fraction of any published run; these "
     "miniatures show each idea's direction at this scale, not the published models' quality."
 )
+DECODER_HELP = (
+    "### The storyteller beside the zoo: mini-decoder\n"
+    "Not an encoder family: the decoder twin of `mini-modernbert`, trained by the same script on the same "
+    "corpus, tokenizer, shape, seed and number of training tokens, on next-token prediction instead of masked "
+    "pieces. Its curve is its own task's loss (the next piece from the pieces before it), not comparable with "
+    "the chart above. The button measures the pair side by side on held-out tasks, each row with its baseline "
+    "(minutes the first time; kept on disk after)."
+)
+DECODER_MISSING = "mini-decoder is not trained on this checkout yet: run `python -m scripts.zoo train --families mini-decoder` (docs/zoo.md)."
 ZOO_MISSING = "The mini zoo is not trained on this checkout yet: run `python -m scripts.zoo search`, then `python -m scripts.zoo install` (docs/zoo.md)."
 BENCH_WAITING = "Press “Time forward passes” to time the chosen models (a longer job: it stays behind its button)."

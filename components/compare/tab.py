@@ -13,7 +13,9 @@ from models import (
     benchmark_models,
     compare_fill_mask,
     compare_tokens,
+    decoder_comparison,
     default_selection,
+    encoder_vs_decoder,
     get_device,
     limits_for,
     list_models,
@@ -26,7 +28,7 @@ from ..shell.deep_links import LinkTarget, Section
 from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
 from ..views.knowledge import build_compare_knowledge
-from . import copy
+from . import copy, decoder_plots
 from . import plots as views
 
 
@@ -94,6 +96,22 @@ def show_zoo():
         if not entries:
             return None, None, copy.ZOO_MISSING
         return views.zoo_curves_figure(entries), views.zoo_frame(entries), views.zoo_findings_md(entries)
+
+
+def show_decoder():
+    """The zoo's decoder twin: its learning curve and run (the ``decoder_comparison`` API)."""
+    with readable_errors("The zoo's decoder"):
+        entries = decoder_comparison()
+        if not entries:
+            return None, copy.DECODER_MISSING
+        return decoder_plots.decoder_curve_figure(entries), decoder_plots.decoder_note(entries)
+
+
+def show_versus():
+    """The measured encoder/decoder table of the mini pair (the ``encoder_vs_decoder`` API)."""
+    with readable_errors("Encoder vs decoder"):
+        table = encoder_vs_decoder()
+        return decoder_plots.versus_frame(table), decoder_plots.versus_md(table)
 
 
 def knowledge_pair(models) -> list[str]:
@@ -172,8 +190,17 @@ def build_compare_tab() -> LinkTarget:
                                          elem_id="compare-zoo-table", interactive=False, wrap=True)
                 zoo_notes = gr.Markdown(zoo_notes_value, elem_id="compare-zoo-notes")
                 zoo_reload = gr.Button("Reload the zoo's records")
+                gr.Markdown(copy.DECODER_HELP)
+                decoder_plot_value, decoder_notes_value = show_decoder()
+                gr.Plot(value=decoder_plot_value, label="The storyteller's learning curve", elem_id="compare-decoder-plot")
+                gr.Markdown(decoder_notes_value, elem_id="compare-decoder-notes")
+                versus_run = gr.Button("Measure mini-modernbert against mini-decoder")
+                versus_table = gr.Dataframe(label="Encoder vs decoder, measured", elem_id="compare-versus-table",
+                                            interactive=False, wrap=True)
+                versus_notes = gr.Markdown(elem_id="compare-versus-notes")
 
         zoo_reload.click(show_zoo, None, [zoo_plot, zoo_table, zoo_notes], api_name="zoo_comparison")
+        versus_run.click(show_versus, None, [versus_table, versus_notes], api_name="encoder_vs_decoder", **HEAVY)
         recompute.click(show_architecture, None, arch, api_name="architecture_table")
         predict.click(
             run_compare_fill_mask, [chosen, text, top_k], [side, agreement, skipped], api_name="compare_fill_mask"

@@ -50,20 +50,25 @@ LIVE_NEEDS = "a small encoder to train live (one of the mini zoo's, with a maske
 STEPS = (
     Step(
         "encoder-vs-decoder",
-        "Encoder vs decoder: both sides or left only",
-        "A **decoder** (GPT) reads left to right: each position sees only the words before it, "
-        "so it can predict the next word. An **encoder** (BERT) reads the whole text at once: "
-        "each position sees both sides. That is why an encoder is trained to fill in blanks, "
-        "not to continue text. Below, the same encoder fills the same blank twice: once as "
-        "trained (both sides), once with a causal mask added, so that it sees only the left. "
-        "The model was never trained with that mask, so the second answer mixes lost context "
-        "with an unfamiliar way of reading.",
-        "Move the [MASK] to the start of the sentence: with left context only, what is left "
-        "for the model to go on?",
-        "Why does the causal reading do worst when the mask is near the start of the text?",
-        "With a causal mask a position sees only itself and the tokens to its left. Near the "
-        "start there are almost none, so the words that decide the answer (after the mask) are "
-        "invisible; the bidirectional reading sees them.",
+        "Encoder vs decoder: the detective and the storyteller",
+        "An **encoder** (BERT), the detective, reads the whole text at once: each position sees both "
+        "sides, and it is trained to fill blanks. A **decoder** (GPT), the storyteller, reads left to "
+        "right: each position sees only the pieces before it, and it is trained to give the next one. "
+        "Here the two are twins trained by this project, `mini-modernbert` and `mini-decoder`: the same "
+        "tokenizer, shape, corpus and number of training tokens; only the objective differs. Below, the "
+        "detective fills the blank; the storyteller reads the words before the blank, gives its next "
+        "piece and goes on. The table measures both on held-out tasks, each beside the baseline it must "
+        "beat, and the rule of thumb under it (classify, retrieve, tag: an encoder; continue, chat, "
+        "translate: a decoder) is read against those figures. The last chart is a second exhibit: the "
+        "encoder forced to read only the left through a causal mask it never trained with, which mixes "
+        "lost context with an unfamiliar way of reading: a handicapped detective, not a storyteller.",
+        "Move the [MASK] to the end of the sentence: now both models answer the same question, what "
+        "comes after these words. Compare their guesses, then move it back to the middle.",
+        "Which of the two would you use to sort support tickets into categories, and which to draft a "
+        "reply to one?",
+        "Sorting tickets is classification: an encoder, which reads each ticket whole (the table's probe "
+        "rows measure exactly that on these two models). Drafting a reply is continuation: a decoder, the "
+        "one trained to write the next piece after the text so far (the table's next-piece row).",
     ),
     Step(
         "tokens-embeddings",

@@ -9,9 +9,13 @@ import pandas as pd
 from ..shell.common import escape, quoted
 
 
-def encoder_decoder_note(model_key: str, top_guess: str) -> str:
-    return (f"`{model_key}`, top-5 per mask. Reading both sides, its first guess is {quoted(top_guess)}; "
-            "the right-hand chart is the same model seeing only the left.")
+def encoder_decoder_note(model_key: str, twin: str, top_guess: str, continued: str) -> str:
+    note = f"The detective, `{model_key}`, reading both sides: its first guess is {quoted(top_guess)}."
+    if twin and continued:
+        note += (f" The storyteller, `{twin}`, reading the words before the blank, continues them: "
+                 f"{quoted(continued)} (eight pieces, each drawn from its top 5, seed 0).")
+    return note + (" The last chart, a second exhibit: the encoder made to read the left only through a causal "
+                   "mask it never trained with (a handicapped encoder, not a storyteller).")
 
 
 def attention_note(model_key: str, tokens: int, layers: int, heads: int, layer: int, head: int) -> str:

@@ -43,7 +43,10 @@ def step_models(models) -> dict[str, str | None]:
     # distillation teacher), BERT's first (segment embeddings for the pair step)
     live = next((m.key for m in sorted(models, key=lambda m: m.family != "bert")
                  if m.available and m.miniature and m.can("mlm")), None)
+    available = {m.key for m in models if m.available}
+    twins = next((m.key for m in models if m.key in available and m.can("mlm") and m.twin in available), None)
     return {
+        "twins": twins,  # an encoder whose decoder twin runs here (Lesson 1's pair)
         "live": live,
         "mlm": first_capable(models, "mlm"),
         "any": first_capable(models, "any"),
@@ -67,12 +70,14 @@ def _bound(run, model_key):
 def _build_views(keys: dict):
     """Each step's inputs and outputs (in the order ``lesson_views`` takes them), built when
     the caller asks for the next one: inside that step's group."""
-    s = StepView("encoder-vs-decoder", _bound(views.encoder_decoder, keys["mlm"]))
+    s = StepView("encoder-vs-decoder", _bound(views.encoder_decoder, keys["twins"] or keys["mlm"]))
     s.main_text = _text("Text with a [MASK]", copy.ENCODER_DECODER_TEXT)
     s.inputs = [s.main_text]
     with gr.Row():
-        s.outputs = [gr.Plot(label="Both sides (as trained)"), gr.Plot(label="Left only (causal mask)")]
-    s.outputs.append(gr.Markdown())
+        s.outputs = [gr.Plot(label="The detective: the encoder fills the blank (both sides)"),
+                     gr.Plot(label="The storyteller: its decoder twin gives the next piece (left only)")]
+    s.outputs += [gr.Markdown(), gr.Dataframe(label="Encoder vs decoder, measured", interactive=False, wrap=True),
+                  gr.Plot(label="Second exhibit: the encoder under a causal mask it never trained with")]
     yield s
 
     s = StepView("tokens-embeddings", _bound(views.tokens_embeddings, keys["any"]))

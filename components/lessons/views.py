@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 
 from models import (
+    MASK_PATTERN,
     EncoderLabError,
     answer_span,
     classify,
@@ -19,9 +20,11 @@ from models import (
     compare_poolings,
     default_selection,
     distill,
+    encoder_vs_decoder,
     explain_masked_position,
     extract_attention,
     fill_mask,
+    generate_left_to_right,
     get_spec,
     head_model_key,
     heldout_sentences,
@@ -30,6 +33,7 @@ from models import (
     live_heads,
     masked_lm_loss,
     next_sentence,
+    next_token,
     parse_groups,
     search,
     sentence_encoders,
@@ -45,7 +49,7 @@ from models import (
 )
 
 from ..attention import plots as attention_plots
-from ..compare import plots as compare_plots
+from ..compare import decoder_plots, plots as compare_plots
 from ..compare.copy import ZOO_MISSING
 from ..embeddings import plots as embeddings_plots
 from ..fill_mask import plots as fill_mask_plots
@@ -61,14 +65,30 @@ from . import copy, plots
 
 @cached_view()
 def encoder_decoder(model_key: str, text: str):
-    """The same blank filled reading both sides, then the left only."""
+    """The detective fills the blank with both sides in view; its decoder twin, the storyteller,
+    reads the text before the blank and gives the next piece; the table measures both; the
+    encoder under a causal mask it never trained with is the second exhibit."""
     both = fill_mask(model_key, text, 5)
+    twin = get_spec(model_key).twin
+    prompt = MASK_PATTERN.split(text, 1)[0].strip()
+    if not twin or not prompt:
+        story, table = error_figure(f"No decoder twin of {model_key} here, or no words before the blank to "
+                                    "continue." if prompt else "Put a few words before the blank: the storyteller "
+                                    "continues the text to its left."), None
+        continued = ""
+    else:
+        story = decoder_plots.next_token_figure(next_token(twin, prompt, 5))
+        continued = generate_left_to_right(twin, prompt, steps=8, seed=0, top_k=5).text
+        table = encoder_vs_decoder(model_key, twin)
     if get_spec(model_key).can("causal"):
         left = fill_mask_plots.fill_mask_figure(fill_mask(model_key, text, 5, True))
     else:
         left = error_figure(f"{model_key} cannot run with a causal mask.")
-    note = plots.encoder_decoder_note(model_key, both.masks[0].predictions[0].token)
-    return fill_mask_plots.fill_mask_figure(both), left, note
+    note = plots.encoder_decoder_note(model_key, twin, both.masks[0].predictions[0].token, continued)
+    if table is not None:
+        note += "\n\n" + decoder_plots.versus_md(table)
+    frame = None if table is None else decoder_plots.versus_frame(table)
+    return fill_mask_plots.fill_mask_figure(both), story, note, frame, left
 
 
 @cached_view()

@@ -132,12 +132,13 @@ def extract_attention(model_key: str, text: str, text_pair: str | None = None,
     With ``text_pair`` the texts are joined in the model's own pair format and the
     segment ids say which token belongs to which text. ``causal``: the same model with a
     causal mask added (each token sees only itself and its left; the upper triangle of
-    every matrix is 0). Raises ``EncoderLabError`` subclasses on bad input (unknown or
+    every matrix is 0); a decoder reads that way by itself (its result says ``causal``
+    whatever is asked). Raises ``EncoderLabError`` subclasses on bad input (unknown or
     unavailable model, empty or too long text, a family that cannot take a causal mask).
     """
     spec = catalogue.get_spec(model_key)  # the request's one look-up: the spec travels down
-    causal = check_bool(causal, "causal")
-    if causal:
+    causal = check_bool(causal, "causal") or spec.is_decoder  # a decoder's attention is triangular already
+    if causal and not spec.is_decoder:
         require_causal(spec)
     text = check_text(text)
     if isinstance(text_pair, str) and not text_pair.strip():
@@ -152,7 +153,7 @@ def _extract(spec: ModelSpec, text: str, text_pair: str | None, causal: bool = F
     loaded = attention_model(spec)
     model_key = spec.key
     encoded = _encode(loaded, text, text_pair)
-    weights = _forward(loaded, encoded, causal)
+    weights = _forward(loaded, encoded, causal and not spec.is_decoder)  # a decoder: its own mask
     tokenizer = loaded.tokenizer
     return AttentionResult(
         model_key=model_key,

@@ -262,6 +262,10 @@ def _tokenizer_kind(model_key: str, config) -> tuple[str, str, str]:
 
 def architecture_facts(model_key: str) -> ArchitectureFacts:
     """The facts of one registry model, computed from its config on the meta device."""
+    spec = catalogue.get_spec(model_key)
+    if spec.is_decoder:
+        raise CapabilityError(f"{model_key} is a decoder: the architecture table and the speed bench compare "
+                              "encoders (its model card gives its shape).")
     return _architecture_facts(model_key)
 
 
@@ -324,6 +328,8 @@ def architecture_table() -> tuple[ArchitectureFacts, ...]:
     """
     facts = []
     for spec in catalogue.SPECS:
+        if spec.is_decoder:  # the table compares encoders; a decoder's card gives its shape
+            continue
         try:
             facts.append(architecture_facts(spec.key))
         except ModelUnavailableError:  # an embedded model not installed: nothing to read

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from ..errors import CapabilityError, InputError
 from ..registry import catalogue
 from ..runtime.batching import map_forwards
-from ..runtime.loading import LoadedModel, check_token_count, load_model, max_input_tokens
+from ..runtime.loading import LoadedModel, check_token_count, load_model, max_input_tokens, refuse_decoder
 from ..runtime.onednn import onednn_linears
 from ..runtime.packed import can_pack, packed_hidden_states
 from ..validation import check_bool, check_text
@@ -276,10 +276,18 @@ def _pooled(loaded: LoadedModel, sentences: Sequence[str], poolings: Sequence[st
     return {p: v.numpy() for p, v in out.items()}
 
 
+def encoder_spec(model_key: str):
+    """The key's spec, or a ``CapabilityError`` for a decoder: pooling reads every token's state
+    as an encoder gives it, both sides in view (a decoder's first token sees only itself)."""
+    spec = catalogue.get_spec(model_key)
+    refuse_decoder(spec, "pool sentence vectors")
+    return spec
+
+
 def pooled_vectors(model_key: str, sentences, poolings: Sequence[str], truncate: bool = False) -> dict[str, np.ndarray]:
     """{pooling: (N, d) float32 unnormalised vectors} of the last layer, every pooling from one
     forward pass (``embed`` with normalize=False, once per pooling, gives the same vectors)."""
-    spec = catalogue.get_spec(model_key)
+    spec = encoder_spec(model_key)
     poolings = check_poolings(poolings)
     sentences = check_sentences(sentences, low=1, high=MAX_EMBED_SENTENCES)
     loaded = load_model(spec, head="base")
@@ -288,7 +296,7 @@ def pooled_vectors(model_key: str, sentences, poolings: Sequence[str], truncate:
 
 def check_layer(model_key: str, layer) -> int:
     """The layer as 0..L for this model (loaded, cached), or an InputError that gives the range."""
-    return _layer_of(load_model(model_key, head="base"), layer)
+    return _layer_of(load_model(encoder_spec(model_key), head="base"), layer)
 
 
 def _layer_of(loaded: LoadedModel, layer) -> int:
@@ -312,7 +320,7 @@ def embed(model_key: str, sentences, pooling: str = "mean", layer: int = -1,
     A sentence longer than the model reads is an ``InputError``; with ``truncate`` (a corpus
     nobody can shorten) it is cut to the tokens the model reads, as sentence-transformers does.
     """
-    spec = catalogue.get_spec(model_key)
+    spec = encoder_spec(model_key)
     check_pooling(pooling)
     normalize, truncate = check_bool(normalize, "normalize"), check_bool(truncate, "truncate")
     sentences = check_sentences(sentences, low=1, high=MAX_EMBED_SENTENCES)
@@ -332,7 +340,7 @@ def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
 def compare_poolings(model_key: str, sentences, layer: int = -1,
                      poolings: Sequence[str] = ("cls", "mean")) -> tuple[SimilarityResult, ...]:
     """The cosine matrix of each pooling, from one forward pass (what the tab shows)."""
-    spec = catalogue.get_spec(model_key)
+    spec = encoder_spec(model_key)
     poolings = check_poolings(poolings)
     sentences = check_sentences(sentences)
     loaded = load_model(spec, head="base")
@@ -371,7 +379,7 @@ def word_in_context(model_key: str, sentences, word: str) -> WordInContextResult
     into several pieces is the mean of its pieces. Layer 0 is the input embeddings, where the
     same word is (nearly) the same vector whatever its context.
     """
-    spec = catalogue.get_spec(model_key)
+    spec = encoder_spec(model_key)
     sentences = check_sentences(sentences)
     word = check_text(word, what="word", empty="type the word to trace, one that occurs in every sentence").strip()
     spans = _word_spans(sentences, word)

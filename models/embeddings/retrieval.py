@@ -33,7 +33,7 @@ from ..errors import CapabilityError, InputError, UnknownModelError
 from ..registry import catalogue
 from ..runtime.loading import check_token_count, load_model
 from ..validation import check_int, check_text
-from .pooling import check_pooling, embed, pooled_vectors
+from .pooling import check_pooling, embed, encoder_spec, pooled_vectors
 from .sentence_sets import sentence_groups
 
 CORPUS_FILE = catalogue.REPO_ROOT / "data" / "heldout.txt"
@@ -254,7 +254,7 @@ def _check_index(index) -> str:
 
 def build_index(model_key: str, pooling: str = "mean", progress: Progress | None = None) -> int:
     """Build (or load) the cached vectors and indexes now; returns the corpus size."""
-    catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
+    encoder_spec(model_key)  # an UnknownModelError (a decoder: CapabilityError) before an index is built or read
     return len(_indexes(model_key, check_pooling(pooling), progress)[0])
 
 
@@ -268,7 +268,7 @@ def search(model_key: str, query: str, k: int = 10, pooling: str = "mean", index
     first call per model and pooling embeds the corpus (cached after). An unknown model is an
     ``UnknownModelError``; a bad k, pooling or index, or a query over the model's length, an
     ``InputError``."""
-    spec = catalogue.get_spec(model_key)  # an UnknownModelError before an index is built or read
+    spec = encoder_spec(model_key)  # an UnknownModelError (a decoder: CapabilityError) before any index work
     query = check_text(query, what="query")
     k, pooling, index = _check_k(k), check_pooling(pooling), _check_index(index)
     loaded = load_model(spec, head="base")  # the query's length, before any index work

@@ -27,6 +27,9 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
 
 def query_key_value(b, family, mods, recorder, head, d_head, n_heads, layer, base):
     cols = slice(head * d_head, (head + 1) * d_head)
+    if family == "modernbert-decoder":  # separate projections, then the rotation
+        q0, k0, v = (as_float(recorder.output(m))[:, cols] for m in (mods.query, mods.key, mods.value))
+        return _rotated(b, family, mods, recorder, q0, k0, v, head, layer, base, d_head, "")
     if mods.qkv is None:
         q = as_float(recorder.output(mods.query, mods.call))[:, cols]
         k = as_float(recorder.output(mods.key, mods.call))[:, cols]
@@ -41,10 +44,22 @@ def query_key_value(b, family, mods, recorder, head, d_head, n_heads, layer, bas
     # ModernBERT: one fused matrix, then the rotation of Q and K by position
     qkv = as_float(recorder.output(mods.qkv)).view(-1, 3, n_heads, d_head)
     q0, k0, v = qkv[:, 0, head], qkv[:, 1, head], qkv[:, 2, head]
-    layer_type = mods.layer.attention_type
-    cos, sin = _rotary(recorder, base.rotary_emb, layer_type)
+    return _rotated(b, family, mods, recorder, q0, k0, v, head, layer, base, d_head, " (a third of Wqkv)")
+
+
+def layer_type(family: str, mods) -> str:
+    """"sliding_attention" (a local layer) or "full_attention" (a global one)."""
+    if family == "modernbert-decoder":
+        return "sliding_attention" if mods.attention.is_sliding else "full_attention"
+    return mods.layer.attention_type
+
+
+def _rotated(b, family, mods, recorder, q0, k0, v, head, layer, base, d_head, where: str):
+    """ModernBERT's (and its decoder's) queries and keys turned by position: steps and a check."""
+    kind = layer_type(family, mods)
+    cos, sin = _rotary(recorder, base.rotary_emb, kind)
     q, k = rotate(q0, cos, sin), rotate(k0, cos, sin)
-    b.add("query_before_rotation", f"Query before rotation, head {head}", "q = x̂ W_Q (a third of Wqkv)",
+    b.add("query_before_rotation", f"Query before rotation, head {head}", f"q = x̂ W_Q{where}",
           "(T, d_head)", q0, twist=True)
     b.add("query", f"Query after rotation, head {head}",
           "q'ₜ = qₜ cos(t θ) + rotate_half(qₜ) sin(t θ)", "(T, d_head)", q, twist=True,
@@ -59,7 +74,8 @@ def query_key_value(b, family, mods, recorder, head, d_head, n_heads, layer, bas
     theirs_q, _ = mm.apply_rotary_pos_emb(q0[None, None], k0[None, None], cos[None], sin[None])
     b.check("rotary_query", "transformers' apply_rotary_pos_emb on the same query", q, theirs_q[0, 0])
     t = q.shape[0]
-    b.facts.append(f"ModernBERT layer {layer} is a {'local (sliding-window)' if layer_type == 'sliding_attention' else 'global'} "
+    name = "ModernBERT's decoder" if family == "modernbert-decoder" else "ModernBERT"
+    b.facts.append(f"{name} layer {layer} is a {'local (sliding-window)' if kind == 'sliding_attention' else 'global'} "
                    f"layer; rotary angle of token 1 in pair 0: {float(torch.atan2(sin[min(1, t - 1), 0], cos[min(1, t - 1), 0])):.4f} rad.")
     return q, k, v, math.sqrt(d_head)
 
@@ -105,7 +121,9 @@ def attention_scores(b, family, mods, recorder, q, k, head, scale, n_heads, d_he
         formula = f"S̃ = S / √d_head (= S / {scale:.3f}); masked keys −∞"
     scaled = scores + mask
     b.add("scaled_scores", "Scaled and masked scores", formula, "(T, T)", scaled)
-    if family == "modernbert" and mods.layer.attention_type == "sliding_attention":
+    if family == "modernbert-decoder":
+        _causal_twist(b, mods, mask, t)
+    elif family == "modernbert" and mods.layer.attention_type == "sliding_attention":
         window = int(mods.attention.sliding_window) - 1
         allowed = torch.isfinite(mask)
         b.add("local_window", f"Local window (±{window} tokens)", f"key j seen from i only when |i − j| ≤ {window}",
@@ -117,6 +135,23 @@ def attention_scores(b, family, mods, recorder, q, k, head, scale, n_heads, d_he
     b.add("weights", f"Attention weights, head {head}", "A = softmax(S̃) over each row (each row sums to 1)",
           "(T, T)", weights)
     return weights
+
+
+def _causal_twist(b, mods, mask: torch.Tensor, t: int) -> None:
+    """A decoder's mask: each token sees itself and the tokens before it (a local layer: only
+    the last few), never one after it; the widest look back is read off the mask itself."""
+    allowed = torch.isfinite(mask)
+    i, j = torch.nonzero(allowed, as_tuple=True)
+    back = int((i - j).max()) if len(i) else 0
+    local = mods.attention.sliding_window is not None
+    b.add("causal_mask", "Causal mask" + (" with a local window" if local else ""),
+          "key j seen from i only when j ≤ i" + (f" and i − j < {mods.attention.sliding_window}" if local else ""),
+          "(T, T)", allowed.float(), twist=True,
+          note="A decoder reads left to right: no token sees the ones after it, so the weights above the "
+               "diagonal are 0 and each row can be the prediction of the next piece.")
+    b.facts.append(f"Decoder: {int((~allowed).sum())} of {t * t} (query, key) pairs masked in this text; "
+                   f"the farthest key any token reads is {back} token(s) back"
+                   + (f" (this local layer's window: {mods.attention.sliding_window})." if local else "."))
 
 
 def _deberta_terms(b, mods, recorder, call, head, scale, n_heads) -> torch.Tensor:

@@ -4,7 +4,8 @@ One ``LayerModules`` per family, read from transformers' modeling code (the inst
 ``transformers/models/<family>/modeling_*.py``). Post-LayerNorm families (BERT, RoBERTa,
 ELECTRA, ALBERT, DistilBERT, DeBERTa-v2) add the residual, then normalise; ModernBERT
 normalises a copy before attention and before the feed-forward block (pre-LayerNorm) and
-keeps the residual stream itself un-normalised.
+keeps the residual stream itself un-normalised; its decoder twin (ModernBERT's decoder, the
+class Ettin's decoders use) has the same layer with separate Q, K, V projections and a causal mask.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from torch import nn
 from ..errors import CapabilityError
 
 POST_NORM = ("bert", "roberta", "electra", "albert", "distilbert", "deberta-v2")
-FAMILIES = (*POST_NORM, "modernbert")
+FAMILIES = (*POST_NORM, "modernbert", "modernbert-decoder")
+ROTARY = ("modernbert", "modernbert-decoder")  # rotary positions, pre-LN, GeGLU, a final norm
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,15 @@ def layer_modules(family: str, model, layer: int) -> LayerModules:
         return LayerModules(
             layer=block, call=0, attention=block.attn, mask_arg="attention_mask",
             query=None, key=None, value=None, qkv=block.attn.Wqkv,
+            projection=block.attn.Wo, attn_norm=block.mlp_norm,
+            ffn_in=block.mlp.Wi, ffn_act=block.mlp.act, ffn_out=block.mlp.Wo,
+            out_norm=None, pre_attn_norm=block.attn_norm,
+        )
+    if family == "modernbert-decoder":
+        block = base.layers[layer]
+        return LayerModules(
+            layer=block, call=0, attention=block.attn, mask_arg="attention_mask",
+            query=block.attn.q_proj, key=block.attn.k_proj, value=block.attn.v_proj, qkv=None,
             projection=block.attn.Wo, attn_norm=block.mlp_norm,
             ffn_in=block.mlp.Wi, ffn_act=block.mlp.act, ffn_out=block.mlp.Wo,
             out_norm=None, pre_attn_norm=block.attn_norm,

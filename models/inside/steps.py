@@ -30,7 +30,7 @@ from ..mlm.fill_mask import MASK_PATTERN
 from ..runtime.capture import Recorder
 from ..runtime.loading import RESULT_CACHES, ModelCache, check_token_count, get_device, load_model, require_head
 from ..validation import check_bool, check_int, check_texts
-from .families import base_model, embedding_projection, head_modules, layer_modules, num_heads, num_layers
+from .families import ROTARY, base_model, embedding_projection, head_modules, layer_modules, num_heads, num_layers
 from .attention_steps import as_float as _f, attention_scores, query_key_value
 
 DEFAULT_TOP_K = 5
@@ -275,7 +275,7 @@ def _run(loaded, inputs, ids, text, text_pair, layer, head, position, with_head,
         b.check("ffn_residual", "the layer's output", out_sum, y)
         b.add("layer_output", f"Output of layer {layer}", "y = (x + O) + f", "(T, d_model)", y)
     n_layers = num_layers(model)
-    if family == "modernbert" and layer == n_layers - 1:  # hidden_states[-1] is after final_norm
+    if family in ROTARY and layer == n_layers - 1:  # hidden_states[-1] is after final_norm
         final = _f(recorder.output(base.final_norm))
         b.add("final_norm", "Final LayerNorm", "LayerNorm(y), after the last layer", "(T, d_model)", final, twist=True)
         b.check("layer_output", f"hidden_states[{layer + 1}] (after ModernBERT's final norm)",
@@ -292,7 +292,7 @@ def _run(loaded, inputs, ids, text, text_pair, layer, head, position, with_head,
     norms = np.stack([_np(hs[0].float().norm(dim=-1)) for hs in out.hidden_states])
     norms.flags.writeable = False
     network = "ELECTRA's generator (its MLM network)" if family == "electra" and heads else (
-        "the MLM model" if heads else "the encoder")
+        "the MLM model" if heads else "the decoder" if loaded.spec.is_decoder else "the encoder")
     return ForwardSteps(
         model_key=loaded.spec.key, family=family, network=network, text=text, text_pair=text_pair,
         tokens=tuple(tokenizer.convert_ids_to_tokens(ids)), token_ids=tuple(ids), layer=layer, head=head,
@@ -310,7 +310,7 @@ def _run(loaded, inputs, ids, text, text_pair, layer, head, position, with_head,
 
 def _ffn_hidden(b, family, mods, recorder) -> torch.Tensor:
     hidden = _f(recorder.input(mods.ffn_out, mods.call))
-    if family == "modernbert":
+    if family in ROTARY:
         wi = _f(recorder.output(mods.ffn_in))
         value_half, gate = wi.chunk(2, dim=-1)
         b.add("glu_input", "GeGLU: input half", "u = ĥ W_in (first half of Wi)", "(T, d_ff)", value_half, twist=True)

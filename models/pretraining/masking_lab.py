@@ -14,7 +14,7 @@ import torch
 from ..errors import CapabilityError, InputError
 from ..mlm.masked_head import masked_logits
 from ..registry import catalogue
-from ..runtime.loading import load_model, load_tokenizer
+from ..runtime.loading import load_model, load_tokenizer, refuse_decoder
 from ..validation import check_bool, check_int, check_text
 from .masking import FATES, KEPT, MASKED, NOT_SELECTED, RANDOM, MaskingPolicy, apply_masking, word_ids_from_offsets
 
@@ -124,6 +124,7 @@ def simulate_masking(model_key: str, text: str, rate: float = 0.15, mask: float 
     seed: 0 to 2**31 - 1; a text of at most 256 tokens. Anything else is an ``InputError``.
     """
     spec = catalogue.get_spec(model_key)
+    refuse_decoder(spec, "show masked-LM training")
     policy = _policy(rate, mask, random, keep, whole_word)
     epochs = check_int(epochs, "epochs", 1, MAX_EPOCHS)
     dynamic = check_bool(dynamic, "dynamic")
@@ -240,7 +241,9 @@ def masking_statistics(model_key: str, sentences: list[str], rate: float = 0.15,
     if len(sentences) > MAX_STAT_SENTENCES:
         raise InputError(f"Give at most {MAX_STAT_SENTENCES:,} sentences; got {len(sentences):,}.")
     sentences = [check_text(s, f"sentence {i + 1}") for i, s in enumerate(sentences)]
-    tokenizer = load_tokenizer(model_key)
+    spec = catalogue.get_spec(model_key)
+    refuse_decoder(spec, "show masked-LM training")
+    tokenizer = load_tokenizer(spec)
     enc = tokenizer(list(sentences), padding=True, truncation=True, max_length=128,
                     return_special_tokens_mask=True, return_offsets_mapping=True, return_tensors="np")
     ids = torch.from_numpy(enc["input_ids"].astype(np.int64))

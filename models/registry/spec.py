@@ -11,8 +11,9 @@ from ..errors import InputError
 #   any: every model; mlm: a trained masked-LM head; nsp / sop: BERT's next-sentence or
 #   ALBERT's sentence-order head; pair: either (which one: ``ModelSpec.pair_head``); rtd:
 #   ELECTRA's replaced-token detector; attention: returns attention weights; embeddings:
-#   trained to give sentence vectors; causal: takes a causal mask (``models.mlm.causal``).
-CAPABILITIES = ("any", "mlm", "nsp", "sop", "pair", "rtd", "attention", "embeddings", "causal")
+#   trained to give sentence vectors; causal: takes a causal mask (``models.mlm.causal``);
+#   clm: a decoder's trained next-token head (``next_token``), its attention triangular.
+CAPABILITIES = ("any", "mlm", "nsp", "sop", "pair", "rtd", "attention", "embeddings", "causal", "clm")
 # Families whose attention takes a ready 4-D mask, so a causal one can be imposed (DeBERTa's
 # disentangled attention builds its own from the padding mask: not among them).
 CAUSAL_FAMILIES = frozenset({"bert", "roberta", "electra", "distilbert", "albert", "modernbert"})
@@ -39,6 +40,8 @@ class ModelSpec:
     sentence_embeddings: bool = False  # trained to give sentence vectors (e.g. contrastively)
     miniature: bool = False  # one of the mini zoo: trained by this project, not published
     mlm_subfolder: str = ""  # where the MLM head lives when not in the main folder (ELECTRA's generator)
+    has_clm_head: bool = False  # a decoder: reads left to right, ships a trained next-token head
+    twin: str = ""  # the matched model of the other kind (an encoder's decoder, a decoder's encoder)
     # What is true on this machine now: filled by ``list_models`` (None in the bare registry).
     available: bool | None = None  # can be loaded now
     availability: str = ""  # why (not) available, in one line
@@ -50,12 +53,18 @@ class ModelSpec:
         Decided here once: a checkpoint with both is read through its NSP head."""
         return "nsp" if self.has_nsp_head else "sop" if self.has_sop_head else ""
 
+    @property
+    def is_decoder(self) -> bool:
+        """A left-to-right model (a storyteller): ``next_token``, never fill-mask or pooling."""
+        return self.has_clm_head
+
     def can(self, capability: str) -> bool:
         """Does this model have ``capability``, one of ``CAPABILITIES``?"""
         flags = {
             "any": True, "mlm": self.has_mlm_head, "nsp": self.has_nsp_head, "sop": self.has_sop_head,
             "pair": bool(self.pair_head), "rtd": self.has_rtd_head, "attention": self.returns_attention,
             "embeddings": self.sentence_embeddings, "causal": self.family in CAUSAL_FAMILIES,
+            "clm": self.has_clm_head,
         }
         if not isinstance(capability, str) or capability not in flags:
             raise InputError(f"Unknown capability {capability!r}; choose one of {', '.join(CAPABILITIES)}.")

@@ -1,4 +1,5 @@
-"""The mini zoo: seven encoder families trained by this project under one budget.
+"""The mini zoo: seven encoder families trained by this project under one budget, and the
+decoder twin of one of them (its storyteller, beside the zoo rather than in it).
 
 Light on purpose (no torch import): the registry builds its specs from here, and
 ``zoo_comparison`` reads the records the training script wrote next to the weights
@@ -45,10 +46,21 @@ _ZOO: dict[str, tuple[str, str, str, dict]] = {
 }
 ZOO_KEYS: tuple[str, ...] = tuple(_ZOO)
 
+# The zoo's storyteller: a decoder beside the encoder families (not one of ZOO_KEYS), trained
+# by the same script on next-token prediction; key -> (family, its twin encoder, its recipe)
+_DECODERS: dict[str, tuple[str, str, str]] = {
+    "mini-decoder": ("modernbert-decoder", "mini-modernbert",
+                     "ModernBertDecoderForCausalLM: mini-modernbert's shape, tokenizer, corpus, seed and token "
+                     "budget, trained on next-token prediction (each piece from the pieces before it); "
+                     "triangular attention, its local layers seeing the 15 tokens before each one"),
+}
+DECODER_KEYS: tuple[str, ...] = tuple(_DECODERS)
+TWINS = {enc: dec for dec, (_, enc, _) in _DECODERS.items()}  # encoder key -> its decoder twin
+
 
 def recipe_of(key: str) -> str:
     """The family's idea in miniature, one line (for cards and tables)."""
-    return _ZOO[key][2]
+    return _ZOO[key][2] if key in _ZOO else _DECODERS[key][2]
 
 
 def zoo_folder(key: str) -> Path:
@@ -70,7 +82,7 @@ def _provenance(key: str, idea: str) -> str:
     shape = _shipped_shape(key) or record["config"]["shape"]
     amount = (f"{record['tokens']:,} training tokens, {record['steps']:,} steps, "
               f"{record['wall_minutes']:.0f} minutes on {record['device'].upper()}")
-    start = ("initialised from its teacher as above" if _ZOO[key][0] == "distilbert"
+    start = ("initialised from its teacher as above" if key in _ZOO and _ZOO[key][0] == "distilbert"
              else "trained from random init")
     return (f"Miniature trained by this project, not the published checkpoint: {idea}; "
             f"{shape['layers']} layers, {shape['hidden']} wide, {shape['heads']} heads, "
@@ -92,7 +104,7 @@ def _shipped_shape(key: str) -> dict | None:
 
 
 def zoo_specs() -> tuple[ModelSpec, ...]:
-    """The registry entries of the mini zoo (available once their folders are present)."""
+    """The registry entries of the mini zoo and its decoder (available once their folders are present)."""
     out = []
     for key, (family, mask, idea, flags) in _ZOO.items():
         out.append(ModelSpec(
@@ -107,7 +119,15 @@ def zoo_specs() -> tuple[ModelSpec, ...]:
             provenance=_provenance(key, idea),
             embedded=True,
             miniature=True,
+            twin=TWINS.get(key, ""),
             **flags,
+        ))
+    for key, (family, twin, idea) in _DECODERS.items():
+        out.append(ModelSpec(
+            key=key, display_name=f"{key} (miniature decoder, {twin}'s twin, trained here)", family=family,
+            source=str(zoo_folder(key)), source_kind="local", mask_token="", has_mlm_head=False,
+            returns_attention=True, provenance=_provenance(key, idea), embedded=True, miniature=True,
+            has_clm_head=True, twin=twin,
         ))
     return tuple(out)
 
@@ -205,5 +225,43 @@ def zoo_comparison() -> tuple[ZooEntry, ...]:
             curve_words=int(r["curve"][-1].get("words", 0)) if r["curve"] else 0,
             curve_on_tuning_split="tuning_split" in r,
             curve_baseline=(r.get("unigram_tuning_split") or {}).get("word_top1"),
+        ))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class DecoderEntry:
+    """The zoo's decoder twin's run, as its record has it (``decoder_comparison``)."""
+
+    key: str
+    twin: str  # the encoder it is matched with
+    tokens: int  # training tokens seen
+    schedule_tokens: int  # the budget its schedule was set for (more than ``tokens``: a checkpoint of the run)
+    steps: int
+    wall_minutes: float
+    tokens_per_s: float
+    flops_per_token: float
+    parameters: int
+    piece_loss: float  # held-out next-piece loss (nats)
+    baseline_piece_loss: float  # the word-frequency predictor's on the same pieces
+    curve: tuple[tuple[int, float, float], ...]  # (tokens, next-piece loss on the tuning split, train loss)
+    curve_baseline: float  # the word-frequency predictor on the curve's sentences
+    concurrency: str  # what ran beside it
+
+
+def decoder_comparison() -> tuple[DecoderEntry, ...]:
+    """The zoo's decoder(s) with a record: costs, held-out next-piece loss and its learning curve."""
+    out = []
+    for key, (_, twin, _) in _DECODERS.items():
+        r = _record(key)
+        if r is None:
+            continue
+        out.append(DecoderEntry(
+            key=key, twin=twin, tokens=int(r["tokens"]), schedule_tokens=int(r["config"]["tokens"]),
+            steps=int(r["steps"]), wall_minutes=float(r["wall_minutes"]), tokens_per_s=float(r["tokens_per_s"]),
+            flops_per_token=float(r["flops_per_token"]), parameters=int(r["parameters"]["model"]),
+            piece_loss=float(r["heldout"]["piece_loss"]), baseline_piece_loss=float(r["unigram"]["piece_loss"]),
+            curve=tuple((int(p["tokens"]), float(p["piece_loss"]), float(p["train_loss"])) for p in r["curve"]),
+            curve_baseline=float(r["unigram_tuning_split"]["piece_loss"]), concurrency=r.get("concurrency", ""),
         ))
     return tuple(out)

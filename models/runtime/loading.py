@@ -24,6 +24,7 @@ import torch
 # Imported eagerly: transformers' lazy imports are not safe from concurrent worker threads.
 from transformers import (
     AutoModel,
+    AutoModelForCausalLM,
     AutoModelForMaskedLM,
     AutoModelForNextSentencePrediction,
     AutoModelForPreTraining,
@@ -275,7 +276,11 @@ _HEAD_MISSING = {
             "later encoders dropped it too", "Models that have one"),
     "sop": ("no sentence-order-prediction head (ALBERT's replacement for NSP)", "Models that have one"),
     "rtd": ("no replaced-token-detection discriminator (ELECTRA's objective)", "Models that have one"),
+    "clm": ("no next-token head: it is an encoder, trained to fill blanks with both sides in view, not to "
+            "continue a text (next_token needs a decoder)", "Decoders"),
 }
+# What a decoder cannot do, for the message: it reads left to right and predicts the next piece.
+DECODER_REFUSAL = "a decoder does not fill blanks: see next_token"
 HEADS = ("base", *_HEAD_MISSING)
 
 
@@ -285,9 +290,21 @@ def require_head(spec: ModelSpec, head: str) -> None:
         raise ValueError(f"Unknown head {head!r}; choose one of {', '.join(HEADS)}.")
     if head == "base" or spec.can(head):
         return
+    if spec.is_decoder:
+        refuse_decoder(spec, {"mlm": "fill a mask", "nsp": "judge a sentence pair", "sop": "judge a sentence pair",
+                              "rtd": "detect replaced tokens"}[head])
     lacks, which = _HEAD_MISSING[head]
     having = catalogue.named_by_availability([s for s in catalogue.SPECS if s.can(head)])
     raise CapabilityError(f"{spec.display_name} ({spec.key}) has {lacks}. {which}: {having}.")
+
+
+def refuse_decoder(spec: ModelSpec, task: str) -> None:
+    """A ``CapabilityError`` when ``spec`` is a decoder: ``task`` (e.g. "fill a mask", "pool
+    sentence vectors") needs an encoder, which reads both sides of every token."""
+    if spec.is_decoder:
+        encoder = f" (its twin encoder: {spec.twin})" if spec.twin else ""
+        raise CapabilityError(f"{spec.display_name} ({spec.key}) cannot {task}: {DECODER_REFUSAL} "
+                              f"(it reads left to right and gives the next piece){encoder}.")
 
 
 def load_model(model: str | ModelSpec, head: str = "base", attn_implementation: str | None = None):
@@ -295,8 +312,8 @@ def load_model(model: str | ModelSpec, head: str = "base", attn_implementation: 
 
     model: a registry key, or its spec when the request has resolved it already.
     head: "base" (the bare encoder), "mlm" (with the masked-LM head), "nsp" (BERT's
-    next-sentence-prediction head), "sop" (ALBERT's sentence-order head, with its MLM head)
-    or "rtd" (ELECTRA's discriminator). ELECTRA's MLM head is its generator, a smaller
+    next-sentence-prediction head), "sop" (ALBERT's sentence-order head, with its MLM head),
+    "rtd" (ELECTRA's discriminator) or "clm" (a decoder's next-token head). ELECTRA's MLM head is its generator, a smaller
     model in the spec's ``mlm_subfolder``.
     attn_implementation: None (transformers' default, e.g. SDPA) or "eager", which is
     what returns attention weights.
@@ -315,7 +332,8 @@ def _load(spec: ModelSpec, head: str, attn_implementation: str | None, device) -
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
     auto = {"mlm": AutoModelForMaskedLM, "nsp": AutoModelForNextSentencePrediction,
-            "sop": AutoModelForPreTraining, "rtd": AutoModelForPreTraining}.get(head, AutoModel)
+            "sop": AutoModelForPreTraining, "rtd": AutoModelForPreTraining,
+            "clm": AutoModelForCausalLM}.get(head, AutoModel)
     if head == "mlm" and spec.mlm_subfolder:
         kwargs["subfolder"] = spec.mlm_subfolder
     try:

@@ -86,6 +86,7 @@ class BatchMaker:
     seed: int
     mask_gen: torch.Generator
     rng: np.random.Generator
+    causal: bool = False  # a decoder: no masking; every real piece after the first is a target
 
     def __post_init__(self):
         self.special_ids = torch.tensor(sorted(set(self.tokenizer.all_special_ids)))
@@ -108,6 +109,10 @@ class BatchMaker:
         """The batch of chunks ``idx`` in ``epoch``, padded and masked."""
         rows, types, labels_pair = self.rows(idx, epoch)
         ids, tt, attention = pad_batch(rows, types, self.examples.pad)
+        if self.causal:
+            labels = ids.masked_fill(attention == 0, -100)
+            labels[:, 0] = -100
+            return ids, tt, attention, ids, labels, None
         special = (attention == 0) | torch.isin(ids, self.special_ids)
         tok = self.tokenizer
         if self.static:  # each example's draw depends on it (and its copy) alone

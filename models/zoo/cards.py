@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..registry.zoo_entries import SCORE_NAME, TABLE_FAMILIES, ZOO_KEYS, recipe_of, zoo_comparison, zoo_folder
+from ..registry.zoo_entries import (DECODER_KEYS, SCORE_NAME, TABLE_FAMILIES, ZOO_KEYS, recipe_of, zoo_comparison,
+                                    zoo_folder)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,7 +56,6 @@ def position_line(key: str, record: dict) -> str | None:
 
 def card(key: str, record: dict, idea: str) -> str:
     cfg, shape = record["config"], record["config"]["shape"]
-    sources = json.loads((REPO_ROOT / "data" / "corpus_sources.json").read_text(encoding="utf-8"))
     folder = zoo_folder(key)
     size = sum(p.stat().st_size for p in folder.rglob("*.safetensors")) / 2**20
     masking = record["masking"]
@@ -78,18 +78,7 @@ def card(key: str, record: dict, idea: str) -> str:
         f"**How it was trained** (`python -m {record.get('script') or ('scripts.zoo gpu' if record.get('budget') else 'scripts.zoo train')}`, `models/zoo/train.py`). "
         "The same corpus,",
         "seed, shape and number of training tokens as every other miniature:",
-        f"{record['tokens']:,} training tokens (padding excluded), {record['steps']:,} steps of "
-        f"{cfg['batch_size']} sequences; AdamW (lr {cfg['lr']}, betas 0.9/0.98, weight decay "
-        f"{cfg['weight_decay']}), linear warm-up over {cfg['warmup']:.0%} of the budget then linear decay to "
-        f"zero; {PRECISION.get(cfg['autocast'], 'float32')}; seed {cfg['seed']}; "
-        f"{where(record)} (torch {record['torch']}), {record['world_size']} process(es)"
-        f"{', memory allocator ' + record['allocator'] if record.get('allocator') else ''}"
-        f"{'; ' + record['concurrency'] if record.get('concurrency') else ''}; "
-        f"{record['wall_minutes']:.1f} wall minutes ({record['tokens'] / (60 * record['wall_minutes']):,.0f} "
-        f"tokens/s), {record['cpu_minutes_rank0']:.1f} CPU minutes; about "
-        f"{record['flops'] / 1e12:.1f} TFLOPs ({record['flops_per_token'] / 1e6:.2f} MFLOPs per token: torch's "
-        "FlopCounterMode over the first training step, forward and backward in one count, a teacher's "
-        "forward included where there is one; `python -m scripts.zoo flops`).",
+        run_line(record),
         f"Masking: {masking['rate']:.0%} of the tokens selected, {masking['mask']:.0%} [MASK] / "
         f"{masking['random']:.0%} random / {masking['keep']:.0%} kept, "
         + ("static (each example's masks drawn once from its own seed)" if record["static_masking"]
@@ -141,6 +130,37 @@ def card(key: str, record: dict, idea: str) -> str:
         "|---|---|---|",
         *[f"| {p['tokens']:,} | {p['word_top1']:.1%} | {p['train_loss']:.3f} |" for p in record["curve"]],
         "",
+        *corpus_lines(record),
+        "",
+        f"**Limits.** A miniature: {record['tokens'] / 1e6:.1f} million training tokens on {where(record)}, a tiny fraction "
+        "of any published run. It shows its family's idea at this scale; it is not the published model and "
+        "knows little English beyond frequent words and patterns.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def run_line(record: dict) -> str:
+    """How long and how a run trained: tokens, steps, optimiser, schedule, precision, machine, costs."""
+    cfg = record["config"]
+    return (
+        f"{record['tokens']:,} training tokens (padding excluded), {record['steps']:,} steps of "
+        f"{cfg['batch_size']} sequences; AdamW (lr {cfg['lr']}, betas 0.9/0.98, weight decay "
+        f"{cfg['weight_decay']}), linear warm-up over {cfg['warmup']:.0%} of the budget then linear decay to "
+        f"zero; {PRECISION.get(cfg['autocast'], 'float32')}; seed {cfg['seed']}; "
+        f"{where(record)} (torch {record['torch']}), {record['world_size']} process(es)"
+        f"{', memory allocator ' + record['allocator'] if record.get('allocator') else ''}"
+        f"{'; ' + record['concurrency'] if record.get('concurrency') else ''}; "
+        f"{record['wall_minutes']:.1f} wall minutes ({record['tokens'] / (60 * record['wall_minutes']):,.0f} "
+        f"tokens/s), {record['cpu_minutes_rank0']:.1f} CPU minutes; about "
+        f"{record['flops'] / 1e12:.1f} TFLOPs ({record['flops_per_token'] / 1e6:.2f} MFLOPs per token: torch's "
+        "FlopCounterMode over the first training step, forward and backward in one count, a teacher's "
+        "forward included where there is one; `python -m scripts.zoo flops`).")
+
+
+def corpus_lines(record: dict) -> list[str]:
+    """The corpus and licence paragraphs of a card."""
+    sources = json.loads((REPO_ROOT / "data" / "corpus_sources.json").read_text(encoding="utf-8"))
+    return [
         f"**Corpus.** {record['corpus']['sentences']:,} training sentences of public-domain and permissively "
         "licensed English (`python -m scripts.build_corpus`; `data/corpus_sources.json`):",
         "",
@@ -150,12 +170,7 @@ def card(key: str, record: dict, idea: str) -> str:
         "",
         "**Licence.** The weights are released under the project's terms; the corpus texts are public domain "
         "or permissively licensed (table above).",
-        "",
-        f"**Limits.** A miniature: {record['tokens'] / 1e6:.1f} million training tokens on {where(record)}, a tiny fraction "
-        "of any published run. It shows its family's idea at this scale; it is not the published model and "
-        "knows little English beyond frequent words and patterns.",
     ]
-    return "\n".join(lines) + "\n"
 
 
 def where(record: dict) -> str:
@@ -180,13 +195,16 @@ def tuning_line(record: dict) -> str:
 
 def write_cards(log=print) -> None:
     """MODEL_CARD.md for every miniature that has a record."""
-    for key in ZOO_KEYS:
+    from .decoder_card import decoder_card
+
+    for key in (*ZOO_KEYS, *DECODER_KEYS):
         path = zoo_folder(key) / "record.json"
         if not path.is_file():
             log(f"{key}: no record, skipped")
             continue
         record = json.loads(path.read_text(encoding="utf-8"))
-        (zoo_folder(key) / "MODEL_CARD.md").write_text(card(key, record, recipe_of(key)), encoding="utf-8")
+        text = decoder_card(key, record) if key in DECODER_KEYS else card(key, record, recipe_of(key))
+        (zoo_folder(key) / "MODEL_CARD.md").write_text(text, encoding="utf-8")
         log(f"{key}: MODEL_CARD.md written")
 
 

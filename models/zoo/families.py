@@ -16,10 +16,16 @@ from .locality import locality_start_, sinusoidal_positions_
 FAMILIES = ("mini-bert", "mini-roberta", "mini-distilbert", "mini-albert", "mini-electra",
             "mini-deberta", "mini-modernbert")
 
+# the zoo's storyteller: a decoder beside the encoder families, not one of them (trained the
+# same way on next-token prediction; it reads its twin's shipped tokenizer, not one of its own)
+DECODERS = ("mini-decoder",)
+TWIN_OF = {"mini-decoder": "mini-modernbert"}
+
 TOKENIZER_OF = {
     "mini-bert": "wordpiece", "mini-distilbert": "wordpiece", "mini-electra": "wordpiece",
     "mini-roberta": "bytelevel-bpe", "mini-modernbert": "modernbert-bpe",
     "mini-albert": "unigram-albert", "mini-deberta": "unigram-deberta",
+    "mini-decoder": "modernbert-bpe",
 }
 
 
@@ -130,18 +136,22 @@ def _build(T, family, tokenizer, shape, teacher, common, ids, drop, dropout) -> 
                                 position_biased_input=False, share_att_key=True,
                                 norm_rel_ebd="layer_norm", type_vocab_size=0)
         return {"model": T.DebertaV2ForMaskedLM(cfg)}
-    if family == "mini-modernbert":
-        cfg = T.ModernBertConfig(
+    if family in ("mini-modernbert", "mini-decoder"):
+        shared = dict(
             vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=A,
             intermediate_size=F_ // 2, max_position_embeddings=shape.max_len,
             global_attn_every_n_layers=2, local_attention=shape.modernbert_window,
             **{k: v for k, v in ids.items() if k == "initializer_range"},
             pad_token_id=tokenizer.pad_token_id, cls_token_id=tokenizer.cls_token_id,
             sep_token_id=tokenizer.sep_token_id, bos_token_id=tokenizer.cls_token_id,
-            eos_token_id=tokenizer.sep_token_id, mask_token_id=tokenizer.mask_token_id,
-            reference_compile=False,  # older transformers 5 releases torch.compile'd it on CUDA (recompiling per padded length)
+            eos_token_id=tokenizer.sep_token_id,
             **({} if dropout is None else dict(attention_dropout=dropout, mlp_dropout=dropout,
                                                embedding_dropout=dropout)))
+        if family == "mini-decoder":  # the same shape; its local layers see 16 tokens back (half the window)
+            return {"model": T.ModernBertDecoderForCausalLM(T.ModernBertDecoderConfig(**shared))}
+        cfg = T.ModernBertConfig(
+            **shared, mask_token_id=tokenizer.mask_token_id,
+            reference_compile=False)  # older transformers 5 releases torch.compile'd it on CUDA (recompiling per padded length)
         return {"model": T.ModernBertForMaskedLM(cfg)}
     raise ValueError(f"Unknown family {family!r}; choose one of {', '.join(FAMILIES)}.")
 
@@ -182,7 +192,7 @@ def encode(family: str, model, ids, attention, types=None):
         return out.last_hidden_state, out.pooler_output
     body = {"mini-roberta": lambda m: m.roberta, "mini-distilbert": lambda m: m.distilbert,
             "mini-electra": lambda m: m.electra, "mini-deberta": lambda m: m.deberta,
-            "mini-modernbert": lambda m: m.model}[family](model)
+            "mini-modernbert": lambda m: m.model, "mini-decoder": lambda m: m.model}[family](model)
     return body(input_ids=ids, attention_mask=attention).last_hidden_state, None
 
 
@@ -202,6 +212,8 @@ def mlm_logits(family: str, model, hidden):
         return model.cls(hidden)
     if family == "mini-modernbert":
         return model.decoder(model.head(hidden))
+    if family == "mini-decoder":  # its next-piece head
+        return model.decoder(model.lm_head(hidden))
     raise ValueError(family)
 
 
@@ -228,6 +240,8 @@ class Objective(nn.Module):
         s = shares or {}
         masked, real_share, rows = s.get("masked", 1.0), s.get("real", 1.0), s.get("rows", 1.0)
         parts = {}
+        if fam in DECODERS:
+            return self._next_token_loss(ids, attention, labels, masked)
         if fam == "mini-electra":
             hidden_g, _ = encode(fam, self.generator, inputs, attention)
             g_logits = mlm_logits(fam, self.generator, hidden_g[sel])  # (N, V)
@@ -271,6 +285,16 @@ class Objective(nn.Module):
                             ) * real_share
             loss = 5.0 * parts["kd"] + 2.0 * parts["mlm"] + 1.0 * parts["cos"]
         return loss, parts
+
+    def _next_token_loss(self, ids, attention, labels, share: float = 1.0):
+        """A decoder's causal LM loss: each position predicts the next piece; ``labels`` are
+        the inputs with -100 where no piece is predicted (the first, padding)."""
+        hidden, _ = encode(self.family, self.model, ids, attention)  # (B, T, H), triangular attention
+        sel = labels[:, 1:] != -100
+        logits = mlm_logits(self.family, self.model, hidden[:, :-1][sel])  # (N, V)
+        target = labels[:, 1:][sel]
+        loss = (fast_cross_entropy(logits, target) if self.fast_loss else F.cross_entropy(logits.float(), target))
+        return loss * share, {"lm": loss * share}
 
 
 def masking_policy(family: str) -> MaskingPolicy:

@@ -11,7 +11,9 @@ import torch.nn.functional as F
 
 from ..pretraining.masking import apply_masking
 from .data import Examples, pad_batch
-from .families import Objective, encode, masking_policy, mlm_logits
+from .families import DECODERS, Objective, encode, masking_policy, mlm_logits
+
+STORY_PROMPT = "Once upon a time there was a"  # the decoder's record continues it
 
 WORD = re.compile(r"[A-Za-z]+")
 
@@ -84,6 +86,49 @@ def whole_word_accuracy(family: str, model, tokenizer, sentences: list[str], *, 
         right, total = right + r, total + t
     return {"word_top1": right / max(total, 1), "words": total,
             "piece_loss": loss_sum / max(pieces, 1), "pieces": pieces}
+
+
+def next_piece_batches(tokenizer, sentences: list[str], batch_size: int = 64):
+    """(ids, attention, targets) per batch: [CLS] sentence [SEP] and, at each position, the
+    piece that comes next when it is one of the sentence's own pieces (-100 elsewhere: the
+    [SEP], padding). The decoder's held-out task, and the unigram baseline's pieces."""
+    for start in range(0, len(sentences), batch_size):
+        enc = tokenizer(sentences[start : start + batch_size], truncation=True, max_length=128, padding=True,
+                        return_special_tokens_mask=True, return_tensors="pt")
+        ids, attention = enc["input_ids"], enc["attention_mask"]
+        ordinary = attention.bool() & ~enc["special_tokens_mask"].bool()
+        targets = ids[:, 1:].masked_fill(~ordinary[:, 1:], -100)
+        yield ids, attention, targets
+
+
+@torch.no_grad()
+def next_piece_scores(family: str, model, tokenizer, sentences: list[str], *, batch_size: int = 64,
+                      autocast: str = "") -> dict:
+    """A decoder on held-out sentences: the mean loss per piece, each piece predicted from the
+    pieces before it (and [CLS]), and how often the next piece is its top-1."""
+    model.eval()
+    device = next(model.parameters()).device
+    loss_sum, right, pieces = 0.0, 0, 0
+    for ids, attention, targets in next_piece_batches(tokenizer, sentences, batch_size):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast == "bf16"):
+            hidden, _ = encode(family, model, ids.to(device), attention.to(device))
+            sel = (targets != -100).to(device)
+            logits = mlm_logits(family, model, hidden[:, :-1][sel]).float()
+        target = targets[targets != -100].to(device)
+        loss_sum += float(F.cross_entropy(logits, target, reduction="sum"))
+        right += int((logits.argmax(-1) == target).sum())
+        pieces += len(target)
+    return {"piece_loss": loss_sum / max(pieces, 1), "piece_top1": right / max(pieces, 1), "pieces": pieces}
+
+
+def unigram_next_piece(tokenizer, counts: np.ndarray, sentences: list[str]) -> dict:
+    """The word-frequency predictor on ``next_piece_scores``' pieces: each piece guessed from the
+    training split's piece counts alone (add-one smoothed), whatever came before it."""
+    logp = np.log((counts.astype(np.float64) + 1.0) / (counts.sum() + len(counts)))
+    best = int(np.argmax(counts))
+    target = torch.cat([t[t != -100] for _, _, t in next_piece_batches(tokenizer, sentences)]).numpy()
+    return {"piece_loss": float(-logp[target].mean()), "piece_top1": float((target == best).mean()),
+            "pieces": int(len(target)), "top_guess": tokenizer.convert_ids_to_tokens(best)}
 
 
 def unigram_baseline(tokenizer, counts: np.ndarray, sentences: list[str], *, seed: int = 1234) -> dict:
@@ -206,6 +251,8 @@ def final_scores(family: str, objective: Objective, tokenizer, examples: Example
                  cloze: list[dict], autocast: str = "") -> dict:
     """A trained family's record entries: held-out whole words, the everyday cloze, NSP / SOP
     on held-out pairs, ELECTRA's detection, and the parameter counts."""
+    if family in DECODERS:
+        return decoder_scores(family, objective, tokenizer, heldout, autocast)
     mlm_model = objective.generator if family == "mini-electra" else objective.model
     out = {"heldout": whole_word_accuracy(family, mlm_model, tokenizer, heldout, autocast=autocast)}
     objective.cpu()
@@ -218,6 +265,42 @@ def final_scores(family: str, objective: Objective, tokenizer, examples: Example
                          for name, m in (("model", objective.model), ("generator", objective.generator))
                          if m is not None}
     return out
+
+
+def decoder_scores(family: str, objective: Objective, tokenizer, heldout: list[str], autocast: str = "") -> dict:
+    """A trained decoder's record entries: held-out next-piece loss, continuations of
+    ``STORY_PROMPT`` (greedy and three samples), the parameter count."""
+    model = objective.model
+    out = {"heldout": next_piece_scores(family, model, tokenizer, heldout, autocast=autocast)}
+    objective.cpu()
+    out["story"] = {"prompt": STORY_PROMPT, "greedy": continue_text(family, model, tokenizer, STORY_PROMPT),
+                    "sampled": [continue_text(family, model, tokenizer, STORY_PROMPT, seed=k) for k in range(3)],
+                    "sampling": "softmax at temperature 1 over the 40 likeliest pieces, seeds 0-2; 16 pieces"}
+    out["parameters"] = {"model": sum(p.numel() for p in model.parameters())}
+    return out
+
+
+@torch.no_grad()
+def continue_text(family: str, model, tokenizer, prompt: str, pieces: int = 16, seed: int | None = None,
+                  top_k: int = 40) -> str:
+    """``prompt`` continued piece by piece ([CLS] first, as in training): the likeliest piece
+    each time, or (``seed``) a draw from the ``top_k`` likeliest; stops at [SEP]."""
+    model.eval()
+    ids = [tokenizer.cls_token_id] + tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    start, gen = len(ids), torch.Generator().manual_seed(seed) if seed is not None else None
+    for _ in range(pieces):
+        x = torch.tensor([ids])
+        hidden, _ = encode(family, model, x, torch.ones_like(x))
+        logits = mlm_logits(family, model, hidden[0, -1:]).float()[0]
+        if gen is None:
+            nxt = int(logits.argmax())
+        else:
+            top = logits.topk(top_k)
+            nxt = int(top.indices[torch.multinomial(top.values.softmax(-1), 1, generator=gen)])
+        if nxt == tokenizer.sep_token_id:
+            break
+        ids.append(nxt)
+    return tokenizer.decode(ids[start:])
 
 
 def roc_auc(positive: np.ndarray, negative: np.ndarray) -> float:

@@ -48,8 +48,8 @@ from .allocator import current_allocator
 from .batches import BatchMaker, Position, batch_indices, mask_generator, pair_rng, sample_generator
 from .data import Examples
 from .fast import fast_kernels
-from .families import Objective, Shape, build_models, masking_policy
-from .scores import whole_word_accuracy
+from .families import DECODERS, Objective, Shape, build_models, masking_policy
+from .scores import next_piece_scores, whole_word_accuracy
 from .step import split_step, train_step
 
 PAIR_KIND = {"mini-bert": "nsp", "mini-albert": "sop"}  # the families with a sentence-pair objective
@@ -211,7 +211,7 @@ def start_run(family: str, tokenizer, chunks, cfg: ZooConfig, teacher, device: t
     examples = Examples(tokenizer, chunks, cfg.shape.max_len, cfg.seed)
     maker = BatchMaker(examples, tokenizer, masking_policy(family), PAIR_KIND.get(family),
                        static=family == "mini-bert", seed=cfg.seed, mask_gen=mask_generator(cfg.seed, rank),
-                       rng=pair_rng(cfg.seed, rank))
+                       rng=pair_rng(cfg.seed, rank), causal=family in DECODERS)
     return Run(family, cfg, device, objective, wrapped, [p for p in objective.parameters() if p.requires_grad],
                optimizer(objective, cfg, fused=device.type == "cuda" or fast), examples, maker,
                sample_generator(cfg.seed, rank, device), teacher, dist, rank, world,
@@ -376,8 +376,8 @@ def evaluate_if_due(run: Run, tokenizer, heldout: list[str], loss: torch.Tensor,
     mlm_model = run.objective.generator if run.family == "mini-electra" else run.objective.model
     if run.pool is not None:  # the evaluation is one batch at a time: all of torch's threads
         torch.set_num_threads(run.threads)
-    score = whole_word_accuracy(run.family, mlm_model, tokenizer, heldout[: run.cfg.eval_sentences],
-                                autocast=run.cfg.autocast)
+    score = (next_piece_scores if run.maker.causal else whole_word_accuracy)(
+        run.family, mlm_model, tokenizer, heldout[: run.cfg.eval_sentences], autocast=run.cfg.autocast)
     if run.pool is not None:
         torch.set_num_threads(max(1, run.threads // run.workers))
     point = {"tokens": run.tokens, "step": run.step, **score,
@@ -392,7 +392,9 @@ def run_record(run: Run) -> dict:
         "family": run.family, "tokens": run.tokens, "steps": run.step, "world_size": run.world,
         "allocator": current_allocator(), "wall_minutes": run.wall_s() / 60, "cpu_minutes_rank0": run.cpu_s() / 60,
         "flops_per_token": run.flops_per_token, "flops": run.flops_per_token * run.tokens,
-        "masking": asdict(run.maker.policy), "static_masking": run.maker.static, "pair_objective": run.maker.pair_kind,
+        "masking": None if run.maker.causal else asdict(run.maker.policy), "static_masking": run.maker.static,
+        "pair_objective": run.maker.pair_kind,
+        **({"objective": "next-token prediction (causal LM)"} if run.maker.causal else {}),
         "curve": run.curve, "log": run.log_rows, "config": asdict(run.cfg), "stopped_at_deadline": run.stopped_at_deadline,
     }
 

@@ -11,11 +11,14 @@ Re-running with the same arguments on the same corpus reproduces the runs (same 
 data order; kernels may differ across CPUs in the last bits). The shipped zoo was made by
 ``search`` (a tuning search, then a longer bf16 run); the test suite's tiny zoo by this
 (``--tiny``). Under torchrun it trains with DistributedDataParallel (gloo on CPU, NCCL on CUDA).
+``--families mini-decoder`` trains mini-modernbert's decoder twin (a ModernBertDecoderForCausalLM
+on next-token prediction, with its twin's tokenizer) beside the zoo.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import time
@@ -40,7 +43,8 @@ def add_arguments(p) -> None:
     p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     p.add_argument("--work", type=Path, default=REPO / ".cache" / "zoo")
     p.add_argument("--out", type=Path, default=REPO / "weights" / "zoo")
-    p.add_argument("--families", nargs="+", default=list(zm.FAMILIES), choices=zm.FAMILIES)
+    p.add_argument("--families", nargs="+", default=list(zm.FAMILIES), choices=zm.FAMILIES + zm.DECODERS,
+                   help="the encoder families (default: all seven); mini-decoder: the zoo's decoder twin")
     p.add_argument("--tokens", type=int, default=Z.ZooConfig.tokens)
     p.add_argument("--batch-size", type=int, default=Z.ZooConfig.batch_size)
     p.add_argument("--lr", type=float, default=Z.ZooConfig.lr)
@@ -52,6 +56,9 @@ def add_arguments(p) -> None:
     p.add_argument("--dropout", type=float, default=None, help="every model's dropout (default: each config's)")
     p.add_argument("--checkpoint-every", type=int, default=0,
                    help="write WORK/<family>.ckpt every N steps; re-running the same command resumes from it")
+    p.add_argument("--stop-tokens", type=int, default=0,
+                   help="stop once this many tokens are reached, on the schedule of --tokens (1 with a "
+                        "checkpoint: score and export the run as the checkpoint left it, no step more)")
     p.add_argument("--stock-kernels", action="store_true",
                    help="torch's stock CPU kernels, one batch per step (ZooConfig.fast_kernels=False)")
     p.add_argument("--workers", type=int, default=Z.ZooConfig.workers,
@@ -75,6 +82,61 @@ def load_or_train_tokenizer(kind: str, corpus: Path, work: Path, vocab: int):
         train_tokenizer(kind, [str(corpus / "train.txt")], folder, vocab)
         print(f"tokenizer {kind}: trained in {time.time() - t0:.0f} s", flush=True)
     return AutoTokenizer.from_pretrained(str(folder))
+
+
+def family_tokenizer(args, family: str, work: Path, vocab: int) -> tuple[object, str]:
+    """(the family's tokenizer, the key its chunks are kept under): an encoder's is trained (once,
+    under ``work``); a decoder takes its twin's shipped tokenizer, the same vocabulary exactly."""
+    if family not in zm.DECODERS:
+        kind = zm.TOKENIZER_OF[family]
+        return load_or_train_tokenizer(kind, args.corpus, work, vocab), kind
+    from transformers import AutoTokenizer
+
+    twin = args.out / zm.TWIN_OF[family]  # trained in this --out (a test zoo), else the shipped one
+    twin = twin if (twin / "tokenizer.json").is_file() else REPO / "weights" / "zoo" / zm.TWIN_OF[family]
+    return AutoTokenizer.from_pretrained(str(twin)), zm.TWIN_OF[family]  # its chunks are its own
+
+
+class LoadSampler:
+    """The machine's 1-minute load average every 30 s while a run trains (what ran beside it)."""
+
+    def __init__(self, every_s: float = 30.0):
+        import threading
+
+        self.samples, self._stop = [], threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
+        self._thread.start()
+
+    def _run(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            self.samples.append(round(os.getloadavg()[0], 2))
+
+    def stop(self) -> list[float]:
+        self._stop.set()
+        return sorted(self.samples)
+
+
+def decoder_record(family: str, objective, tokenizer, counts, tune: list[str], score: list[str],
+                   load: list[float]) -> dict:
+    """A decoder's record entries: next-piece scores and the word-frequency baseline on both
+    held-out splits, continuations, and what it shares with its twin."""
+    model = objective.model
+    out = zs.final_scores(family, objective, tokenizer, None, score, [])
+    out["heldout"]["split"] = f"data/heldout.txt without its last {zd.TUNING_SENTENCES} lines (the tuning split)"
+    out["tuning_split"] = zs.next_piece_scores(family, model, tokenizer, tune)
+    out["unigram"] = zs.unigram_next_piece(tokenizer, counts, score)
+    out["unigram_tuning_split"] = zs.unigram_next_piece(tokenizer, counts, tune)
+    out["twin"] = {"family": zm.TWIN_OF[family],
+                   "shares": "tokenizer (its shipped folder), shape, corpus and order, seed, token budget, "
+                             "batch size, schedule, bf16 autocast, learning rate (the twin's chosen point)"}
+    cores = os.cpu_count() or 1
+    out["concurrency"] = (f"on this machine's CPU ({cores} cores), shared with other work (tests, other training)"
+                          + (f"; 1-minute load average while it trained: median {load[len(load) // 2]:.1f} "
+                             f"(range {load[0]:.1f}-{load[-1]:.1f}; one run alone keeps it near {cores})"
+                             if load else ""))
+    out["concurrency_detail"] = {"load": load}
+    out["script"] = "scripts.zoo train"
+    return out
 
 
 def start_ranks(device: torch.device) -> tuple[torch.device, int, int]:
@@ -130,7 +192,7 @@ def run(args) -> int:
         import torch.distributed as dist
 
         dist.destroy_process_group()
-    if rank == 0 and not args.no_export:
+    if rank == 0 and not args.no_export and set(args.families) - set(zm.DECODERS):
         from models.zoo.cards import targets_table
 
         print(targets_table(args.out), flush=True)
@@ -140,9 +202,10 @@ def run(args) -> int:
 def train_families(args, cfg: Z.ZooConfig, work: Path, heldout: list[str], device, rank: int, log) -> None:
     """Each family in turn (the teacher first): tokenizer, chunks (once per tokenizer), training, export."""
     chunks_of, corpus, teacher = {}, {}, None  # corpus: its sentences and tokens (every sentence whole)
+    tune, score = zd.heldout_splits(args.heldout_limit)  # a decoder's curve / its record (the zoo's splits)
     for family in teacher_first(args.families):
-        kind = zm.TOKENIZER_OF[family]
-        tokenizer = load_or_train_tokenizer(kind, args.corpus, work, cfg.shape.vocab)
+        decoder = family in zm.DECODERS
+        tokenizer, kind = family_tokenizer(args, family, work, cfg.shape.vocab)
         if kind not in chunks_of:
             chunks_of[kind] = zd.corpus_chunks(args.corpus / "train_ordered.tsv", tokenizer, cfg.shape.max_len,
                                                args.max_sentences, counts=corpus)
@@ -151,29 +214,38 @@ def train_families(args, cfg: Z.ZooConfig, work: Path, heldout: list[str], devic
             from transformers import BertForPreTraining
 
             teacher = BertForPreTraining.from_pretrained(str(args.out / "mini-bert"), dtype=torch.float32)
-        done = Z.train_family(family, tokenizer, chunks_of[kind], heldout, cfg,
+        load = LoadSampler() if decoder else None
+        fam_cfg = dataclasses.replace(cfg, shape=dataclasses.replace(cfg.shape, vocab=len(tokenizer))) if decoder else cfg
+        done = Z.train_family(family, tokenizer, chunks_of[kind], tune if decoder else heldout, fam_cfg,
                               teacher=teacher if family == "mini-distilbert" else None,
                               device=device, log=log,
                               checkpoint=(work / f"{family}.rank{rank}.ckpt") if args.checkpoint_every else None,
-                              checkpoint_every=args.checkpoint_every)
+                              checkpoint_every=args.checkpoint_every, stop_tokens=args.stop_tokens)
         if args.digest is not None:
             args.digest.mkdir(parents=True, exist_ok=True)
             (args.digest / f"{family}.rank{rank}.sha256").write_text(Z.state_digest(done["objective"]))
         if rank != 0 or args.no_export:
             continue
-        finish(args, family, done, tokenizer, chunks_of[kind], corpus, heldout, device, log)
+        decoder_scores = (tune, score, load.stop()) if decoder else None
+        finish(args, family, done, tokenizer, chunks_of[kind], corpus, heldout, device, log, decoder_scores)
         if family == "mini-bert":
             # the teacher as shipped (fp16 values), so a DistilBERT-only re-run sees the same one
             teacher = copy.deepcopy(done["objective"].model).half().float()
 
 
-def finish(args, family: str, done: dict, tokenizer, chunks, corpus: dict, heldout: list[str], device, log) -> None:
-    """The final scores into the record, then the shipped folder and the cards."""
+def finish(args, family: str, done: dict, tokenizer, chunks, corpus: dict, heldout: list[str], device, log,
+           decoder_scores: tuple | None = None) -> None:
+    """The final scores into the record, then the shipped folder and (an encoder's) the cards.
+    ``decoder_scores``: a decoder's (tuning split, score split, load samples)."""
     objective, record = done["objective"], done["record"]
     cloze = json.loads((REPO / "data" / "everyday_cloze.json").read_text(encoding="utf-8"))["items"]
     t0 = time.time()
-    record.update(zs.final_scores(family, objective, tokenizer, done["examples"], heldout, cloze))
-    record["unigram"] = zs.unigram_baseline(tokenizer, zs.piece_counts(chunks, len(tokenizer)), heldout)
+    counts = zs.piece_counts(chunks, len(tokenizer))
+    if decoder_scores:
+        record.update(decoder_record(family, objective, tokenizer, counts, *decoder_scores))
+    else:
+        record.update(zs.final_scores(family, objective, tokenizer, done["examples"], heldout, cloze))
+        record["unigram"] = zs.unigram_baseline(tokenizer, counts, heldout)
     record["tokens_per_s"] = record["tokens"] / max(record["wall_minutes"] * 60, 1e-9)
     record["tokenizer_kind"] = zm.TOKENIZER_OF[family]
     record["corpus"] = {"sentences": corpus["sentences"], "file": "train_ordered.tsv"}
@@ -184,4 +256,5 @@ def finish(args, family: str, done: dict, tokenizer, chunks, corpus: dict, heldo
                                                 if k in ("heldout", "everyday", "pair_heldout", "rtd_heldout",
                                                          "wall_minutes", "tokens", "steps")}}))
     export(family, objective, tokenizer, record, args.out)
-    write_cards_in(args.out)
+    if not decoder_scores:
+        write_cards_in(args.out)

@@ -35,7 +35,7 @@ def test_specs_cover_the_zoo_and_every_family():
     keys = [s.key for s in SPECS]
     assert len(keys) == len(set(keys))
     for spec in SPECS:
-        assert spec.provenance and spec.display_name and spec.mask_token
+        assert spec.provenance and spec.display_name and (spec.mask_token or spec.is_decoder)
     assert get_spec("roberta-base").mask_token == "<mask>"
 
 
