@@ -142,11 +142,11 @@ def sentence_pair(model_key: str, a: str, b: str):
         rows = [("A, B as written", a, b, sentence_order(model_key, a, b)),
                 ("B, A swapped", b, a, sentence_order(model_key, b, a))]
         column = "P(in order)"
-    heldout, majority, reference = next(((e.pair_accuracy, e.pair_majority, e.pair_reference)
-                                          for e in zoo_comparison() if e.key == model_key), (None, None, None))
+    recorded = next(((e.pair_accuracy, e.pair_majority, e.pair_reference, e.pair_narrative)
+                     for e in zoo_comparison() if e.key == model_key), (None, None, None, ()))
     frame = plots.pair_frame(rows, column)
     head = "next-sentence prediction" if kind == "nsp" else "sentence-order prediction"
-    note = f"`{model_key}`, its {head} head.  \n" + objectives_plots.pair_markdown(kind, rows[0][3], heldout, majority, reference)
+    note = f"`{model_key}`, its {head} head.  \n" + objectives_plots.pair_markdown(kind, rows[0][3], *recorded)
     return frame, note
 
 

@@ -27,16 +27,17 @@ from . import objectives_plots as views
 RTD_COLUMNS = ["position", "token", "P(replaced)", "verdict", "generator replaced"]
 
 
-def _heldout_pair(model_key: str) -> tuple[float | None, float | None, float | None]:
-    """(held-out accuracy, majority-label share, a bag-of-words order model's accuracy) of a
-    model's pair head, from its record."""
-    return next(((e.pair_accuracy, e.pair_majority, e.pair_reference) for e in zoo_comparison() if e.key == model_key),
-                (None, None, None))
+def _heldout_pair(model_key: str) -> tuple:
+    """(held-out accuracy, majority-label share, a bag-of-words order model's accuracy, the head
+    on held-out narrative pairs by kind) of a model's pair head, from its record."""
+    return next(((e.pair_accuracy, e.pair_majority, e.pair_reference, e.pair_narrative)
+                 for e in zoo_comparison() if e.key == model_key), (None, None, None, ()))
 
 
-def _heldout_rtd_auc(model_key: str) -> float | None:
-    """The ROC AUC of a model's replaced-token detection on held-out corrupted text, from its record."""
-    return next((e.rtd_auc for e in zoo_comparison() if e.key == model_key), None)
+def _heldout_rtd(model_key: str) -> tuple:
+    """(the ROC AUC of a model's replaced-token detection on held-out corrupted text, its share of
+    single-swap sentences with the wrong word ranked first), from its record."""
+    return next(((e.rtd_auc, e.swap_first) for e in zoo_comparison() if e.key == model_key), (None, ()))
 
 
 def pair_answer(model_key: str, a: str, b: str):
@@ -85,7 +86,7 @@ def replaced_view(model_key: str, text: str, swap: float, seed: float):
     """Every token's P(replaced) (the ``detect_replaced`` API)."""
     with readable_errors("Replaced-token detection"):
         result = detect_replaced(model_key, text, int(swap or 0), int(seed or 0))
-        return views.replaced_html(result, _heldout_rtd_auc(model_key)), views.replaced_rows(result)
+        return views.replaced_html(result, *_heldout_rtd(model_key)), views.replaced_rows(result)
 
 
 run_detect_replaced = on_gpu(replaced_view)

@@ -11,7 +11,7 @@ UNSURE = 0.05  # a pair-head probability within this of 0.5 gives no verdict
 
 
 def pair_markdown(kind: str, p: float, heldout: float | None, majority: float | None = None,
-                  reference: float | None = None) -> str:
+                  reference: float | None = None, narrative: tuple[tuple[str, float], ...] = ()) -> str:
     """The answer of a sentence-pair head, with the head's held-out accuracy when known.
 
     ``majority``: the share of the held-out pairs' more frequent label (what always guessing
@@ -40,7 +40,26 @@ def pair_markdown(kind: str, p: float, heldout: float | None, majority: float | 
         if reference is not None:
             text += (f" A bag-of-words order model (which words each segment holds) gets {reference:.1%} of the "
                      "same pairs right: the order these pairs show.")
-    return text
+    return text + narrative_markdown(kind, dict(narrative))
+
+
+def narrative_markdown(kind: str, found: dict[str, float]) -> str:
+    """The head on held-out pairs of single sentences of running text (a student's pairs): for
+    NSP with a random B of another source and of the same source, and what the gap says."""
+    if kind == "nsp" and {"sentences, another-source", "sentences, same-source"} <= found.keys():
+        other, same = found["sentences, another-source"], found["sentences, same-source"]
+        text = ("  \nOn held-out pairs of single sentences from novels, stories, speeches and the Bible: "
+                f"{other:.1%} right when the random B comes from another source (another kind of text, as "
+                f"BERT drew them), {same:.1%} when it comes from elsewhere in the same source (the same kind "
+                "of text).")
+        if same < 0.6 <= other:
+            text += (" So this head reads mostly what kind of text B is, not whether it goes on from A: "
+                     "when the random B is of the same kind, it is near chance.")
+        return text
+    if kind == "sop" and "sentences, swapped" in found:
+        return (f"  \nOn held-out pairs of neighbouring single sentences from novels, stories, speeches and the "
+                f"Bible, half of them swapped: {found['sentences, swapped']:.1%} right.")
+    return ""
 
 
 def _shade(p: float) -> str:
@@ -50,8 +69,10 @@ def _shade(p: float) -> str:
     return f"rgb(255,{g},{b})"
 
 
-def replaced_note(result: ReplacedTokens, auc: float | None = None) -> str:
-    """What the generator did, and the discriminator's held-out ROC AUC when its record has one."""
+def replaced_note(result: ReplacedTokens, auc: float | None = None, swaps: tuple[tuple[str, float], ...] = ()) -> str:
+    """What the generator did, the discriminator's held-out ROC AUC when its record has one, and
+    ``swaps``: the share of single-swap sentences whose wrong word it ranks first (the record's
+    ``swap_detection``: "written" and "heldout")."""
     parts = []
     drawn = len(result.swapped) + len(result.drawn_back)
     if drawn:
@@ -70,10 +91,15 @@ def replaced_note(result: ReplacedTokens, auc: float | None = None) -> str:
             "discriminator can rank a replacement above the originals and still stay under that cut, so "
             "compare the numbers."
         )
+    found = dict(swaps)
+    if {"written", "heldout"} <= found.keys():
+        parts.append(f"With one plainly wrong word in a sentence, it ranks that word first in {found['written']:.0%} "
+                     f"of the sentences written for the project and {found['heldout']:.0%} of held-out sentences "
+                     "with a word swapped for another.")
     return f"<p class='rtd-note'>{' '.join(parts)}</p>" if parts else ""
 
 
-def replaced_html(result: ReplacedTokens, auc: float | None = None) -> str:
+def replaced_html(result: ReplacedTokens, auc: float | None = None, swaps: tuple[tuple[str, float], ...] = ()) -> str:
     """Each token in a box shaded by P(replaced), with the number under it; swaps marked;
     the note of ``replaced_note`` above."""
     swapped = dict(zip(result.swapped, result.originals))
@@ -91,7 +117,7 @@ def replaced_html(result: ReplacedTokens, auc: float | None = None) -> str:
             f"<span style='font-family:ui-monospace,monospace'>{escape(tok)}</span>"
             f"<div style='font-size:0.8em'>{'special' if special else f'{p:.2f}'}</div>{mark}</span>"
         )
-    return (f"{replaced_note(result, auc)}"
+    return (f"{replaced_note(result, auc, swaps)}"
             f"<div class='rtd-view' role='group' aria-label='P(replaced) for every token'>{''.join(cells)}</div>")
 
 

@@ -164,6 +164,12 @@ class ZooEntry:
     # SOP: a bag-of-words order model's accuracy on the same held-out pairs (`python -m scripts.zoo heads sop`):
     # how much order the pairs show to a model that compares the two segments' words
     pair_reference: float | None = None
+    # NSP / SOP on held-out narrative pairs (`python -m scripts.zoo objectives`): (kind of pair, accuracy),
+    # e.g. ("sentences, same-source", 0.52): single sentences, B from another place in the same source
+    pair_narrative: tuple[tuple[str, float], ...] = ()
+    # ELECTRA: the share of single-swap sentences whose swapped word its detector ranks first,
+    # (set, share): the project's written sentences and held-out ones with a word swapped
+    swap_first: tuple[tuple[str, float], ...] = ()
     locality_start: bool = False  # its learnt absolute table began with the locality start (models/zoo/locality.py)
     # the learning curve's words: the tuning split (the held-out file's last 400 sentences) when the run had a
     # tuning search, else the first held-out sentences; ``score`` is on the other held-out words
@@ -221,6 +227,9 @@ def zoo_comparison() -> tuple[ZooEntry, ...]:
             trained_on=r.get("device_name") or ("CPU" if r.get("device", "cpu") == "cpu" else r["device"]),
             rtd_auc=(r.get("rtd_heldout") or {}).get("roc_auc"),
             pair_reference=(r.get("pair_reference") or {}).get("accuracy"),
+            pair_narrative=tuple((k, float(v)) for k, v in (r.get("pair_narrative") or {}).get("accuracy", {}).items()),
+            swap_first=tuple((k, float(v["first"])) for k, v in (r.get("swap_detection") or {}).items()
+                             if isinstance(v, dict) and "first" in v),
             locality_start=key in TABLE_FAMILIES and r["config"].get("position_init") == "local",
             curve_words=int(r["curve"][-1].get("words", 0)) if r["curve"] else 0,
             curve_on_tuning_split="tuning_split" in r,

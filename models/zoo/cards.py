@@ -54,6 +54,43 @@ def position_line(key: str, record: dict) -> str | None:
     return None
 
 
+def pair_reading(kind: str, found: dict[str, float]) -> str:
+    """What the figures say the pair head reads, where they show it plainly ("" otherwise)."""
+    same, other = found.get("sentences, same-source"), found.get("sentences, another-source")
+    if kind == "nsp" and same is not None and other is not None and same < 0.6 <= other:
+        return (" What this head reads is mostly the kind of text B is: when the random B is of the same kind "
+                "(from elsewhere in the same source), it is near chance.")
+    swapped = found.get("sentences, swapped")
+    if kind == "sop" and swapped is not None and abs(swapped - 0.5) < 0.05:
+        return " On these pairs the head is at chance: it has not learnt to read sentence order."
+    return ""
+
+
+def student_lines(record: dict) -> list[str]:
+    """The pair head on held-out narrative pairs, and the detector on single-swap sentences
+    (``python -m scripts.zoo objectives``), when the record has them."""
+    lines = []
+    if record.get("pair_narrative"):
+        n = record["pair_narrative"]
+        found = "; ".join(f"{k.replace('-', ' ')} {v:.1%}" for k, v in n["accuracy"].items())
+        lines.append(f"- {record['pair_objective'].upper()} on {n['pairs']:,} held-out pairs of running text "
+                     f"({', '.join(n['sources'])}), cut as in training (segments) or one sentence each "
+                     + ("(sentences); a random B from another source or from elsewhere in the same source: "
+                        if record["pair_objective"] == "nsp" else "(sentences); half of them swapped: ")
+                     + f"{found}; `python -m {n['script']}`." + pair_reading(record["pair_objective"], n["accuracy"]))
+    if record.get("swap_detection"):
+        d = record["swap_detection"]
+        sets = {"written": "sentences written for the project (`data/electra_swaps.json`)",
+                "heldout": "held-out sentences with one word swapped for a word of another"}
+        for name, f in d.items():
+            if isinstance(f, dict) and name in sets:
+                lines.append(f"- One plainly wrong word in {f['sentences']} {sets[name]}: ranked first by "
+                             f"P(replaced) in **{f['first']:.1%}** (by chance {f['chance_first']:.1%}); ROC AUC "
+                             f"of a word's P(replaced), swapped against the rest, {f['word_auc']:.3f}; "
+                             f"`python -m {d['script']}`.")
+    return lines
+
+
 def card(key: str, record: dict, idea: str) -> str:
     cfg, shape = record["config"], record["config"]["shape"]
     folder = zoo_folder(key)
@@ -114,6 +151,7 @@ def card(key: str, record: dict, idea: str) -> str:
                      f"{r['replaced_mean_p']:.2f} at the {r['replaced']:,} replaced tokens and "
                      f"{r['original_mean_p']:.2f} at the {r['original']:,} original ones; recall at 0.5 "
                      f"{r['replaced_recall']:.1%}, specificity {r['original_specificity']:.1%}.")
+    lines += student_lines(record)
     if record.get("unigram"):
         u = record["unigram"]
         lines.append(f"- The word-frequency baseline on the same masked words (each piece guessed from its frequency "

@@ -115,6 +115,10 @@ class Examples:
             b = np.concatenate(self.chunks[other])[: max(len(b), 8)]
         elif label and kind == "sop":
             a, b = b, a
+        return (*self.join(a, b), label)
+
+    def join(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """[CLS] A [SEP] B [SEP] and its token types, the longer side trimmed to fit ``max_len``."""
         room = self.max_len - 3
         while len(a) + len(b) > room:  # trim the longer side, as BERT's data builder does
             if len(a) >= len(b):
@@ -123,7 +127,7 @@ class Examples:
                 b = b[:-1]
         ids = np.concatenate([[self.cls], a, [self.sep], b, [self.sep]])
         types = np.concatenate([np.zeros(len(a) + 2, np.int64), np.ones(len(b) + 1, np.int64)])
-        return ids, types, label
+        return ids, types
 
 
 def pad_batch(rows: list[np.ndarray], types: list[np.ndarray], pad_id: int):

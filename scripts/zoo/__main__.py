@@ -27,6 +27,8 @@ SUBCOMMANDS = {  # name: what it does (each is the module scripts/zoo/<name>.py,
     "plateau": "one family, one named change, a short run: why a family stays on the plateau",
     "profile": "where a training step's time goes (torch.profiler)",
     "rtd": "the shipped mini-electra's replaced-token detection, read apart",
+    "objectives": "NSP, SOP and ELECTRA's detector on a student's text: the heads' figures",
+    "detector": "train ELECTRA's discriminator on past the budget to find a plainly wrong word",
 }
 
 

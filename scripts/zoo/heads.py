@@ -47,10 +47,11 @@ from models.zoo import data as zd
 from models.zoo import families as zm
 from models.zoo import scores as zs
 from models.zoo import train as Z
+from models.zoo.pairs import NARRATIVE
 
 REPO = Path(__file__).resolve().parents[2]
 ZOO = REPO / "weights" / "zoo"
-RUNNING_TEXT = ("austen", "novels", "moby-dick", "stories", "sotu", "web-bible")
+RUNNING_TEXT = NARRATIVE  # the sources of running text (models/zoo/pairs.py)
 
 
 def segments(ids: np.ndarray, types: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -145,14 +146,10 @@ def sop_sets(folder: Path, corpus: Path):
     """(tokenizer, examples, sets) of the ALBERT in ``folder``: its SOP pairs as training builds
     them, ``sets`` the (training, held-out) chunk indices of every chunk ("all") and of running
     text alone ("running text")."""
-    from transformers import AutoTokenizer
+    from .objectives import pair_examples
 
-    tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    record = json.loads((folder / "record.json").read_text(encoding="utf-8"))
-    max_len, seed = record["config"]["shape"]["max_len"], record["config"]["seed"]
-    names: list[str] = []
-    chunks = zd.corpus_chunks(corpus / "train_ordered.tsv", tokenizer, max_len, names=names)
-    examples = zd.Examples(tokenizer, chunks, max_len, seed)
+    tokenizer, examples, names = pair_examples(folder, corpus)
+    chunks = examples.chunks
     running = {i for i, n in enumerate(names) if n in RUNNING_TEXT and len(chunks[i]) >= 2}
     sets = {"all": (examples.train_idx, examples.eval_idx),
             "running text": ([i for i in examples.train_idx if i in running],

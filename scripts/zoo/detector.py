@@ -1,0 +1,168 @@
+"""ELECTRA's discriminator trained on past the shared budget to find a plainly wrong word.
+
+    nice -n 19 .venv/bin/python -m scripts.zoo detector --out WORK/detector --minutes 30
+
+Starts from the shipped ``weights/zoo/mini-electra`` (discriminator and generator) and trains
+the discriminator alone (the generator frozen, read from its own folder) on single training
+sentences of the corpus (``train_ordered.tsv``; never the held-out split), two kinds per
+step, each half of the batch:
+
+- ELECTRA's own corruption: ELECTRA's masking, the frozen generator's samples at the masked
+  positions, every token labelled replaced where it differs from the original;
+- one word swapped for a word of another training sentence (``models.zoo.swaps.swapped_sentences``,
+  a quarter of the sentences left whole), the swapped word's pieces labelled replaced.
+
+AdamW (lr ``--lr``, linear warm-up over the first 5 % of the steps, then constant), weight
+decay 0.01, float32, the loss ELECTRA's binary cross-entropy over every real token. A
+checkpoint every 100 steps in ``--out`` (a run resumes from it); at the end (``--steps``
+or ``--minutes``) the discriminator is saved there with ``record.json`` (steps, tokens, wall
+and CPU minutes). Score it with ``python -m scripts.zoo objectives electra --folder OUT``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from transformers import AutoTokenizer, ElectraForMaskedLM, ElectraForPreTraining
+
+from models.pretraining.masking import apply_masking
+from models.zoo import data as zd
+from models.zoo import families as zm
+from models.zoo import swaps
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = REPO / "weights" / "zoo" / "mini-electra"
+
+
+def training_sentences(corpus: Path, n: int, seed: int = 0) -> list[str]:
+    """``n`` sentences of 5 words or more drawn from the corpus's training split."""
+    _, sentences = zd.read_ordered(corpus / "train_ordered.tsv")
+    rng = np.random.default_rng(seed)
+    pool = [s for s in sentences if len(s.split()) >= 5]
+    return [pool[int(i)] for i in rng.choice(len(pool), n, replace=False)]
+
+
+def swap_batch(tokenizer, items: list[dict]) -> tuple[dict, torch.Tensor]:
+    """Tokenized swapped sentences and each token's label (1: a piece of the swapped word)."""
+    enc = tokenizer([it["text"] for it in items], padding=True, truncation=True, max_length=128,
+                    return_offsets_mapping=True, return_tensors="pt")
+    offsets = enc.pop("offset_mapping")
+    labels = torch.zeros(enc["input_ids"].shape)
+    for k, it in enumerate(items):
+        if it.get("start") is None:
+            continue
+        a, b = it["start"], it["start"] + len(it["swapped"])
+        labels[k] = ((offsets[k, :, 0] < b) & (offsets[k, :, 1] > a)).float()
+    return enc, labels
+
+
+def generator_batch(tokenizer, generator, sentences: list[str], g: torch.Generator) -> tuple[dict, torch.Tensor]:
+    """Sentences corrupted as ELECTRA trains: masking, the generator's samples, labels by difference."""
+    enc = tokenizer(sentences, padding=True, truncation=True, max_length=128, return_tensors="pt",
+                    return_special_tokens_mask=True)
+    ids, attention = enc["input_ids"], enc["attention_mask"]
+    special = enc.pop("special_tokens_mask").bool() | (attention == 0)
+    inputs, labels, _ = apply_masking(ids, special, zm.masking_policy("mini-electra"),
+                                      mask_token_id=tokenizer.mask_token_id, vocab_size=len(tokenizer), generator=g)
+    sel = labels != -100
+    with torch.no_grad():
+        hidden = generator.electra(input_ids=inputs, attention_mask=attention).last_hidden_state
+        logits = zm.mlm_logits("mini-electra", generator, hidden[sel]).float()
+    corrupted = ids.clone()
+    corrupted[sel] = torch.multinomial(logits.softmax(-1), 1, generator=g).squeeze(-1)
+    return {"input_ids": corrupted, "attention_mask": attention}, (corrupted != ids).float()
+
+
+def items_for(sentences: list[str], rng: np.random.Generator, seed: int) -> list[dict]:
+    """Three in four sentences with one word swapped; the rest whole (no label set)."""
+    swapped = swaps.swapped_sentences(sentences, seed=seed)
+    keep = rng.random(len(swapped)) < 0.25
+    return [{"text": s, "swapped": "", "start": None} if k else it
+            for s, it, k in zip(sentences, swapped, keep)]
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--minutes", type=float, default=0.0, help="stop after this many wall minutes (0: none)")
+    p.add_argument("--batch", type=int, default=32, help="sentences per step, half of each kind")
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--sentences", type=int, default=60_000)
+
+
+def run(args) -> int:
+    args.out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(str(SHIPPED))
+    disc = ElectraForPreTraining.from_pretrained(str(SHIPPED), dtype=torch.float32)
+    gen = ElectraForMaskedLM.from_pretrained(str(SHIPPED / "generator"), dtype=torch.float32).eval()
+    for q in gen.parameters():
+        q.requires_grad_(False)
+    sentences = training_sentences(args.corpus, args.sentences)
+    opt = torch.optim.AdamW(disc.parameters(), lr=args.lr, weight_decay=0.01)
+    ckpt, step, tokens, elapsed = args.out / "run.ckpt", 0, 0, {"wall_s": 0.0, "cpu_s": 0.0}
+    g = torch.Generator().manual_seed(1)
+    if ckpt.is_file():
+        saved = torch.load(ckpt, weights_only=False)
+        disc.load_state_dict(saved["disc"]), opt.load_state_dict(saved["opt"]), g.set_state(saved["gen_rng"])
+        step, tokens, elapsed = saved["step"], saved["tokens"], saved["elapsed"]
+    wall0, cpu0, losses = time.time(), time.process_time(), []
+    half = args.batch // 2
+
+    def save():
+        torch.save({"disc": disc.state_dict(), "opt": opt.state_dict(), "gen_rng": g.get_state(), "step": step,
+                    "tokens": tokens, "elapsed": {"wall_s": elapsed["wall_s"] + time.time() - wall0,
+                                                  "cpu_s": elapsed["cpu_s"] + time.process_time() - cpu0}},
+                   str(ckpt) + ".tmp")
+        Path(str(ckpt) + ".tmp").replace(ckpt)
+
+    disc.train()
+    while step < args.steps and not (args.minutes and elapsed["wall_s"] + time.time() - wall0 > 60 * args.minutes):
+        rng = np.random.default_rng([7, step])
+        chosen = [sentences[int(i)] for i in rng.choice(len(sentences), 2 * half)]
+        losses.append(train_on(disc, opt, tokenizer, gen, chosen[:half], items_for(chosen[half:], rng, step), g,
+                               args.lr * min(1.0, (step + 1) / max(1, 0.05 * args.steps))))
+        tokens += losses[-1][1]
+        step += 1
+        if step % 25 == 0:
+            mean = float(np.mean([x[0] for x in losses[-25:]]))
+            print(json.dumps({"step": step, "tokens": tokens, "loss": round(mean, 4),
+                              "wall_s": round(elapsed["wall_s"] + time.time() - wall0)}), flush=True)
+        if step % 100 == 0:
+            save()
+    save()
+    disc.save_pretrained(str(args.out))
+    tokenizer.save_pretrained(str(args.out))
+    wall = elapsed["wall_s"] + time.time() - wall0
+    (args.out / "record.json").write_text(json.dumps({
+        "start": "the shipped mini-electra (its discriminator; the generator frozen)", "steps": step,
+        "tokens": tokens, "batch": args.batch, "lr": args.lr, "sentences": args.sentences,
+        "wall_minutes": wall / 60, "cpu_minutes": (elapsed["cpu_s"] + time.process_time() - cpu0) / 60,
+        "torch": torch.__version__, "script": "scripts.zoo detector"}, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+def train_on(disc, opt, tokenizer, gen, plain: list[str], items: list[dict], g, lr: float) -> tuple[float, int]:
+    """One step on ELECTRA-corrupted ``plain`` and word-swapped ``items``: (loss, real tokens)."""
+    for group in opt.param_groups:
+        group["lr"] = lr
+    loss, real_tokens = 0.0, 0
+    parts = [generator_batch(tokenizer, gen, plain, g), swap_batch(tokenizer, items)]
+    opt.zero_grad(set_to_none=True)
+    for enc, labels in parts:
+        real = enc["attention_mask"].bool()
+        real_tokens += int(real.sum())
+        logits = disc(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).logits
+        part = F.binary_cross_entropy_with_logits(logits[real], labels[real]) / len(parts)
+        part.backward()
+        loss += float(part.detach())
+    torch.nn.utils.clip_grad_norm_(disc.parameters(), 1.0)
+    opt.step()
+    return loss, real_tokens
+
