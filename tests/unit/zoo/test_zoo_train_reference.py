@@ -4,8 +4,9 @@
 60 lines of data/train_sample.txt: every family, the fast split path, torch's stock kernels,
 bf16 autocast, a teacher, a resumed checkpoint, a trial's stop), the sha256 of the trained
 weights (``state_digest``) and of the run's record without its timings. The digests were
-recorded from commit e17170a's ``models/zoo/train.py`` (``train_family`` as one function)
-with this module's own ``run_case``, on this project's 2-core AMD EPYC (torch 2.13.0+cpu, one
+recorded from commit e17170a's ``models/zoo/train.py`` (``train_family`` as one function;
+the decoder's from commit 1b16bd2, the same function with its causal batches) with this
+module's own ``run_case``, on this project's 2-core AMD EPYC (torch 2.13.0+cpu, one
 thread), so they are independent of the code under test. Another CPU's kernels may differ in
 the last bits. To refresh them, run this module on a checkout of a trainer known to be right,
 with the same virtual environment, and paste what it prints::
@@ -36,7 +37,10 @@ CASES = {
     "roberta-resumed": ("mini-roberta", {"dropout": 0.1}, {"max_steps": 8}, 3),
     "deberta-stop-tokens": ("mini-deberta", {"dropout": 0.1}, {"stop_tokens": 900}, 0),
     "modernbert-one-worker": ("mini-modernbert", {"workers": 1, "evals": 1}, {"max_steps": 6}, 0),
+    # the decoder on one worker: split over two, its runs differ from one another in the last bits
+    "decoder-causal": ("mini-decoder", {"dropout": 0.1, "evals": 1, "workers": 1}, {"max_steps": 6}, 0),
 }
+TOKENIZER_FOLDER = {"mini-decoder": "mini-modernbert"}  # the decoder twin trains with its twin's tokenizer
 
 REFERENCE = {
     "bert-split-eval": {"weights": "557c37f436d8d465a15c869c03c3d7b18de0f928a0a11f13db3fec15584b6ba4",
@@ -53,6 +57,8 @@ REFERENCE = {
                             "record": "21988c912cd72da27169a6acf150aa011080f1768038619b6684b33f7054a530"},
     "modernbert-one-worker": {"weights": "82f958b2fe5ac5d9e75359e4e8c76a30f60c8ead54229efad28495670343a4bb",
                               "record": "e89b00efaea7d2513f831d923d8a3debf89d7f1d19dd02a0332e81fb95d9b148"},
+    "decoder-causal": {"weights": "f5b152299e747ef01a5810d1c62852eee0461d8dcd76765b813eb97a109df87d",
+                       "record": "b288f8836aafae23142d63280fa795743bff8dffccc8ab9868411b7cd7d5e01d"},
 }
 
 
@@ -73,7 +79,7 @@ def run_case(name: str, tmp: Path) -> dict:
     from models.zoo.families import Shape
 
     family, overrides, kwargs, resume_at = CASES[name]
-    tok = AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / family))
+    tok = AutoTokenizer.from_pretrained(str(REPO / "weights" / "zoo" / TOKENIZER_FOLDER.get(family, family)))
     lines = [s for s in (REPO / "data" / "train_sample.txt").read_text(encoding="utf-8").splitlines() if s][:60]
     chunks = zd.make_chunks(["s"] * len(lines), tok(lines, add_special_tokens=False)["input_ids"], 61)
     heldout = [s for s in (REPO / "data" / "heldout.txt").read_text(encoding="utf-8").splitlines()
