@@ -8,9 +8,10 @@ Rows (``encoder_vs_decoder``), on text neither model trained on:
   format, ``[CLS] left [MASK] [SEP]`` (nothing to the right of the blank). Baseline: the
   word-frequency predictor (each piece from its count in the training corpus).
 - **blank filling**: whole-word top-1 on the zoo's held-out words (15 % of the words of each
-  sentence, chosen the same way whatever the tokenizer): the encoder with every piece of the
-  word masked and both sides in view; the decoder from the left only, every piece its top-1
-  in turn (what greedy continuation writes). Baseline: the most frequent piece.
+  sentence, chosen the same way whatever the tokenizer), as the zoo's cards score them: the
+  encoder with every piece of those words masked at once and both sides in view; the decoder
+  from the left only (the text before each word, unmasked), every piece its top-1 in turn
+  (what greedy continuation writes). Baseline: the most frequent piece.
 - **probes**: a linear probe on frozen last-layer features, each model's best pooling
   (``models.tasks``' features and probe); baseline: the majority class.
 - **similarity**: ROC AUC of same-synset against other-synset cosines on the held-out WordNet
@@ -212,8 +213,8 @@ def blank_row(enc, dec, texts: list[str], counts: np.ndarray | None) -> VersusRo
                    for ids, _, sel, w in masked_word_batches(enc.tokenizer, texts, chosen_words(texts))) / max(total, 1)
     return VersusRow("blank filling", "held-out whole-word top-1", "higher", e_right / max(total, 1),
                      d_right / max(total, 1), base, "the most frequent piece, everywhere",
-                     f"{total:,} words mid-sentence: the encoder sees both sides (every piece of the word "
-                     "masked), the decoder only the words before it")
+                     f"{total:,} words mid-sentence (15 % of each sentence's words): the encoder sees both "
+                     "sides, every piece of those words masked at once; the decoder only the words before each")
 
 
 # --- frozen features ---------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def real_count(model) -> int:
 # --- configs ----------------------------------------------------------------------------
 
 
-def compared(spec) -> bool:
+def in_the_table(spec) -> bool:
     """The table's models: encoders, Ettin's pairs apart (no stored official config: the Hub is not
     reachable here; they load from the Hub like the others)."""
     return not spec.is_decoder and not spec.key.startswith("ettin-")
@@ -68,7 +68,7 @@ def compared(spec) -> bool:
 
 def test_every_registry_model_has_a_config():
     online = config_index()["online"]
-    for spec in filter(compared, SPECS):
+    for spec in filter(in_the_table, SPECS):
         if spec.miniature:  # the mini zoo: its own folder's config, written by its trainer
             assert config_file(spec.key)[0] == local_path(spec) / "config.json"
         elif spec.embedded:
@@ -164,7 +164,7 @@ def test_every_family_is_present(table):
     assert {f.family for f in table.values()} >= {
         "bert", "roberta", "distilbert", "albert", "deberta-v2", "modernbert", "electra"
     }
-    assert set(table) == {s.key for s in SPECS if compared(s)}
+    assert set(table) == {s.key for s in SPECS if in_the_table(s)}
 
 
 def test_sizes_match_the_configs(table):
@@ -211,7 +211,7 @@ def test_recipes_cite_their_papers():
         assert r.arxiv in r.citation and str(r.paper_year) in r.citation
         assert set(r.applies_to) <= keys
         covered |= set(r.applies_to)
-    assert {s.key for s in SPECS if not s.embedded and compared(s)} <= covered
+    assert {s.key for s in SPECS if not s.embedded and in_the_table(s)} <= covered
     by_model = {r.model: r for r in recipes}
     assert by_model["BERT"].nsp.startswith("yes") and by_model["RoBERTa"].nsp.startswith("no")
     assert by_model["RoBERTa"].masking.startswith("dynamic")

@@ -1,0 +1,60 @@
+"""Lesson 1 on the pair and Compare's decoder section, from plain text as the UI calls them.
+
+References: the core's public functions called apart (fill_mask, next_token, encoder_vs_decoder,
+decoder_comparison) and the decoder's record on disk."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from components.compare import decoder_plots
+from components.compare import tab as compare_tab
+from components.lessons import tab as lessons_tab
+from components.lessons import views
+from models import decoder_comparison, encoder_vs_decoder, fill_mask, list_models, next_token
+from models.registry.zoo_entries import zoo_folder
+
+TEXT = "The [MASK] barked at the postman all night."
+
+
+def small_table(encoder_key="mini-modernbert", decoder_key="mini-decoder"):
+    return encoder_vs_decoder(encoder_key, decoder_key, sentences=50)  # the table test's (kept in this session)
+
+
+def test_lesson_one_runs_on_the_twins():
+    assert lessons_tab.step_models(list_models())["twins"] == "mini-modernbert"
+
+
+def test_lesson_one_shows_the_detective_the_storyteller_and_the_table(monkeypatch):
+    monkeypatch.setattr(views, "encoder_vs_decoder", small_table)
+    both, story, note, frame, left = views.encoder_decoder.__wrapped__("mini-modernbert", TEXT)
+    detective = fill_mask("mini-modernbert", TEXT, 5).masks[0].predictions
+    assert [round(x, 6) for x in both.data[0]["x"]][::-1] == [round(p.score, 6) for p in detective]
+    teller = next_token("mini-decoder", "The", 5).predictions
+    assert list(story.data[0].x)[::-1] == pytest.approx([p.score for p in teller])
+    table = small_table()
+    assert list(frame["task"]) == [r.task for r in table.rows]
+    assert "Classify, retrieve, tag" in note and "mini-decoder" in note
+    assert "causal mask" in note and left.data  # the second exhibit, labelled as the encoder's handicap
+
+
+def test_lesson_one_says_when_nothing_comes_before_the_blank():
+    _, story, _, frame, _ = views.encoder_decoder.__wrapped__("mini-modernbert", "[MASK] barked all night.")
+    assert frame is None and "before the blank" in json.dumps(story.to_plotly_json())
+
+
+def test_compare_lists_the_decoder_with_its_curve():
+    figure, note = compare_tab.show_decoder()
+    record = json.loads((zoo_folder("mini-decoder") / "record.json").read_text(encoding="utf-8"))
+    assert list(figure.data[0].y) == [p["piece_loss"] for p in record["curve"]]
+    assert "mini-decoder" in note and f"{record['heldout']['piece_loss']:.2f}" in note
+    assert decoder_comparison()[0].tokens == record["tokens"]
+
+
+def test_compare_measures_the_pair(monkeypatch):
+    monkeypatch.setattr(compare_tab, "encoder_vs_decoder", small_table)
+    frame, text = compare_tab.show_versus()
+    table = small_table()
+    assert len(frame) == len(table.rows) and text == decoder_plots.versus_md(table)
