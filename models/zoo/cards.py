@@ -78,6 +78,11 @@ def student_lines(record: dict) -> list[str]:
                      + ("(sentences); a random B from another source or from elsewhere in the same source: "
                         if record["pair_objective"] == "nsp" else "(sentences); half of them swapped: ")
                      + f"{found}; `python -m {n['script']}`." + pair_reading(record["pair_objective"], n["accuracy"]))
+        if n.get("segments_b_ends_a_sentence"):
+            ends = n["segments_b_ends_a_sentence"]
+            lines.append(f"- Cut as in training, B ends a sentence in {ends['positives']:.1%} of the positive pairs "
+                         f"and {ends['negatives']:.1%} of the negatives (a negative's B is another chunk's opening, "
+                         "cut to the positive's length): a cue the head can read on those pairs without reading the story.")
     if record.get("swap_detection"):
         d = record["swap_detection"]
         sets = {"written": "sentences written for the project (`data/electra_swaps.json`)",

@@ -125,3 +125,18 @@ def head_accuracy(objective, examples: Examples, split: PairSplit, *, negatives:
         right += int((head(pooled).argmax(-1).numpy() == labels[start : start + 64]).sum())
     return {"accuracy": right / max(len(rows), 1), "pairs": len(rows),
             "majority": float(max(labels.mean(), 1 - labels.mean())) if len(rows) else float("nan")}
+
+
+def sentence_end_shares(examples: Examples, split: PairSplit, ends: set[int], *, negatives: str = "same-source",
+                        seed: int = 1234) -> dict:
+    """Of training-cut pairs of the held-out narrative chunks (as ``head_accuracy`` builds them),
+    the share whose B ends on a sentence's last piece (one of ``ends``): {"positives", "negatives"}.
+    A negative's B is another chunk's opening cut to the positive's length, so it seldom does:
+    a cue a pair head can read without reading the story."""
+    rng = np.random.default_rng(seed)
+    found: dict[int, list[bool]] = {0: [], 1: []}
+    for i in split.narrative("heldout"):
+        if len(split.heldout[split.names[i]]) > 1:
+            ids, _, label = make_pair(examples, split, i, rng, "nsp", negatives=negatives, pool="heldout")
+            found[label].append(int(ids[-2]) in ends)
+    return {"positives": float(np.mean(found[0])), "negatives": float(np.mean(found[1]))}

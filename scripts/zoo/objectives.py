@@ -67,7 +67,11 @@ def pair_figures(family: str, folder: Path, corpus: Path) -> dict:
             out = zp.head_accuracy(objective, examples, split, single=single,
                                    negatives="same-source" if neg == "swapped" else neg)
             found[f"{cut}, {neg}"], pairs = out["accuracy"], out["pairs"]
-    return {"pairs": pairs, "accuracy": found, "sources": list(zp.NARRATIVE)}
+    figures = {"pairs": pairs, "accuracy": found, "sources": list(zp.NARRATIVE)}
+    if family == "mini-bert":
+        ends = set(examples.tok.convert_tokens_to_ids([".", "!", "?", '"', "'"]))
+        figures["segments_b_ends_a_sentence"] = zp.sentence_end_shares(examples, split, ends)
+    return figures
 
 
 def electra_figures(folder: Path) -> dict:
@@ -110,6 +114,10 @@ def run(args) -> int:
         print(f"{key}, {args.head.upper()} on {figures['pairs']} held-out narrative pairs:")
         for name, acc in figures["accuracy"].items():
             print(f"  {name:32s} {acc:.1%}")
+        if "segments_b_ends_a_sentence" in figures:
+            ends = figures["segments_b_ends_a_sentence"]
+            print(f"  segments whose B ends a sentence: positives {ends['positives']:.1%}, "
+                  f"negatives {ends['negatives']:.1%}")
         record_key = "pair_narrative"
     if args.write:
         write(folder, record_key, figures, f"scripts.zoo objectives {args.head}")

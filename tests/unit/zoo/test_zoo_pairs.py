@@ -102,3 +102,23 @@ def test_head_accuracy_is_bert_for_pretrainings_own_verdict(corpus):
         right += int(int(logits.argmax(-1)) == label)
     assert out["pairs"] == len(chunks) > 0
     assert out["accuracy"] == pytest.approx(right / out["pairs"])
+
+
+def test_sentence_end_shares_count_the_bs_whose_text_ends_a_sentence(corpus):
+    tok, examples, split, _ = corpus
+    end = tok.convert_tokens_to_ids("end")
+
+    def by_text(seed):
+        rng = np.random.default_rng(seed)
+        found = {0: [], 1: []}
+        for i in split.narrative("heldout"):
+            if len(split.heldout[split.names[i]]) > 1:
+                ids, types, label = zp.make_pair(examples, split, i, rng, "nsp", pool="heldout")
+                found[label].append(tok.decode(ids[int(np.argmax(types)):-1]).split()[-1] == "end")
+        return found
+
+    seed = next(s for s in range(50) if all(by_text(s).values()))  # a draw with pairs of both labels
+    found = by_text(seed)
+    got = zp.sentence_end_shares(examples, split, {end}, seed=seed)
+    assert got == {"positives": pytest.approx(np.mean(found[0])), "negatives": pytest.approx(np.mean(found[1]))}
+    assert got["positives"] == 1.0  # a positive B is the rest of its chunk: whole sentences

@@ -31,6 +31,9 @@ def test_the_pair_view_quotes_nsps_two_kinds_of_negatives_from_the_record():
     card = (zoo_folder("mini-bert") / "MODEL_CARD.md").read_text(encoding="utf-8")
     for kind, value in found["accuracy"].items():
         assert f"{kind.replace('-', ' ')} {value:.1%}" in card
+    ends = found.get("segments_b_ends_a_sentence")
+    if ends:
+        assert f"B ends a sentence in {ends['positives']:.1%} of the positive pairs and {ends['negatives']:.1%}" in card
 
 
 def test_the_sop_view_and_card_quote_the_narrative_pairs_from_the_record():
