@@ -15,7 +15,7 @@ as the trainer counts them) over the steps after the warm-up, each path's figure
 repeats with its spread, and the ratio fast / stock per family (median of the repeats'
 ratios; the target is 2.0). Both paths see the same batches and masks.
 Each family runs in a fresh Python process of its own (``--isolate family``, the default), as
-``scripts/zoo_local.py`` trains each family: in one process that had trained the six families
+``python -m scripts.zoo search`` trains each family: in one process that had trained the six families
 before it, ModernBERT's fast path ran at 19,000-20,500 tokens/s, against 22,300-24,200 alone
 (glibc's allocator hands an aging process fresh large buffers that page-fault).
 ``--isolate none`` keeps every family in this process (the tests' tiny runs).
@@ -48,7 +48,7 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as scripts/train_zoo.py (sleeping, not spinning, waits)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as scripts/zoo/__init__.py (sleeping, not spinning, waits)
 
 import torch  # noqa: E402
 
@@ -76,7 +76,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--json", type=Path, default=None, help="also write the figures here")
     p.add_argument("--isolate", default="family", choices=["family", "none"],
                    help="family: each family's runs in a fresh process of its own, as real training runs "
-                        "(scripts/zoo_local.py); none: every family in this process")
+                        "(as python -m scripts.zoo search); none: every family in this process")
     p.add_argument("--recipe", action="store_true",
                    help="the recipes, not only the kernels: the fast path also without dropout (what the CPU "
                         "zoo's tuning search offers, as the cramming results suggest), against the "
@@ -86,7 +86,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "the products in bfloat16) or float32; the stock path stays float32")
     p.add_argument("--allocator", default="auto", choices=ALLOCATORS,
                    help="the fast path's processes' allocator (with --isolate family): auto = tcmalloc when "
-                        "installed, as scripts/zoo_local.py trains; the stock path always runs with glibc's")
+                        "installed, as python -m scripts.zoo search trains; the stock path always runs with glibc's")
     p.add_argument("--paths", default="both", choices=["both", "stock", "fast"],
                    help="which paths to time (one: the processes of the allocator split)")
     args = p.parse_args(argv)

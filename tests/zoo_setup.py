@@ -1,9 +1,9 @@
 """A tiny mini zoo for the test suite when the repository ships none.
 
-The real zoo (weights/zoo, made by python -m scripts.train_zoo) takes hours of CPU. When it is
+The real zoo (weights/zoo, made by python -m scripts.zoo search) takes hours of CPU. When it is
 absent, the tests train the same seven families in a tiny shape (2 layers, 64 wide, a
 1,024-token vocabulary, a few thousand tokens from data/train_sample.txt) with the same
-script, once per version of the training code (cached under .cache/test-zoo/), and point
+command (``python -m scripts.zoo train --tiny``), once per version of the training code (cached under .cache/test-zoo/), and point
 ENCODER_LAB_ZOO_DIR at it, so every test and the app server they start see the seven
 families and the decoder twin. Its models are labelled by their records like any run: a few steps, test-only.
 """
@@ -21,7 +21,8 @@ FAMILIES = ("mini-bert", "mini-roberta", "mini-distilbert", "mini-albert", "mini
             "mini-deberta", "mini-modernbert")
 DECODER = "mini-decoder"  # mini-modernbert's decoder twin (beside the zoo, trained by the same script)
 INPUTS = ("models/zoo/train.py", "models/zoo/data.py", "models/zoo/families.py", "models/zoo/scores.py",
-          "models/zoo/tokenizers.py", "models/pretraining/masking.py", "scripts/train_zoo.py",
+          "models/zoo/tokenizers.py", "models/zoo/batches.py", "models/zoo/step.py",
+          "models/pretraining/masking.py", "scripts/zoo/train.py", "scripts/zoo/export.py",
           "data/train_sample.txt")
 
 
@@ -71,7 +72,7 @@ def _sample_corpus(root: Path) -> Path:
 
 
 def _train(families: list[str], corpus: Path, root: Path, out: Path) -> None:
-    cmd = [sys.executable, "-m", "scripts.train_zoo", "--tiny", "--corpus", str(corpus), *families,
+    cmd = [sys.executable, "-m", "scripts.zoo", "train", "--tiny", "--corpus", str(corpus), *families,
            "--work", str(root / "work"), "--out", str(out), "--tokens", "8000", "--batch-size", "8",
            "--evals", "2", "--eval-sentences", "16", "--heldout-limit", "64", "--autocast", "",
            "--threads", "2"]

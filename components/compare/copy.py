@@ -93,6 +93,6 @@ DECODER_HELP = (
     "the chart above. The button measures the pair side by side on held-out tasks, each row with its baseline "
     "(minutes the first time; kept on disk after)."
 )
-DECODER_MISSING = "mini-decoder is not trained on this checkout yet: run `python -m scripts.train_zoo --families mini-decoder`."
-ZOO_MISSING = "The mini zoo is not trained on this checkout yet: run `python -m scripts.train_zoo`."
+DECODER_MISSING = "mini-decoder is not trained on this checkout yet: run `python -m scripts.zoo train --families mini-decoder` (docs/zoo.md)."
+ZOO_MISSING = "The mini zoo is not trained on this checkout yet: run `python -m scripts.zoo search`, then `python -m scripts.zoo install` (docs/zoo.md)."
 BENCH_WAITING = "Press “Time forward passes” to time the chosen models (a longer job: it stays behind its button)."

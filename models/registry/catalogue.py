@@ -411,7 +411,7 @@ def availability(spec: ModelSpec) -> tuple[bool, str]:
             return False, (
                 f"the mini zoo is not trained in this checkout yet ({folder} is missing): build "
                 "the corpus with `python -m scripts.build_corpus`, then train it with "
-                "`python -m scripts.train_zoo` (hours of CPU), or point ENCODER_LAB_ZOO_DIR at "
+                "`python -m scripts.zoo search` and `python -m scripts.zoo install` (hours of CPU; docs/zoo.md), or point ENCODER_LAB_ZOO_DIR at "
                 "a trained zoo."
             )
         return False, (

@@ -3,7 +3,7 @@ decoder twin of one of them (its storyteller, beside the zoo rather than in it).
 
 Light on purpose (no torch import): the registry builds its specs from here, and
 ``zoo_comparison`` reads the records the training script wrote next to the weights
-(``weights/zoo/<key>/record.json``, made by ``scripts/train_zoo.py``).
+(``weights/zoo/<key>/record.json``, written by ``python -m scripts.zoo``: docs/zoo.md).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def _provenance(key: str, idea: str) -> str:
     record = _record(key)
     if record is None:
         return (f"Miniature trained by this project, not the published checkpoint: {idea}; not "
-                "trained on this checkout yet (run python -m scripts.train_zoo).")
+                "trained on this checkout yet (docs/zoo.md: python -m scripts.zoo search, then install).")
     shape = _shipped_shape(key) or record["config"]["shape"]
     amount = (f"{record['tokens']:,} training tokens, {record['steps']:,} steps, "
               f"{record['wall_minutes']:.0f} minutes on {record['device'].upper()}")
@@ -161,10 +161,10 @@ class ZooEntry:
     tuning_search: str = ""  # the search itself: its grid, tokens per trial, and how the trials ran
     trained_on: str = ""  # where: the GPU's name, or "CPU"
     rtd_auc: float | None = None  # ELECTRA: ROC AUC of P(replaced) on held-out generator-corrupted text
-    # SOP: a bag-of-words order model's accuracy on the same held-out pairs (scripts/zoo_heads.py):
+    # SOP: a bag-of-words order model's accuracy on the same held-out pairs (`python -m scripts.zoo heads sop`):
     # how much order the pairs show to a model that compares the two segments' words
     pair_reference: float | None = None
-    # NSP / SOP on held-out narrative pairs (scripts/zoo_objectives.py): (kind of pair, accuracy),
+    # NSP / SOP on held-out narrative pairs (`python -m scripts.zoo objectives`): (kind of pair, accuracy),
     # e.g. ("sentences, same-source", 0.52): single sentences, B from another place in the same source
     pair_narrative: tuple[tuple[str, float], ...] = ()
     # ELECTRA: the share of single-swap sentences whose swapped word its detector ranks first,

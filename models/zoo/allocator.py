@@ -10,7 +10,7 @@ own caches and hands it back. PyTorch's CPU performance guide recommends it (or 
 the same reason; jemalloc was measured too and gained less here.
 
 An allocator is chosen when a process starts (``LD_PRELOAD``), so this module only builds the
-environment of a child process (``child_env``: ``scripts/zoo_local.py``'s families,
+environment of a child process (``child_env``: the families of ``python -m scripts.zoo search``,
 ``bench/zoo_throughput.py``'s runs) and says what the running process has
 (``current_allocator``, kept in each training record). Nothing here changes this process.
 

@@ -46,7 +46,7 @@ def position_line(key: str, record: dict) -> str | None:
                 "previous- and next-token heads (their query and key weights fitted to read the position's sine "
                 "and cosine)" + PROJECTION_STARTS.get(key, "") + "; every weight is then trained. With "
                 "transformers' random start this family stayed on the word-frequency plateau "
-                "(`scripts/zoo_plateau.py`; on a GPU, for 21.7 M tokens).")
+                "(`python -m scripts.zoo plateau`; on a GPU, for 21.7 M tokens).")
     if start == "local" and key == "mini-distilbert":
         return "Positions: as its teacher's (mini-bert, locality start), copied with the teacher's layers."
     if start == "sinusoidal" and key in TABLE_FAMILIES:
@@ -68,7 +68,7 @@ def pair_reading(kind: str, found: dict[str, float]) -> str:
 
 def student_lines(record: dict) -> list[str]:
     """The pair head on held-out narrative pairs, and the detector on single-swap sentences
-    (``scripts/zoo_objectives.py``), when the record has them."""
+    (``python -m scripts.zoo objectives``), when the record has them."""
     lines = []
     if record.get("pair_narrative"):
         n = record["pair_narrative"]
@@ -117,7 +117,7 @@ def card(key: str, record: dict, idea: str) -> str:
         f"**Tokenizer.** `{record['tokenizer_kind']}`, trained on the corpus's training split with the "
         "`tokenizers` library (`models/zoo/tokenizers.py`), saved with the family's transformers class.",
         "",
-        f"**How it was trained** (`python -m {record.get('script') or ('scripts.zoo_gpu' if record.get('budget') else 'scripts.train_zoo')}`, `models/zoo/train.py`). "
+        f"**How it was trained** (`python -m {record.get('script') or ('scripts.zoo gpu' if record.get('budget') else 'scripts.zoo train')}`, `models/zoo/train.py`). "
         "The same corpus,",
         "seed, shape and number of training tokens as every other miniature:",
         run_line(record),
@@ -197,7 +197,7 @@ def run_line(record: dict) -> str:
         f"tokens/s), {record['cpu_minutes_rank0']:.1f} CPU minutes; about "
         f"{record['flops'] / 1e12:.1f} TFLOPs ({record['flops_per_token'] / 1e6:.2f} MFLOPs per token: torch's "
         "FlopCounterMode over the first training step, forward and backward in one count, a teacher's "
-        "forward included where there is one; `scripts/zoo_flops.py`).")
+        "forward included where there is one; `python -m scripts.zoo flops`).")
 
 
 def corpus_lines(record: dict) -> list[str]:

@@ -39,7 +39,7 @@ def decoder_card(key: str, record: dict) -> str:
         f"**Tokenizer.** `{twin}`'s, as shipped (`weights/zoo/{twin}/tokenizer.json`): the same vocabulary "
         "exactly. A text is read as `[CLS]` then its pieces, as in training.",
         "",
-        f"**How it was trained** (`python -m {record.get('script', 'scripts.train_zoo')} --families {key}`, "
+        f"**How it was trained** (`python -m {record.get('script', 'scripts.zoo train')} --families {key}`, "
         "`models/zoo/train.py`). Next-token prediction (causal LM): every real piece of a sequence after the "
         "first is a target, predicted from the pieces before it; no masking. The same packed sequences of "
         f"consecutive corpus sentences, in the same order, as {twin}:",

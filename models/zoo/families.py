@@ -41,7 +41,7 @@ class Shape:
     max_len: int = 128  # tokens per training sequence, specials included
     # ALBERT's factorised embedding size: 96 (< 128, still factorised). At 64 its locality start
     # stayed on the plateau whatever the mapping's start (6.90 nats at 1.5 M tokens against the
-    # baseline's 6.92); at 96 with the norm-preserving start it left it (6.65; scripts/zoo_plateau.py)
+    # baseline's 6.92); at 96 with the norm-preserving start it left it (6.65; python -m scripts.zoo plateau)
     albert_embedding: int = 96
     # ELECTRA's embeddings (shared by its two models): as wide as the discriminator, as in
     # ELECTRA-base and -large (E = H)
@@ -50,7 +50,7 @@ class Shape:
     # a 32-wide one (the first CPU run) and a 64-wide one (the GPU run) stayed on the unigram
     # plateau, so their replacements were context-free and the discriminator had nothing to learn;
     # with the locality start a 64-wide one still did (7.08 nats at 1.5 M tokens, the baseline 7.08),
-    # a 96-wide one barely moved (7.03) and a 128-wide one left it (6.46; scripts/zoo_plateau.py)
+    # a 96-wide one barely moved (7.03) and a 128-wide one left it (6.46; python -m scripts.zoo plateau)
     electra_generator_hidden: int = 128
     modernbert_window: int = 32  # local attention window (tokens) of ModernBERT's local layers
 

@@ -1,6 +1,6 @@
 """Faster CPU kernels for training the mini zoo, the same maths (``ZooConfig.fast_kernels``).
 
-Where a training step's time went on the 2-core AMD EPYC (``scripts/zoo_profile.py``,
+Where a training step's time went on the 2-core AMD EPYC (``python -m scripts.zoo profile``,
 mini-bert, dropout 0.1, stock path): matrix products about half (MKL's sgemm), then
 dropout's ``bernoulli_`` (12 %: torch draws one random number per element), the
 attention's softmax, masking and copies, and the rest; and two intra-op threads on one

@@ -3,9 +3,10 @@
 On the same data and budget, the families whose attention can see relative position by
 construction (DeBERTa's relative attention, ModernBERT's rotary positions) leave the unigram
 plateau within a few hundred steps; the families with a learnt absolute table (BERT, RoBERTa,
-ALBERT, ELECTRA) stayed on it for 21.7 M tokens (``scripts/zoo_plateau.py`` has the runs). A
-query-key product over absolute positions starts near zero for every pair of positions, and
-nothing pulls it towards any offset until some head already attends by offset: a saddle.
+ALBERT, ELECTRA) stayed on it for 21.7 M tokens (``python -m scripts.zoo plateau`` runs them;
+docs/zoo.md says what they found). A query-key product over absolute positions starts near
+zero for every pair of positions, and nothing pulls it towards any offset until some head
+already attends by offset: a saddle.
 
 The locality start keeps every family's idea (a learnt absolute table added to the token
 embeddings, its own attention) and changes only where the search begins:
@@ -29,7 +30,7 @@ on the layer's input (not on the table) makes the same code right for factorised
 
 Why the projection's start: with ALBERT's mapping from 128-wide embeddings at N(0, 0.02) the
 locality start stayed on the plateau (6.91 nats at 1.5 M tokens, the baseline 6.92); started as
-the identity (6.63) or orthonormal (6.56) it left it (``scripts/zoo_plateau.py``).
+the identity (6.63) or orthonormal (6.56) it left it (``python -m scripts.zoo plateau``).
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ On the CPU (``ZooConfig.fast_kernels``, default on) each batch's rows are split 
 faster dropout and attention of ``models.zoo.fast``: each part's losses are weighted by its
 share of what they average over and the gradients summed in a fixed order, so the step is
 the whole batch's (summation order aside; dropout and ELECTRA's samples are other draws of
-the same distributions). ``fast_kernels=False`` is the path the CPU zoo was first trained on.
+the same distributions). ``fast_kernels=False`` runs torch's stock kernels on the whole batch (the reference the fast
+path is tested against).
 Runs on one process or under ``torchrun`` with DistributedDataParallel (gloo on CPU, NCCL
 on CUDA): each rank takes every ``world``-th batch; gradients are averaged by DDP.
 """
@@ -35,21 +36,24 @@ import contextlib
 import hashlib
 import json
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn as nn
 
-from ..pretraining.masking import apply_masking
 from .allocator import current_allocator
-from .data import Examples, pad_batch, static_masking
-from .fast import dropout_generator, fast_kernels
+from .batches import BatchMaker, Position, batch_indices, mask_generator, pair_rng, sample_generator
+from .data import Examples
+from .fast import fast_kernels
 from .families import DECODERS, Objective, Shape, build_models, masking_policy
 from .scores import next_piece_scores, whole_word_accuracy
+from .step import split_step, train_step
 
-STATIC_COPIES = 10  # BERT's dupe_factor: static masking draws 10 maskings of each sequence
+PAIR_KIND = {"mini-bert": "nsp", "mini-albert": "sop"}  # the families with a sentence-pair objective
+LOG_EVERY = 25  # steps per log line (the mean of each loss over them)
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,7 @@ class ZooConfig:
     init_std: float | None = None  # initializer_range (None: transformers' 0.02)
     # the same maths on faster CPU kernels (models/zoo/fast.py): linear layers on oneDNN forward
     # and backward, dropout masks from 32-bit random integers, attention with dropout as explicit
-    # products, fused AdamW; False: torch's stock kernels (the shipped zoo's path)
+    # products, fused AdamW; False: torch's stock kernels, one batch per step
     fast_kernels: bool = True
     # with fast_kernels, on the CPU, one process: each batch's rows split over this many threads
     # (torch's threads shared out among them), each part's losses weighted by its share of what
@@ -92,127 +96,67 @@ def _dist():
     return dist if dist.is_available() and dist.is_initialized() else None
 
 
-def flop_counter():
-    """torch's FlopCounterMode, also counting the CPU's fused attention kernel.
+@dataclass(frozen=True)
+class Until:
+    """When a run stops: at its budget (``ZooConfig.tokens``) or earlier (see ``train_family``)."""
 
-    torch (2.13) has FLOP formulas for the CUDA SDPA kernels but not for
-    ``_scaled_dot_product_flash_attention_for_cpu`` (what SDPA runs for ModernBERT on a CPU):
-    without these two entries its attention would count as zero. They use torch's own
-    formulas for the other SDPA kernels (forward: QK^T and AV; backward: five matmuls).
-    """
-    from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
-
-    def forward(query, key, value, *args, out_shape=None, **kwargs) -> int:
-        return sdpa_flop_count(query, key, value)
-
-    def backward(grad_out, query, key, value, *args, out_shape=None, **kwargs) -> int:
-        return sdpa_backward_flop_count(grad_out, query, key, value)
-
-    aten = torch.ops.aten
-    mapping = {aten._scaled_dot_product_flash_attention_for_cpu: forward,
-               aten._scaled_dot_product_flash_attention_for_cpu_backward: backward}
-    return FlopCounterMode(display=False, custom_mapping=mapping)
+    max_steps: int = 0
+    stop_tokens: int = 0
+    deadline: float = 0.0
 
 
-def train_step(wrapped, opt, trained, batch, sample_gen, autocast: str = "", count_flops: bool = False):
-    """One optimisation step: (loss, loss parts, FLOPs or None).
+@dataclass(frozen=True)
+class Hooks:
+    """What a run calls and writes as it goes (see ``train_family``)."""
 
-    With ``count_flops`` one counter spans the forward (a teacher's included) and the
-    backward: FlopCounterMode resets its counts each time it is entered, so it is entered
-    once per step.
-    """
-    ids, attention, tt, inputs, labels, pair = batch
-    counter = flop_counter() if count_flops else contextlib.nullcontext()
-    from torch.profiler import record_function  # labels for scripts/zoo_profile.py (no cost unprofiled)
-
-    with counter:
-        with record_function("zoo.forward"), torch.autocast(ids.device.type, dtype=torch.bfloat16,
-                                                            enabled=autocast == "bf16"):
-            loss, parts = wrapped(ids, attention, tt, inputs, labels, pair, sample_gen)
-        opt.zero_grad(set_to_none=True)
-        with record_function("zoo.backward"):
-            loss.backward()
-    with record_function("zoo.optimizer"):
-        torch.nn.utils.clip_grad_norm_(trained, 1.0)
-        opt.step()
-    return loss, parts, counter.get_total_flops() if count_flops else None
+    log: Callable[[str], None] = print
+    step_hook: Callable[[], None] | None = None
+    on_step: Callable[[int, int], None] | None = None
+    checkpoint: Path | None = None
+    checkpoint_every: int = 0
 
 
-def split_batch(batch, workers: int):
-    """``batch`` as ``workers`` parts of consecutive rows, each cut to its longest row, with
-    each part's shares of the batch's masked positions, real tokens and rows; None when a
-    part would have no masked position (its mean would be undefined)."""
-    ids, attention, tt, inputs, labels, pair = batch
-    rows = ids.shape[0]
-    bounds = [round(rows * k / workers) for k in range(workers + 1)]
-    n_masked, n_real = float((labels != -100).sum()), float(attention.sum())
-    parts = []
-    for a, b in zip(bounds, bounds[1:]):
-        if b <= a:
-            return None
-        width = int(attention[a:b].sum(1).max())
-        part = tuple(None if x is None else x[a:b, :width] if x.dim() == 2 else x[a:b] for x in batch)
-        masked = float((part[4] != -100).sum())
-        if not masked:
-            return None
-        parts.append((part, {"masked": masked / n_masked, "real": float(part[1].sum()) / n_real,
-                             "rows": (b - a) / rows}))
-    return parts
+@dataclass
+class Run:
+    """A run in progress: its models, optimiser and batches, and where it stands (what a
+    checkpoint keeps besides the weights, the optimiser and the generators)."""
 
+    family: str
+    cfg: ZooConfig
+    device: torch.device
+    objective: Objective
+    wrapped: nn.Module  # the objective, DDP-wrapped under torchrun
+    trained: list[nn.Parameter]
+    opt: torch.optim.Optimizer
+    examples: Examples
+    maker: BatchMaker
+    sample_gen: torch.Generator
+    teacher: nn.Module | None
+    dist: object = None
+    rank: int = 0
+    world: int = 1
+    workers: int = 1  # threads each batch's rows are split over
+    fast: bool = False
+    position: Position = field(default_factory=Position)
+    tokens: int = 0
+    step: int = 0
+    curve: list[dict] = field(default_factory=list)
+    log_rows: list[dict] = field(default_factory=list)
+    eval_at: list[int] = field(default_factory=list)
+    flops_per_token: float | None = None
+    running: list[dict] = field(default_factory=list)  # the loss parts since the last log line
+    elapsed: dict = field(default_factory=lambda: {"wall_s": 0.0, "cpu_s": 0.0})  # before this sitting
+    wall0: float = field(default_factory=time.time)
+    cpu0: float = field(default_factory=time.process_time)
+    pool: ThreadPoolExecutor | None = None
+    threads: int = 0  # torch's threads outside the worker pool
+    stopped_at_deadline: bool = False
 
-def split_step(objective, opt, trained, batch, sample_gen, pool, workers: int, count_flops: bool = False,
-               autocast: str = ""):
-    """``train_step`` with the batch's rows split over ``pool``'s threads (see ``split_batch``):
-    the same loss and, summation order aside, the same gradient. Each part draws its dropout
-    and ELECTRA's samples from generators seeded here, from torch's default generator and
-    ``sample_gen``, so a run (and a resumed one) is reproducible whichever thread runs first."""
-    from torch.profiler import record_function
+    def wall_s(self) -> float:
+        return self.elapsed["wall_s"] + time.time() - self.wall0
 
-    parts = split_batch(batch, workers)
-    if parts is None:
-        return train_step(objective, opt, trained, batch, sample_gen, autocast, count_flops=count_flops)
-    seeds = torch.randint(0, 2 ** 62, (len(parts),)).tolist()
-    sample_seeds = torch.randint(0, 2 ** 62, (len(parts),), generator=sample_gen,
-                                 device=sample_gen.device).tolist()
-
-    def work(k):
-        part, shares = parts[k]
-        with dropout_generator(torch.Generator().manual_seed(seeds[k])):
-            # autocast's state is per thread, its cache of weights cast to bfloat16 is not: with it,
-            # one part's graph could take the other's cast of a weight (its backward node, numbered
-            # in that thread), and the tied embeddings' gradient be summed in another order from
-            # run to run (ELECTRA's runs differed in the last bits within 20 steps)
-            with record_function("zoo.forward"), torch.autocast(
-                    "cpu", dtype=torch.bfloat16, enabled=autocast == "bf16", cache_enabled=False):
-                loss, losses = objective(*part, torch.Generator().manual_seed(sample_seeds[k]), shares=shares)
-            with record_function("zoo.backward"):
-                if count_flops:  # in turn, into .grad (FlopCounterMode's module hooks refuse autograd.grad)
-                    loss.backward()
-                    grads = None
-                else:
-                    grads = torch.autograd.grad(loss, trained, allow_unused=True)
-        return loss.detach(), {name: v.detach() for name, v in losses.items()}, grads
-
-    opt.zero_grad(set_to_none=True)
-    counter = flop_counter() if count_flops else contextlib.nullcontext()
-    with counter:  # a dispatch mode sees its own thread only: the counted step runs the parts in turn
-        done = [work(k) for k in range(len(parts))] if count_flops else list(pool.map(work, range(len(parts))))
-    if not count_flops:
-        for i, p in enumerate(trained):
-            grads = [d[2][i] for d in done if d[2][i] is not None]
-            if grads:
-                total = grads[0]
-                for g in grads[1:]:  # a fixed order: part 0 + part 1 + ... (as .grad accumulates in turn)
-                    total = total + g
-                p.grad = total
-    with record_function("zoo.optimizer"):
-        torch.nn.utils.clip_grad_norm_(trained, 1.0)
-        opt.step()
-    loss, losses = done[0][0], dict(done[0][1])
-    for d in done[1:]:
-        loss = loss + d[0]
-        losses = {name: v + d[1][name] for name, v in losses.items()}
-    return loss, losses, counter.get_total_flops() if count_flops else None
+    def cpu_s(self) -> float:
+        return self.elapsed["cpu_s"] + time.process_time() - self.cpu0
 
 
 def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooConfig,
@@ -224,7 +168,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
 
     ``models``: start from these instead of a random init (``build_models``' keys);
     ``max_steps``: stop after that many steps (0: at the budget). The FLOPs recount
-    (``scripts/zoo_flops.py``) runs the shipped models for one step this way.
+    (``python -m scripts.zoo flops``) runs the shipped models for one step this way.
     ``stop_tokens``: stop once that many tokens are reached, on the schedule of the whole
     budget (0: at the budget): a tuning trial that is the opening of its own full run.
     ``deadline``: a ``time.time()`` after which the run stops where it is (0: none); the
@@ -237,7 +181,20 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
     run can be spread over several sittings: N steps straight and N/2 + resume + N/2 give
     the same weights.
     """
-    device = device or torch.device("cpu")
+    hooks = Hooks(log, step_hook, on_step, checkpoint, checkpoint_every)
+    run = start_run(family, tokenizer, chunks, cfg, teacher, device or torch.device("cpu"), models)
+    if checkpoint is not None and Path(checkpoint).is_file():
+        resume(run, Path(checkpoint), log)
+    with worker_pool(run), fast_kernels(run.objective, run.fast):
+        train_loop(run, tokenizer, heldout, Until(max_steps, stop_tokens, deadline), hooks)
+    if checkpoint is not None:
+        save_checkpoint(run, Path(checkpoint))
+    return {"record": run_record(run), "objective": run.objective, "examples": run.examples}
+
+
+def start_run(family: str, tokenizer, chunks, cfg: ZooConfig, teacher, device: torch.device,
+              models: dict[str, nn.Module] | None) -> Run:
+    """The run's models (``cfg.seed`` seeds their initialisation), optimiser and batches, at step 0."""
     dist = _dist()
     rank, world = (dist.get_rank(), dist.get_world_size()) if dist else (0, 1)
     torch.manual_seed(cfg.seed)
@@ -245,204 +202,201 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
         models = build_models(family, tokenizer, cfg.shape, teacher, dropout=cfg.dropout,
                               position_init=cfg.position_init, init_std=cfg.init_std)
     objective = Objective(family, models, teacher).to(device)
-    trained = [p for p in objective.parameters() if p.requires_grad]
     wrapped = objective
     if dist:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         wrapped = DDP(objective, device_ids=[device.index] if device.type == "cuda" else None)
-    decay = [p for n, p in objective.named_parameters() if p.requires_grad and p.ndim >= 2]
-    no_decay = [p for n, p in objective.named_parameters() if p.requires_grad and p.ndim < 2]
     fast = cfg.fast_kernels and device.type == "cpu"
-    workers = max(1, cfg.workers) if fast and not dist else 1
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=cfg.lr, betas=(0.9, 0.98), eps=1e-6,
-                            **({"fused": True} if device.type == "cuda" or fast else {"foreach": True}))
     examples = Examples(tokenizer, chunks, cfg.shape.max_len, cfg.seed)
-    policy = masking_policy(family)
-    causal = family in DECODERS
-    pair_kind = {"mini-bert": "nsp", "mini-albert": "sop"}.get(family)
-    static = family == "mini-bert"  # BERT: each example's masks (and pair) fixed once
-    mask_gen = torch.Generator().manual_seed(cfg.seed * 7919 + rank)
-    sample_gen = torch.Generator(device=device).manual_seed(cfg.seed + 17 + rank)
-    rng = np.random.default_rng([cfg.seed, rank])
-    special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids)))
-    eval_at = [round(cfg.tokens * (k + 1) / cfg.evals) for k in range(cfg.evals)]
-    curve, log_rows = [], []
-    tokens = step = 0
-    flops_per_token = None
-    cpu0, wall0 = time.process_time(), time.time()
-    epoch = slot = 0  # the data position: epoch, and batch slots of it already taken
-    running = []
-    state_extra = {"wall_s": 0.0, "cpu_s": 0.0}
-    if checkpoint is not None and Path(checkpoint).is_file():
-        # read onto the CPU: a generator's state (a CUDA one's too) must be a CPU byte tensor;
-        # the weights and the optimiser's moments are copied onto their parameters' device
-        saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
-        objective.load_state_dict(saved["objective"])
-        opt.load_state_dict(saved["optimizer"])
-        mask_gen.set_state(saved["mask_gen"])
-        sample_gen.set_state(saved["sample_gen"])
-        rng.bit_generator.state = saved["numpy_rng"]
-        torch.set_rng_state(saved["torch_rng"])
-        if device.type == "cuda" and saved.get("cuda_rng") is not None:
-            torch.cuda.set_rng_state(saved["cuda_rng"], device)
-        tokens, step, epoch, slot = saved["tokens"], saved["step"], saved["epoch"], saved["slot"]
-        curve, log_rows, eval_at = saved["curve"], saved["log_rows"], saved["eval_at"]
-        flops_per_token = saved["flops_per_token"]
-        running = [{k: torch.tensor(v, dtype=torch.float32, device=device) for k, v in r.items()}
+    maker = BatchMaker(examples, tokenizer, masking_policy(family), PAIR_KIND.get(family),
+                       static=family == "mini-bert", seed=cfg.seed, mask_gen=mask_generator(cfg.seed, rank),
+                       rng=pair_rng(cfg.seed, rank), causal=family in DECODERS)
+    return Run(family, cfg, device, objective, wrapped, [p for p in objective.parameters() if p.requires_grad],
+               optimizer(objective, cfg, fused=device.type == "cuda" or fast), examples, maker,
+               sample_generator(cfg.seed, rank, device), teacher, dist, rank, world,
+               workers=max(1, cfg.workers) if fast and not dist else 1, fast=fast,
+               eval_at=[round(cfg.tokens * (k + 1) / cfg.evals) for k in range(cfg.evals)])
+
+
+def optimizer(objective: nn.Module, cfg: ZooConfig, fused: bool) -> torch.optim.AdamW:
+    """AdamW, weight decay on the matrices only (not on biases, norms' gains)."""
+    params = [p for p in objective.parameters() if p.requires_grad]
+    return torch.optim.AdamW([{"params": [p for p in params if p.ndim >= 2], "weight_decay": cfg.weight_decay},
+                              {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}],
+                             lr=cfg.lr, betas=(0.9, 0.98), eps=1e-6, **({"fused": True} if fused else {"foreach": True}))
+
+
+def resume(run: Run, checkpoint: Path, log) -> None:
+    """The run's state as ``save_checkpoint`` wrote it: it goes on exactly where it stopped."""
+    # read onto the CPU: a generator's state (a CUDA one's too) must be a CPU byte tensor;
+    # the weights and the optimiser's moments are copied onto their parameters' device
+    saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    run.objective.load_state_dict(saved["objective"])
+    run.opt.load_state_dict(saved["optimizer"])
+    run.maker.mask_gen.set_state(saved["mask_gen"])
+    run.sample_gen.set_state(saved["sample_gen"])
+    run.maker.rng.bit_generator.state = saved["numpy_rng"]
+    torch.set_rng_state(saved["torch_rng"])
+    if run.device.type == "cuda" and saved.get("cuda_rng") is not None:
+        torch.cuda.set_rng_state(saved["cuda_rng"], run.device)
+    run.tokens, run.step = saved["tokens"], saved["step"]
+    run.position = Position(saved["epoch"], saved["slot"])
+    run.curve, run.log_rows, run.eval_at = saved["curve"], saved["log_rows"], saved["eval_at"]
+    run.flops_per_token = saved["flops_per_token"]
+    run.running = [{k: torch.tensor(v, dtype=torch.float32, device=run.device) for k, v in r.items()}
                    for r in saved["running"]]
-        state_extra = saved["elapsed"]
-        log(json.dumps({"family": family, "resumed": {"step": step, "tokens": tokens}}))
+    run.elapsed = saved["elapsed"]
+    log(json.dumps({"family": run.family, "resumed": {"step": run.step, "tokens": run.tokens}}))
 
-    def save_checkpoint():
-        tmp = Path(str(checkpoint) + ".tmp")
-        torch.save({
-            "objective": objective.state_dict(), "optimizer": opt.state_dict(),
-            "mask_gen": mask_gen.get_state(), "sample_gen": sample_gen.get_state(),
-            "numpy_rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-            "tokens": tokens, "step": step, "epoch": epoch, "slot": slot, "curve": curve,
-            "log_rows": log_rows, "eval_at": eval_at, "flops_per_token": flops_per_token,
-            "running": [{k: float(v) for k, v in r.items()} for r in running],
-            "elapsed": {"wall_s": state_extra["wall_s"] + time.time() - wall0,
-                        "cpu_s": state_extra["cpu_s"] + time.process_time() - cpu0},
-        }, tmp)
-        tmp.replace(checkpoint)
 
-    def batches():
-        nonlocal epoch, slot
-        while True:
-            order = np.random.default_rng([cfg.seed, epoch]).permutation(examples.train_idx)
-            n_slots = (len(order) - cfg.batch_size) // cfg.batch_size + 1 if len(order) >= cfg.batch_size else 0
-            while slot < n_slots:
-                b = slot * cfg.batch_size
-                slot += 1
-                if (slot - 1) % world == rank:
-                    yield order[b : b + cfg.batch_size]
-            epoch, slot = epoch + 1, 0
+def save_checkpoint(run: Run, checkpoint: Path) -> None:
+    """Everything a resumed run needs, written atomically (a temporary file, then renamed)."""
+    tmp = Path(str(checkpoint) + ".tmp")
+    torch.save({
+        "objective": run.objective.state_dict(), "optimizer": run.opt.state_dict(),
+        "mask_gen": run.maker.mask_gen.get_state(), "sample_gen": run.sample_gen.get_state(),
+        "numpy_rng": run.maker.rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
+        "cuda_rng": torch.cuda.get_rng_state(run.device) if run.device.type == "cuda" else None,
+        "tokens": run.tokens, "step": run.step, "epoch": run.position.epoch, "slot": run.position.slot,
+        "curve": run.curve, "log_rows": run.log_rows, "eval_at": run.eval_at,
+        "flops_per_token": run.flops_per_token,
+        "running": [{k: float(v) for k, v in r.items()} for r in run.running],
+        "elapsed": {"wall_s": run.wall_s(), "cpu_s": run.cpu_s()},
+    }, tmp)
+    tmp.replace(checkpoint)
 
-    def make(idx):
-        # BERT's static masking: each example's masks and pair are drawn once per copy; the
-        # data is copied STATIC_COPIES times (BERT's dupe_factor), so epoch e sees copy e % 10.
-        copy_seed = 7_777_777 * (epoch % STATIC_COPIES)
-        rows, types, labels_pair = [], [], []
-        for i in idx:
-            if pair_kind:
-                r = np.random.default_rng([cfg.seed, int(i) + copy_seed]) if static else rng
-                ids, tt, lab = examples.pair(int(i), r, pair_kind)
-                labels_pair.append(lab)
-            else:
-                ids, tt = examples.packed(int(i))
-            rows.append(ids), types.append(tt)
-        ids, tt, attention = pad_batch(rows, types, examples.pad)
-        if causal:  # a decoder: no masking; every real piece after the first is a target
-            labels = ids.masked_fill(attention == 0, -100)
-            labels[:, 0] = -100
-            return ids, tt, attention, ids, labels, None
-        special = (attention == 0) | torch.isin(ids, special_ids)
-        if static:  # BERT's static masking: each example's draw depends on it (and its copy) alone
-            keys = np.array([cfg.seed * 1_000_003 + int(i) + copy_seed for i in idx], dtype=np.uint64)
-            inputs, labels = static_masking(ids, special, policy, keys, mask_token_id=tokenizer.mask_token_id,
-                                            vocab_size=len(tokenizer))
-        else:
-            inputs, labels, _ = apply_masking(ids, special, policy, mask_token_id=tokenizer.mask_token_id,
-                                              vocab_size=len(tokenizer), generator=mask_gen)
-        pair = torch.tensor(labels_pair) if pair_kind else None
-        return ids, tt, attention, inputs, labels, pair
 
-    stopped_at_deadline = False
-    threads = torch.get_num_threads()
-    pool = None
-    if workers > 1:  # torch's threads shared out among the workers
-        from concurrent.futures import ThreadPoolExecutor
+@contextlib.contextmanager
+def worker_pool(run: Run):
+    """The threads a split step runs its parts on, torch's threads shared out among them."""
+    run.threads = torch.get_num_threads()
+    if run.workers <= 1:
+        yield
+        return
+    run.pool = ThreadPoolExecutor(max_workers=run.workers, thread_name_prefix="zoo-worker")
+    torch.set_num_threads(max(1, run.threads // run.workers))
+    try:
+        yield
+    finally:
+        run.pool.shutdown()
+        torch.set_num_threads(run.threads)
 
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zoo-worker")
-        torch.set_num_threads(max(1, threads // workers))
-    with fast_kernels(objective, fast), contextlib.ExitStack() as cleanup:
-        if pool is not None:
-            cleanup.callback(torch.set_num_threads, threads)
-            cleanup.callback(pool.shutdown)
-        reached = bool(stop_tokens) and tokens >= stop_tokens  # a finished trial, resumed: no step more
-        for idx in () if reached else batches():
-            with torch.profiler.record_function("zoo.data"):
-                made = make(idx)
-            n_real = int(made[2].sum())  # non-padding tokens, counted on the CPU (no device sync)
-            ids, tt, attention, inputs, labels, pair = (x.to(device, non_blocking=True) if x is not None else None
-                                                        for x in made)
-            if dist:
-                n_tok = torch.tensor(float(n_real), device=device)
-                dist.all_reduce(n_tok)
-                n_real = int(n_tok)
-            progress = tokens / cfg.tokens
-            lr = cfg.lr * (progress / cfg.warmup if progress < cfg.warmup
-                           else max(0.0, (1 - progress) / (1 - cfg.warmup)))
-            for group in opt.param_groups:
-                group["lr"] = lr
-            objective.train()
-            if teacher is not None:
-                teacher.eval()
-            batch = (ids, attention, tt, inputs, labels, pair)
-            if pool is not None:
-                loss, parts, flops = split_step(objective, opt, trained, batch, sample_gen, pool, workers,
-                                                count_flops=flops_per_token is None, autocast=cfg.autocast)
-            else:
-                loss, parts, flops = train_step(wrapped, opt, trained, batch, sample_gen, cfg.autocast,
-                                                count_flops=flops_per_token is None)
-            if flops is not None:
-                flops_per_token = flops / float(made[2].sum())
-            tokens += n_real
-            step += 1
-            # kept on the device until the log line (reading a value every step would sync)
-            running.append({k: v.detach() for k, v in parts.items()} | {"loss": loss.detach()})
-            if step % 25 == 0 and rank == 0:
-                mean = {k: float(torch.stack([r[k] for r in running]).float().mean()) for k in running[0]}
-                row = {"step": step, "tokens": tokens, "lr": lr, **{k: round(v, 4) for k, v in mean.items()},
-                       "elapsed_s": round(state_extra["wall_s"] + time.time() - wall0, 1),
-                       "tokens_per_s": round(tokens / max(state_extra["wall_s"] + time.time() - wall0, 1e-9))}
-                log_rows.append(row)
-                log(json.dumps({"family": family, **row}))
-                running = []
-            if eval_at and tokens >= eval_at[0]:
-                while eval_at and tokens >= eval_at[0]:
-                    eval_at.pop(0)
-                if rank == 0:
-                    mlm_model = objective.generator if family == "mini-electra" else objective.model
-                    if pool is not None:  # the evaluation is one batch at a time: all of torch's threads
-                        torch.set_num_threads(threads)
-                    score = (next_piece_scores if causal else whole_word_accuracy)(
-                        family, mlm_model, tokenizer, heldout[: cfg.eval_sentences], autocast=cfg.autocast)
-                    if pool is not None:
-                        torch.set_num_threads(max(1, threads // workers))
-                    point = {"tokens": tokens, "step": step, **score,
-                             "train_loss": log_rows[-1]["loss"] if log_rows else float(loss.detach())}
-                    curve.append(point)
-                    log(json.dumps({"family": family, "eval": point}))
-            if step_hook is not None:
-                step_hook()
-            if on_step is not None:
-                on_step(step, tokens)
-            if checkpoint is not None and checkpoint_every and step % checkpoint_every == 0:
-                save_checkpoint()
-            if tokens >= cfg.tokens or step == max_steps or (stop_tokens and tokens >= stop_tokens):
-                break
-            if deadline and time.time() > deadline:
-                stopped_at_deadline = True
-                break
-    if checkpoint is not None:
-        save_checkpoint()
-    wall = state_extra["wall_s"] + time.time() - wall0
-    cpu = state_extra["cpu_s"] + time.process_time() - cpu0
-    record = {
-        "family": family, "tokens": tokens, "steps": step, "world_size": world, "allocator": current_allocator(),
-        "wall_minutes": wall / 60, "cpu_minutes_rank0": cpu / 60,
-        "flops_per_token": flops_per_token, "flops": flops_per_token * tokens,
-        "masking": None if causal else asdict(policy), "static_masking": static, "pair_objective": pair_kind,
-        **({"objective": "next-token prediction (causal LM)"} if causal else {}),
-        "curve": curve, "log": log_rows, "config": asdict(cfg), "stopped_at_deadline": stopped_at_deadline,
+
+def train_loop(run: Run, tokenizer, heldout: list[str], until: Until, hooks: Hooks) -> None:
+    """Steps until the budget, ``until``'s limit or its deadline; a finished trial, resumed, takes none."""
+    if until.stop_tokens and run.tokens >= until.stop_tokens:
+        return
+    cfg = run.cfg
+    for idx in batch_indices(run.position, cfg.seed, run.examples.train_idx, cfg.batch_size, run.rank, run.world):
+        batch, n_real, n_local = next_batch(run, idx)
+        lr = learning_rate(cfg, run.tokens)
+        loss, parts = optimise(run, batch, lr, n_local)
+        run.tokens += n_real
+        run.step += 1
+        log_progress(run, loss, parts, lr, hooks.log)
+        evaluate_if_due(run, tokenizer, heldout, loss, hooks.log)
+        if hooks.step_hook is not None:
+            hooks.step_hook()
+        if hooks.on_step is not None:
+            hooks.on_step(run.step, run.tokens)
+        if hooks.checkpoint is not None and hooks.checkpoint_every and run.step % hooks.checkpoint_every == 0:
+            save_checkpoint(run, Path(hooks.checkpoint))
+        if (run.tokens >= cfg.tokens or run.step == until.max_steps
+                or (until.stop_tokens and run.tokens >= until.stop_tokens)):
+            break
+        if until.deadline and time.time() > until.deadline:
+            run.stopped_at_deadline = True
+            break
+
+
+def next_batch(run: Run, idx) -> tuple[tuple, int, int]:
+    """(the batch of chunks ``idx`` on the device, its non-padding tokens on every rank, on this one)."""
+    with torch.profiler.record_function("zoo.data"):
+        made = run.maker.make(idx, run.position.epoch)
+    n_local = int(made[2].sum())  # counted on the CPU (no device sync)
+    ids, tt, attention, inputs, labels, pair = (x.to(run.device, non_blocking=True) if x is not None else None
+                                                for x in made)
+    n_real = n_local
+    if run.dist:
+        n_tok = torch.tensor(float(n_local), device=run.device)
+        run.dist.all_reduce(n_tok)
+        n_real = int(n_tok)
+    return (ids, attention, tt, inputs, labels, pair), n_real, n_local
+
+
+def learning_rate(cfg: ZooConfig, tokens: int) -> float:
+    """A linear warm-up over ``cfg.warmup`` of the budget, then a linear decay to 0 at its end."""
+    progress = tokens / cfg.tokens
+    return cfg.lr * (progress / cfg.warmup if progress < cfg.warmup else max(0.0, (1 - progress) / (1 - cfg.warmup)))
+
+
+def optimise(run: Run, batch: tuple, lr: float, n_local: int) -> tuple[torch.Tensor, dict]:
+    """One step at learning rate ``lr``; the first step's FLOPs are counted (per local token)."""
+    for group in run.opt.param_groups:
+        group["lr"] = lr
+    run.objective.train()
+    if run.teacher is not None:
+        run.teacher.eval()
+    count = run.flops_per_token is None
+    if run.pool is not None:
+        loss, parts, flops = split_step(run.objective, run.opt, run.trained, batch, run.sample_gen, run.pool,
+                                        run.workers, count_flops=count, autocast=run.cfg.autocast)
+    else:
+        loss, parts, flops = train_step(run.wrapped, run.opt, run.trained, batch, run.sample_gen, run.cfg.autocast,
+                                        count_flops=count)
+    if flops is not None:
+        run.flops_per_token = flops / float(n_local)
+    return loss, parts
+
+
+def log_progress(run: Run, loss: torch.Tensor, parts: dict, lr: float, log) -> None:
+    """Every ``LOG_EVERY`` steps, the mean of each loss since the last line (rank 0 writes it)."""
+    # kept on the device until the log line (reading a value every step would sync)
+    run.running.append({k: v.detach() for k, v in parts.items()} | {"loss": loss.detach()})
+    if run.step % LOG_EVERY or run.rank != 0:
+        return
+    mean = {k: float(torch.stack([r[k] for r in run.running]).float().mean()) for k in run.running[0]}
+    wall = run.wall_s()
+    row = {"step": run.step, "tokens": run.tokens, "lr": lr, **{k: round(v, 4) for k, v in mean.items()},
+           "elapsed_s": round(wall, 1), "tokens_per_s": round(run.tokens / max(wall, 1e-9))}
+    run.log_rows.append(row)
+    log(json.dumps({"family": run.family, **row}))
+    run.running = []
+
+
+def evaluate_if_due(run: Run, tokenizer, heldout: list[str], loss: torch.Tensor, log) -> None:
+    """A learning-curve point when the tokens pass the next of ``ZooConfig.evals`` marks (rank 0)."""
+    if not (run.eval_at and run.tokens >= run.eval_at[0]):
+        return
+    while run.eval_at and run.tokens >= run.eval_at[0]:
+        run.eval_at.pop(0)
+    if run.rank != 0:
+        return
+    mlm_model = run.objective.generator if run.family == "mini-electra" else run.objective.model
+    if run.pool is not None:  # the evaluation is one batch at a time: all of torch's threads
+        torch.set_num_threads(run.threads)
+    score = (next_piece_scores if run.maker.causal else whole_word_accuracy)(
+        run.family, mlm_model, tokenizer, heldout[: run.cfg.eval_sentences], autocast=run.cfg.autocast)
+    if run.pool is not None:
+        torch.set_num_threads(max(1, run.threads // run.workers))
+    point = {"tokens": run.tokens, "step": run.step, **score,
+             "train_loss": run.log_rows[-1]["loss"] if run.log_rows else float(loss.detach())}
+    run.curve.append(point)
+    log(json.dumps({"family": run.family, "eval": point}))
+
+
+def run_record(run: Run) -> dict:
+    """The run's record: what it trained, how long it took, its curve and log."""
+    return {
+        "family": run.family, "tokens": run.tokens, "steps": run.step, "world_size": run.world,
+        "allocator": current_allocator(), "wall_minutes": run.wall_s() / 60, "cpu_minutes_rank0": run.cpu_s() / 60,
+        "flops_per_token": run.flops_per_token, "flops": run.flops_per_token * run.tokens,
+        "masking": None if run.maker.causal else asdict(run.maker.policy), "static_masking": run.maker.static,
+        "pair_objective": run.maker.pair_kind,
+        **({"objective": "next-token prediction (causal LM)"} if run.maker.causal else {}),
+        "curve": run.curve, "log": run.log_rows, "config": asdict(run.cfg), "stopped_at_deadline": run.stopped_at_deadline,
     }
-    return {"record": record, "objective": objective, "examples": examples}
 
 
 def state_digest(module: nn.Module) -> str:

@@ -181,7 +181,7 @@ def test_zoo_findings_say_which_families_left_the_word_frequency_plateau():
         if r.get("pair_heldout"):
             assert f"{key} {100 * r['pair_heldout']['accuracy']:.1f} %" in note
         reference = f"a bag-of-words order model on the same pairs {100 * r.get('pair_reference', {}).get('accuracy', 0):.1f} %"
-        assert (reference in note) == bool(r.get("pair_reference"))  # SOP's reference (scripts/zoo_heads.py), from the record
+        assert (reference in note) == bool(r.get("pair_reference"))  # SOP's reference (`scripts.zoo heads sop`), from the record
 
 
 def test_zoo_findings_name_the_families_that_began_with_the_locality_start():
@@ -208,7 +208,7 @@ def test_zoo_findings_name_the_families_that_began_with_the_locality_start():
 
 def test_zoo_findings_say_how_the_tuning_search_ran():
     """The search is described from each record's tuning block: its grid, tokens per trial, and
-    whether each trial was the opening of its own full run (zoo_local's prefix search)."""
+    whether each trial was the opening of its own full run (the search's prefix search)."""
     import dataclasses
 
     from models import zoo_comparison

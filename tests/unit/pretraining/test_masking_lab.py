@@ -232,7 +232,7 @@ def test_pair_answer_shows_the_heldout_majority_baseline():
 def test_the_sop_answer_names_the_order_its_pairs_show():
     """Typed into the pair view (the UI's handler, from plain text), ALBERT's SOP answer gives
     the bag-of-words order model's accuracy on the same held-out pairs, from its record
-    (``scripts/zoo_heads.py sop --write``); BERT's NSP answer has no such reference."""
+    (``python -m scripts.zoo heads sop --write``); BERT's NSP answer has no such reference."""
     import json
 
     from components.masking.objectives import pair_answer

@@ -10,7 +10,7 @@ from models.zoo.cards import card
 
 @pytest.mark.parametrize("key", ZOO_KEYS)
 def test_each_shipped_card_is_the_one_its_record_writes(key):
-    # A card edited by hand, or a generator changed without `python -m scripts.zoo_cards`, drifts
+    # A card edited by hand, or a generator changed without `python -m scripts.zoo cards`, drifts
     # from the record (mini-modernbert's card counted its global layers from 1 while the views
     # count from 0).
     folder = zoo_folder(key)
@@ -20,4 +20,4 @@ def test_each_shipped_card_is_the_one_its_record_writes(key):
     record = json.loads(record_path.read_text(encoding="utf-8"))
     shipped = (folder / "MODEL_CARD.md").read_text(encoding="utf-8")
     assert shipped == card(key, record, recipe_of(key)), (
-        f"{folder / 'MODEL_CARD.md'} is stale: run `python -m scripts.zoo_cards`")
+        f"{folder / 'MODEL_CARD.md'} is stale: run `python -m scripts.zoo cards`")

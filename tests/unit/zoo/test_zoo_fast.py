@@ -130,7 +130,7 @@ def test_split_batches_train_the_same_weights_as_the_stock_path(family, tmp_path
 
 
 def test_split_batch_shares_sum_to_one_and_parts_are_cut_to_their_longest_row():
-    from models.zoo.train import split_batch
+    from models.zoo.step import split_batch
 
     ids = torch.arange(6 * 9).view(6, 9)
     attention = torch.ones(6, 9, dtype=torch.long)

@@ -1,4 +1,4 @@
-"""scripts/zoo_heads.py: the probes of ALBERT's sentence order and ELECTRA's detection."""
+"""`python -m scripts.zoo heads`: the probes of ALBERT's sentence order and ELECTRA's detection."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from models.registry.zoo_entries import zoo_folder
 from models.zoo import data as zd
 from models.zoo import families as zm
 from models.zoo import scores as zs
-from scripts import zoo_heads as H
+from scripts.zoo import heads as H
+from scripts.zoo.__main__ import main as run_zoo
 
 
 def _tokenizer(family: str):
@@ -140,9 +141,9 @@ def test_the_rtd_probe_trains_and_scores_a_changed_electra(tmp_path, uniform, ca
     lines = [f"austen\tThe {w} walked to the {v} and sat down by the window." for w in
              ("man", "girl", "dog", "cat", "king") for v in ("door", "sea", "house", "road")] * 30
     (corpus / "train_ordered.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    code = H.main(["rtd", "--corpus", str(corpus), "--work", str(tmp_path / "work"), "--tokens", "6000",
-                   "--stop", "3000", "--generator-hidden", "64", "--generator-layers", "2"]
-                  + (["--uniform"] if uniform else []))
+    code = run_zoo(["heads", "rtd", "--corpus", str(corpus), "--work", str(tmp_path / "work"), "--tokens", "6000",
+                    "--stop", "3000", "--generator-hidden", "64", "--generator-layers", "2"]
+                    + (["--uniform"] if uniform else []))
     out = capsys.readouterr().out
     assert code == 0
     assert ("g64-l2-uniform" if uniform else "g64-l2:") in out and "roc_auc" in out
@@ -166,6 +167,6 @@ def test_write_reference_adds_the_order_models_accuracy_and_keeps_the_record(tmp
     assert {k: v for k, v in written.items() if k != "pair_reference"} == shipped
     ref = written["pair_reference"]
     assert (ref["accuracy"], ref["pairs"], ref["running_text_accuracy"], ref["running_text_pairs"]) == (0.61, 1090, 0.63, 760)
-    assert "80,000 training pairs" in ref["model"] and ref["script"] == "scripts.zoo_heads sop"
+    assert "80,000 training pairs" in ref["model"] and ref["script"] == "scripts.zoo heads sop"
     text = card("mini-albert", written, recipe_of("mini-albert"))
     assert "on the same held-out pairs: 61.0% (63.0% of the 760 cut from running text)" in text

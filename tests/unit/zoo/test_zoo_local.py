@@ -1,5 +1,6 @@
-"""scripts/zoo_local.py: the CPU zoo, family after family, resumable across sittings (tiny
-shape, a few hundred corpus lines: the schedule and the resume, not the learning)."""
+"""`python -m scripts.zoo search` (the CPU zoo, family after family, resumable across sittings),
+`install`, and `gpu run` / `gpu import` (tiny shape, a few hundred corpus lines: the schedule
+and the resume, not the learning)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from models.zoo.allocator import find_tcmalloc
-from scripts import zoo_gpu as Z
-from scripts import zoo_local as L
+from scripts.zoo import search as L
+from scripts.zoo import worker as W
+from scripts.zoo.__main__ import main as run_zoo
 
 REPO = Path(__file__).resolve().parents[3]
 TINY = ["--tiny", "--max-sentences", "400", "--heldout-limit", "12", "--trial-tokens", "1500",
@@ -33,11 +35,11 @@ def _weights(folder: Path) -> bytes:
 
 def test_a_family_runs_its_trials_then_resumes_its_full_run_where_it_stopped(tmp_path, corpus, capsys):
     work = tmp_path / "work"
-    args = ["run", "--work", str(work), "--corpus", str(corpus), "--families", "mini-roberta", *TINY]
+    args = ["search", "--work", str(work), "--corpus", str(corpus), "--families", "mini-roberta", *TINY]
     import signal
 
     before = signal.getsignal(signal.SIGTERM)
-    assert L.main(args) == 0
+    assert run_zoo(args) == 0
     assert signal.getsignal(signal.SIGTERM) is before  # the run's own SIGTERM handler is gone after it
     record = json.loads((work / "export" / "mini-roberta" / "record.json").read_text(encoding="utf-8"))
     trials = record["tuning"]["trials"]
@@ -47,9 +49,9 @@ def test_a_family_runs_its_trials_then_resumes_its_full_run_where_it_stopped(tmp
     assert record["config"]["position_init"] == "local" and record["tokens"] >= 3000
     assert record["corpus"] == {"sentences": 400, "file": "train_ordered.tsv"}  # --max-sentences 400
     assert "no other family training at the same time" in record["concurrency"]
-    # the family's process ran with the allocator zoo_local chose for it (auto: tcmalloc when installed)
+    # the family's process ran with the allocator the search chose for it (auto: tcmalloc when installed)
     assert record["allocator"] == ("tcmalloc" if find_tcmalloc() else "glibc")
-    assert record["script"] == "scripts.zoo_local" and record["tuning"]["search"] == Z.SEARCHES["prefix"]
+    assert record["script"] == "scripts.zoo search" and record["tuning"]["search"] == W.SEARCHES["prefix"]
     first = _weights(work / "export" / "mini-roberta")
 
     # a sitting that ended after the full run's last checkpoint, before the export
@@ -57,23 +59,23 @@ def test_a_family_runs_its_trials_then_resumes_its_full_run_where_it_stopped(tmp
     import shutil
 
     shutil.rmtree(work / "export" / "mini-roberta")
-    assert L.main(args) == 0
+    assert run_zoo(args) == 0
     log = (work / "mini-roberta" / "train.log").read_text(encoding="utf-8").splitlines()[log_lines:]
     assert not any('"trial"' in line for line in log)  # the trials were not run again
     assert any('"resumed"' in line for line in log)  # the full run came back from its checkpoint
     assert _weights(work / "export" / "mini-roberta") == first
 
     # finished families are skipped; another budget in the same folder is refused
-    assert L.main(args) == 0
+    assert run_zoo(args) == 0
     assert "mini-roberta: finished earlier" in capsys.readouterr().out
     other = [a if a != "3000" else "6000" for a in args]
     with pytest.raises(SystemExit, match="was started with"):
-        L.main(other)
+        run_zoo(other)
 
 
 def test_install_refuses_an_unfinished_zoo(tmp_path):
     with pytest.raises(SystemExit, match="not finished: mini-bert"):
-        L.main(["install", "--work", str(tmp_path / "none"), "--out", str(tmp_path / "zoo")])
+        run_zoo(["install", "--work", str(tmp_path / "none"), "--out", str(tmp_path / "zoo")])
 
 
 def test_the_chosen_prefix_trial_goes_on_into_the_same_run_as_one_trained_straight(tmp_path, corpus):
@@ -82,7 +84,7 @@ def test_the_chosen_prefix_trial_goes_on_into_the_same_run_as_one_trained_straig
     one-point grid is that run: trained from scratch on the full budget)."""
     prefix, straight = tmp_path / "prefix", tmp_path / "straight"
     common = ["--corpus", str(corpus), "--families", "mini-roberta", *TINY]
-    assert L.main(["run", "--work", str(prefix), *common]) == 0
+    assert run_zoo(["search", "--work", str(prefix), *common]) == 0
     record = json.loads((prefix / "export" / "mini-roberta" / "record.json").read_text(encoding="utf-8"))
     chosen = record["tuning"]["chosen"]["lr"]
     trials = {t["lr"]: t for t in record["tuning"]["trials"]}
@@ -98,12 +100,12 @@ def test_the_chosen_prefix_trial_goes_on_into_the_same_run_as_one_trained_straig
     assert f'"resumed": {{"step": {trials[chosen]["steps"]}, "tokens": {trials[chosen]["tokens"]}}}' in log
 
     grid = [a if a != "lr=1e-3,2e-3" else f"lr={chosen}" for a in common]
-    assert L.main(["run", "--work", str(straight), "--search", "separate", *grid]) == 0
+    assert run_zoo(["search", "--work", str(straight), "--search", "separate", *grid]) == 0
     assert _weights(straight / "export" / "mini-roberta") == _weights(prefix / "export" / "mini-roberta")
 
 
 def test_a_record_says_which_families_trained_beside_it():
-    """Sittings of families in other zoo_local processes that overlap in time are named; the
+    """Sittings of families in other search processes that overlap in time are named; the
     load samples are summarised (median and range)."""
     sittings = [
         {"family": "mini-albert", "start": 0.0, "end": 100.0, "load": [2.0, 3.5, 4.0], "pid": 1},
@@ -138,7 +140,7 @@ def test_a_sitting_stopped_by_a_kill_writes_its_end(tmp_path, corpus):
     import time
 
     work = tmp_path / "work"
-    cmd = [sys.executable, "-m", "scripts.zoo_local", "run", "--work", str(work), "--corpus", str(corpus),
+    cmd = [sys.executable, "-m", "scripts.zoo", "search", "--work", str(work), "--corpus", str(corpus),
            "--families", "mini-roberta", *TINY]
     proc = subprocess.Popen(cmd, cwd=str(REPO))
     deadline = time.time() + 60
@@ -155,8 +157,8 @@ def test_distilbert_s_prefix_trials_learn_from_the_finished_mini_bert(tmp_path, 
     run from the first step (not BERT's best trial, as in the separate search): the teacher
     the shipped DistilBERT names."""
     work = tmp_path / "work"
-    assert L.main(["run", "--work", str(work), "--corpus", str(corpus), "--families", "mini-bert",
-                   "mini-distilbert", *TINY]) == 0
+    assert run_zoo(["search", "--work", str(work), "--corpus", str(corpus), "--families", "mini-bert",
+                    "mini-distilbert", *TINY]) == 0
     record = json.loads((work / "export" / "mini-distilbert" / "record.json").read_text(encoding="utf-8"))
     assert record["teacher"] == "mini-bert's full run (the shipped mini-bert), in the trials too"
     assert not (work / "mini-bert" / "trial-best").exists()  # no trial was saved as a teacher
@@ -164,10 +166,10 @@ def test_distilbert_s_prefix_trials_learn_from_the_finished_mini_bert(tmp_path, 
 
 
 def test_the_gpu_schedule_refuses_a_prefix_search_without_a_probe(tmp_path):
-    """zoo_gpu sets its budget from throughput: a prefix trial must know that budget's
+    """`gpu run` sets its budget from throughput: a prefix trial must know that budget's
     schedule before its first step, so without a probe the command says so before it starts."""
     with pytest.raises(SystemExit, match="--probe-s more than 0"):
-        Z.main(["run", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--probe-s", "0"])
+        run_zoo(["gpu", "run", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--probe-s", "0"])
     assert not (tmp_path / "work").exists()
 
 
@@ -182,9 +184,9 @@ def test_the_gpu_schedule_s_prefix_search_sets_its_budget_from_the_probes_before
     (tmp_path / "pack" / "train_ordered.tsv.xz").write_bytes(
         lzma.compress((corpus / "train_ordered.tsv").read_bytes()))
     tiny = [a for a in TINY if a not in ("--trial-tokens", "1500")]
-    assert Z.main(["run", "--device", "cpu", "--out", str(out), "--work", str(work), "--pack", str(tmp_path / "pack"),
-                   "--budget-s", "400", "--search", "prefix", "--probe-s", "2", "--trial-fraction", "0.25",
-                   "--families", "mini-bert", "mini-roberta", "mini-distilbert", *tiny]) == 0
+    assert run_zoo(["gpu", "run", "--device", "cpu", "--out", str(out), "--work", str(work), "--pack", str(tmp_path / "pack"),
+                    "--budget-s", "400", "--search", "prefix", "--probe-s", "2", "--trial-fraction", "0.25",
+                    "--families", "mini-bert", "mini-roberta", "mini-distilbert", *tiny]) == 0
     budget = json.loads((work / "budget.json").read_text(encoding="utf-8"))
     probes = {f: json.loads((work / f / "probe.json").read_text(encoding="utf-8")) for f in ("mini-bert", "mini-roberta")}
     for family, probe in probes.items():
@@ -215,26 +217,26 @@ def test_trials_only_runs_the_search_and_stops(tmp_path, corpus, capsys):
     """--trials-only: each trial (a prefix of its own full run) and its score, then no full run;
     the same command again finds the family done."""
     work = tmp_path / "work"
-    args = ["run", "--work", str(work), "--corpus", str(corpus), "--families", "mini-roberta", "--trials-only",
+    args = ["search", "--work", str(work), "--corpus", str(corpus), "--families", "mini-roberta", "--trials-only",
             *[a if a != "lr=1e-3,2e-3" else "lr=4e-3" for a in TINY]]
-    assert L.main(args) == 0
+    assert run_zoo(args) == 0
     trials = json.loads((work / "mini-roberta" / "trials.json").read_text(encoding="utf-8"))["trials"]
     assert [t["lr"] for t in trials] == [4e-3] and 1500 <= trials[0]["tokens"] < 3000
     assert not (work / "export").exists() and not (work / "mini-roberta" / "full.ckpt").exists()
     assert f"mini-roberta: trials only: lr 0.004: {trials[0]['piece_loss']:.3f}" in capsys.readouterr().out
-    assert L.main(args) == 0
+    assert run_zoo(args) == 0
     assert "mini-roberta: finished earlier" in capsys.readouterr().out
 
 
 def test_the_defaults_are_the_shipped_zoo_s_recipe(monkeypatch):
-    """`zoo_local run` with no settings asks for the budget every shipped record was trained
+    """`search` with no settings asks for the budget every shipped record was trained
     with (its budget.settings), so the same command reproduces the zoo."""
     shipped = json.loads((REPO / "weights" / "zoo" / "mini-bert" / "record.json").read_text(encoding="utf-8"))
-    if shipped.get("script") != "scripts.zoo_local":
-        pytest.skip("the shipped zoo was not trained by scripts.zoo_local")
+    if shipped.get("script") != "scripts.zoo search":
+        pytest.skip("the shipped zoo was not trained by the search")
     seen = {}
     monkeypatch.setattr(L, "run", lambda args: seen.update(vars(args)) or 0)
-    assert L.main(["run"]) == 0
+    assert run_zoo(["search"]) == 0
     assert {k: seen[k] for k in L.SETTINGS} == shipped["budget"]["settings"]
 
 
@@ -246,8 +248,8 @@ def test_the_allocator_changes_no_weight(tmp_path, corpus):
     weights = {}
     for allocator in ("tcmalloc", "glibc"):
         work = tmp_path / allocator
-        assert L.main(["run", "--work", str(work), "--corpus", str(corpus), "--families", "mini-roberta",
-                       "--allocator", allocator, *TINY]) == 0
+        assert run_zoo(["search", "--work", str(work), "--corpus", str(corpus), "--families", "mini-roberta",
+                        "--allocator", allocator, *TINY]) == 0
         record = json.loads((work / "export" / "mini-roberta" / "record.json").read_text(encoding="utf-8"))
         assert record["allocator"] == allocator and record["config"]["autocast"] == "bf16"
         weights[allocator] = _weights(work / "export" / "mini-roberta")
@@ -259,12 +261,12 @@ def test_a_diverged_trial_is_never_chosen():
     loss, which compares false with every number, must not stay chosen when it comes first."""
     nan, good, worse = {"lr": 8e-3, "piece_loss": float("nan")}, {"lr": 2e-3, "piece_loss": 5.2}, \
         {"lr": 4e-3, "piece_loss": float("inf")}
-    assert min([nan, good, worse], key=Z.trial_loss) is good
-    assert Z.trial_loss(nan) > Z.trial_loss(good) and not (nan["piece_loss"] > good["piece_loss"])
+    assert min([nan, good, worse], key=W.trial_loss) is good
+    assert W.trial_loss(nan) > W.trial_loss(good) and not (nan["piece_loss"] > good["piece_loss"])
 
 
 def test_an_imported_zoo_ships_mini_albert_s_order_reference(tmp_path, corpus):
-    """`zoo_gpu import` (as `zoo_local install`) gives a new mini-albert the bag-of-words order
+    """`gpu import` (as `install`) gives a new mini-albert the bag-of-words order
     reference that its card, Compare and the pair views show beside its SOP head, on the same
     held-out pairs as the head's own score; without the corpus it stops before it replaces a
     folder (the GPU zoo's first import lacked the reference and failed two pair-view tests)."""
@@ -279,19 +281,19 @@ def test_an_imported_zoo_ships_mini_albert_s_order_reference(tmp_path, corpus):
     pack.mkdir()
     (pack / "train_ordered.tsv.xz").write_bytes(lzma.compress(text.encode("utf-8")))
     tiny = [a for a in TINY if a not in ("--trial-tokens", "1500", "--max-sentences", "400")]
-    assert Z.main(["run", "--device", "cpu", "--out", str(out), "--work", str(work), "--pack", str(pack),
-                   "--budget-s", "300", "--probe-s", "2", "--families", "mini-albert", *tiny]) == 0
+    assert run_zoo(["gpu", "run", "--device", "cpu", "--out", str(out), "--work", str(work), "--pack", str(pack),
+                    "--budget-s", "300", "--probe-s", "2", "--families", "mini-albert", *tiny]) == 0
     zoo.mkdir()
     (zoo / "mini-albert").mkdir()
     (zoo / "mini-albert" / "old.txt").write_text("the zoo before", encoding="utf-8")
     with pytest.raises(SystemExit, match="mini-albert's record needs the bag-of-words order reference"):
-        Z.main(["import", str(out), "--out", str(zoo), "--staging", str(tmp_path / "staging"),
-                "--corpus", str(tmp_path / "no-corpus")])
+        run_zoo(["gpu", "import", str(out), "--out", str(zoo), "--staging", str(tmp_path / "staging"),
+                 "--corpus", str(tmp_path / "no-corpus")])
     assert (zoo / "mini-albert" / "old.txt").is_file()  # nothing replaced
-    assert Z.main(["import", str(out), "--out", str(zoo), "--staging", str(tmp_path / "staging"),
-                   "--corpus", str(corpus)]) == 0
+    assert run_zoo(["gpu", "import", str(out), "--out", str(zoo), "--staging", str(tmp_path / "staging"),
+                    "--corpus", str(corpus)]) == 0
     record = json.loads((zoo / "mini-albert" / "record.json").read_text(encoding="utf-8"))
     reference = record["pair_reference"]
     assert reference["pairs"] == record["pair_heldout"]["pairs"] > 0 and 0.0 <= reference["accuracy"] <= 1.0
-    assert reference["script"] == "scripts.zoo_heads sop" and not (zoo / "mini-albert" / "old.txt").exists()
+    assert reference["script"] == "scripts.zoo heads sop" and not (zoo / "mini-albert" / "old.txt").exists()
     assert "bag-of-words" in (zoo / "mini-albert" / "MODEL_CARD.md").read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""scripts/zoo_plateau.py: each named change does what it says to the real transformers model,
+"""`python -m scripts.zoo plateau`: each named change does what it says to the real transformers model,
 and a short run trains through the zoo's trainer and returns its held-out curve."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import torch
 
 from models.zoo import families as zm
 from models.zoo import train as Z
-from scripts import zoo_plateau as P
+from scripts.zoo import plateau as P
 
 from models.registry.zoo_entries import zoo_folder
 
@@ -93,8 +93,8 @@ def test_a_short_run_returns_its_curve_and_puts_the_masking_back(tmp_path):
     tok = _tokenizer("mini-bert")
     seen = []
     original = Z.masking_policy
-    curve = P.run("mini-bert", "mask40", tokens=1500, batch_size=4, lr=1e-3, dropout=0.0, layers=2,
-                  max_len=64, evals=2, eval_sentences=8, corpus=corpus, shape=_shape(tok), log=seen.append)
+    curve = P.train_variant("mini-bert", "mask40", tokens=1500, batch_size=4, lr=1e-3, dropout=0.0, layers=2,
+                            max_len=64, evals=2, eval_sentences=8, corpus=corpus, shape=_shape(tok), log=seen.append)
     assert Z.masking_policy is original
     assert len(curve) == 2 and len(seen) == 2
     assert curve[0]["tokens"] < curve[1]["tokens"]

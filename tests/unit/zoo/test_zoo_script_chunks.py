@@ -1,5 +1,5 @@
-"""The zoo scripts' training chunks (scripts/zoo_gpu.py's worker and baseline, scripts/train_zoo.py,
-scripts/zoo_flops.py) are ``models.zoo.data.corpus_chunks``'s, on a small hand-written corpus with
+"""The zoo command's training chunks (``python -m scripts.zoo``'s worker, gpu baseline, train and
+flops) are ``models.zoo.data.corpus_chunks``'s, on a small hand-written corpus with
 two sources, an empty line, a sentence longer than a chunk and more lines than ``--max-sentences``;
 the logged token counts count every sentence whole (before ``make_chunks`` cuts the long one)."""
 
@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from models.zoo import data as zd
+from scripts.zoo.__main__ import main as run_zoo
 
 REPO = Path(__file__).resolve().parents[3]
 SHIPPED = REPO / "weights" / "zoo"
@@ -64,8 +65,8 @@ def _expected(path: Path, tokenizer, limit: int = 0):
 
 @pytest.fixture()
 def stop_at_piece_counts(monkeypatch) -> list:
-    """zoo_gpu's worker and baseline stop where they first count the chunks' pieces; the chunks land here."""
-    from scripts import zoo_gpu
+    """The worker and the baseline stop where they first count the chunks' pieces; the chunks land here."""
+    from scripts.zoo import gpu as zoo_gpu
 
     seen = []
 
@@ -79,14 +80,12 @@ def stop_at_piece_counts(monkeypatch) -> list:
 
 def test_the_gpu_worker_chunks_the_corpus_as_corpus_chunks_and_logs_its_whole_sentences_tokens(tmp_path,
                                                                                               stop_at_piece_counts):
-    from scripts import zoo_gpu
-
     seen = stop_at_piece_counts
     work = tmp_path / "work"
     path = _write_corpus(work)
     with pytest.raises(_Stop):
-        zoo_gpu.main(["worker", "--family", "mini-bert", "--work", str(work), "--deadline", str(time.time() + 600),
-                      "--device", "cpu", "--tiny", "--max-sentences", str(LIMIT), "--heldout-limit", "4"])
+        run_zoo(["worker", "--family", "mini-bert", "--work", str(work), "--deadline", str(time.time() + 600),
+                 "--device", "cpu", "--tiny", "--max-sentences", str(LIMIT), "--heldout-limit", "4"])
     tok = _tokenizer("mini-bert")
     assert _as_lists(seen[0]) == _as_lists(_expected(path, tok, LIMIT))
     logged = json.loads((work / "mini-bert" / "train.log").read_text(encoding="utf-8").splitlines()[0])
@@ -95,19 +94,17 @@ def test_the_gpu_worker_chunks_the_corpus_as_corpus_chunks_and_logs_its_whole_se
 
 
 def test_the_baseline_counts_pieces_of_corpus_chunks_at_the_record_s_length(tmp_path, stop_at_piece_counts):
-    from scripts import zoo_gpu
-
     seen = stop_at_piece_counts
     path = _write_corpus(tmp_path / "corpus")
     zoo = tmp_path / "zoo"
     shutil.copytree(SHIPPED / "mini-bert", zoo / "mini-bert", ignore=shutil.ignore_patterns("*.safetensors"))
     with pytest.raises(_Stop):
-        zoo_gpu.main(["baseline", "--corpus", str(path.parent), "--zoo", str(zoo)])
+        run_zoo(["gpu", "baseline", "--corpus", str(path.parent), "--zoo", str(zoo)])
     assert _as_lists(seen[0]) == _as_lists(_expected(path, _tokenizer("mini-bert")))
 
 
-def test_train_zoo_chunks_the_corpus_once_per_tokenizer_and_records_its_sentences(tmp_path, monkeypatch):
-    from scripts import train_zoo
+def test_zoo_train_chunks_the_corpus_once_per_tokenizer_and_records_its_sentences(tmp_path, monkeypatch):
+    from scripts.zoo import train as train_zoo
 
     path = _write_corpus(tmp_path / "corpus")
     work = tmp_path / "work"
@@ -126,9 +123,9 @@ def test_train_zoo_chunks_the_corpus_once_per_tokenizer_and_records_its_sentence
     monkeypatch.setattr(train_zoo, "export", lambda family, _o, _t, record, _out: records.update({family: record}))
     monkeypatch.setattr(train_zoo, "write_cards_in", lambda folder: None)
     monkeypatch.setattr("models.zoo.cards.targets_table", lambda out: "")
-    assert train_zoo.main(["--tiny", "--corpus", str(path.parent), "--work", str(work), "--out", str(tmp_path / "out"),
-                           "--families", "mini-bert", "mini-electra", "--max-sentences", str(LIMIT),
-                           "--heldout-limit", "4"]) == 0
+    assert run_zoo(["train", "--tiny", "--corpus", str(path.parent), "--work", str(work), "--out", str(tmp_path / "out"),
+                    "--families", "mini-bert", "mini-electra", "--max-sentences", str(LIMIT),
+                    "--heldout-limit", "4"]) == 0
     tok = _tokenizer("mini-bert")
     assert len(seen) == 2 and seen[0] is seen[1]  # both wordpiece families: one tokenization
     assert _as_lists(seen[0]) == _as_lists(_expected(path, tok, LIMIT))
@@ -139,7 +136,7 @@ def test_train_zoo_chunks_the_corpus_once_per_tokenizer_and_records_its_sentence
 
 
 def test_zoo_flops_steps_on_corpus_chunks_once_per_tokenizer(tmp_path, monkeypatch, capsys):
-    from scripts import zoo_flops
+    from scripts.zoo import flops as zoo_flops
 
     path = _write_corpus(tmp_path / "corpus")
     zoo = tmp_path / "zoo"
@@ -155,8 +152,8 @@ def test_zoo_flops_steps_on_corpus_chunks_once_per_tokenizer(tmp_path, monkeypat
         return {"record": {"flops_per_token": 1.0}}
 
     monkeypatch.setattr(zoo_flops.Z, "train_family", train_family)
-    assert zoo_flops.main(["--corpus", str(path.parent), "--zoo", str(zoo), "--families", "mini-bert",
-                           "mini-distilbert", "--dry-run"]) == 0
+    assert run_zoo(["flops", "--corpus", str(path.parent), "--zoo", str(zoo), "--families", "mini-bert",
+                    "mini-distilbert", "--dry-run"]) == 0
     assert len(seen) == 4 and all(c is seen[0] for c in seen)  # two steps a family, one tokenization
     assert _as_lists(seen[0]) == _as_lists(_expected(path, _tokenizer("mini-bert")))
     # a record trained on another corpus is refused
@@ -164,5 +161,5 @@ def test_zoo_flops_steps_on_corpus_chunks_once_per_tokenizer(tmp_path, monkeypat
     record["corpus"]["sentences"] += 1
     (zoo / "mini-bert" / "record.json").write_text(json.dumps(record), encoding="utf-8")
     with pytest.raises(SystemExit, match="rebuild it"):
-        zoo_flops.main(["--corpus", str(path.parent), "--zoo", str(zoo), "--families", "mini-bert", "--dry-run"])
+        run_zoo(["flops", "--corpus", str(path.parent), "--zoo", str(zoo), "--families", "mini-bert", "--dry-run"])
 

@@ -1,4 +1,4 @@
-"""The NSP, SOP and detector figures of scripts/zoo_objectives.py, as the cards, the Masking
+"""The NSP, SOP and detector figures of `python -m scripts.zoo objectives`, as the cards, the Masking
 lab's pair view and the NSP lesson quote them, read from the shipped records."""
 
 from __future__ import annotations

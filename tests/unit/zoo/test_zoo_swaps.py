@@ -75,7 +75,7 @@ def test_a_held_out_swap_changes_exactly_one_word_for_another():
 
 
 def test_the_detector_trainers_labels_mark_the_swapped_words_pieces_alone(electra):
-    from scripts.zoo_detector import swap_batch
+    from scripts.zoo.detector import swap_batch
 
     tok, _ = electra
     items = swaps.swapped_sentences(["The old ship sailed slowly into the harbour at dawn.",

@@ -328,7 +328,7 @@ def test_ddp_replicas_hold_the_same_weights(tmp_path, families):
     (corpus / "train_ordered.tsv").write_text("".join(f"sample\t{s}\n" for s in sample), encoding="utf-8")
     digests = tmp_path / "digests"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
-           "--nproc_per_node", "2", "-m", "scripts.train_zoo", "--tiny",
+           "--nproc_per_node", "2", "-m", "scripts.zoo", "train", "--tiny",
            "--corpus", str(corpus), "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out"),
            "--tokens", "6000", "--batch-size", "8", "--evals", "1", "--eval-sentences", "8",
            "--autocast", "", "--threads", "1", "--no-export", "--digest", str(digests),
@@ -376,7 +376,7 @@ def _tiny_step_setup(family: str):
 def test_a_steps_flops_are_its_forward_plus_its_backward(family):
     """The trainer's count of a step (one counter over it all) against the two halves counted apart."""
     from models.zoo.families import encode, mlm_logits
-    from models.zoo.train import flop_counter, train_step
+    from models.zoo.step import flop_counter, train_step
 
     objective, opt, trained, batch = _tiny_step_setup(family)
     _, _, step = train_step(objective, opt, trained, batch, torch.Generator().manual_seed(1), count_flops=True)
@@ -405,7 +405,7 @@ def test_a_steps_flops_are_its_forward_plus_its_backward(family):
 
 def test_zoo_flops_reads_a_shipped_record_s_config_and_one_naming_a_removed_setting():
     from models.zoo.families import Shape
-    from scripts.zoo_flops import config_of
+    from scripts.zoo.flops import config_of
 
     record = json.loads((Path(zoo_folder("mini-bert")) / "record.json").read_text(encoding="utf-8"))
     cfg = config_of(record)
@@ -481,7 +481,7 @@ def test_flop_counter_counts_the_cpus_fused_attention():
     """ModernBERT's SDPA on a CPU runs a kernel torch has no formula for: counted as eager's matmuls."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from models.zoo.train import flop_counter
+    from models.zoo.step import flop_counter
 
     objective, _, _, batch = _tiny_step_setup("mini-modernbert")
     ids, attention = batch[0], batch[1]

@@ -99,7 +99,8 @@ def test_unigram_baseline_is_the_cross_entropy_of_piece_frequencies():
 
 
 def test_gpu_run_budget_is_one_figure_every_family_reaches_in_time():
-    from scripts.zoo_gpu import common_budget, parse_grid
+    from scripts.zoo.gpu import common_budget
+    from scripts.zoo.worker import parse_grid
 
     rates = {"mini-bert": 100_000.0, "mini-roberta": 200_000.0, "mini-distilbert": 150_000.0}
     b = common_budget(rates, left_s=300.0, cap=10**9, eval_s=20.0)
@@ -174,7 +175,6 @@ def test_each_worker_casts_its_own_weights_under_bf16(tmp_path, monkeypatch):
     to run. Staged here: part 1's generator head runs after part 0's, while part 0 is still
     inside its forward. Each part's graph must hold its own cast, and the weights must be those
     of the parts run one after the other."""
-    import concurrent.futures as cf
     import threading
 
     from models.zoo import train as Z
@@ -246,7 +246,7 @@ def test_each_worker_casts_its_own_weights_under_bf16(tmp_path, monkeypatch):
         if staged:
             built["generator"].generator_lm_head.register_forward_pre_hook(before)
             built["generator"].generator_lm_head.register_forward_hook(after)
-        monkeypatch.setattr(cf, "ThreadPoolExecutor", pool)
+        monkeypatch.setattr(Z, "ThreadPoolExecutor", pool)  # the worker pool train_family starts
         done = Z.train_family(family, tok, chunks, [], cfg, models=built, log=lambda _: None,
                               max_steps=5)
         return Z.state_digest(done["objective"])

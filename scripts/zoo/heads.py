@@ -1,8 +1,8 @@
 """Why ALBERT's sentence order and ELECTRA's detection stay weak in the CPU zoo: probes.
 
-    .venv/bin/python -m scripts.zoo_heads sop [--write]         # how much order the pairs carry
-    nice -n 19 .venv/bin/python -m scripts.zoo_heads rtd --generator-hidden 64    # a changed ELECTRA
-    .venv/bin/python -m scripts.zoo_heads rtd --checkpoint .cache/zoo-10m/mini-electra/trial-lr=0.001-dropout=0.0.ckpt
+    .venv/bin/python -m scripts.zoo heads sop [--write]         # how much order the pairs carry
+    nice -n 19 .venv/bin/python -m scripts.zoo heads rtd --generator-hidden 64    # a changed ELECTRA
+    .venv/bin/python -m scripts.zoo heads rtd --checkpoint .cache/zoo-10m/mini-electra/trial-lr=0.001-dropout=0.0.ckpt
 
 ``sop``: sentence-order pairs built as training builds them (``models.zoo.data.Examples.pair``,
 ALBERT's tokenizer, 128-token sequences, the same held-out chunks), read three ways, on the
@@ -32,7 +32,6 @@ views show it).
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import time
@@ -50,7 +49,7 @@ from models.zoo import scores as zs
 from models.zoo import train as Z
 from models.zoo.pairs import NARRATIVE
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ZOO = REPO / "weights" / "zoo"
 RUNNING_TEXT = NARRATIVE  # the sources of running text (models/zoo/pairs.py)
 
@@ -147,7 +146,7 @@ def sop_sets(folder: Path, corpus: Path):
     """(tokenizer, examples, sets) of the ALBERT in ``folder``: its SOP pairs as training builds
     them, ``sets`` the (training, held-out) chunk indices of every chunk ("all") and of running
     text alone ("running text")."""
-    from .zoo_objectives import pair_examples
+    from .objectives import pair_examples
 
     tokenizer, examples, names = pair_examples(folder, corpus)
     chunks = examples.chunks
@@ -226,7 +225,7 @@ def write_reference(record_path: Path, found: dict, pairs: int) -> dict:
                   f"trained on {pairs:,} training pairs, its L2 penalty chosen on a tenth of them held back)"),
         "accuracy": everything["accuracy"], "pairs": everything["pairs"], "penalty": everything["penalty"],
         "running_text_accuracy": running["accuracy"], "running_text_pairs": running["pairs"],
-        "running_text": list(RUNNING_TEXT), "script": "scripts.zoo_heads sop"}
+        "running_text": list(RUNNING_TEXT), "script": "scripts.zoo heads sop"}
     record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return record["pair_reference"]
 
@@ -316,8 +315,7 @@ def _rtd(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(p) -> None:
     sub = p.add_subparsers(dest="probe", required=True)
     s = sub.add_parser("sop", help="how much sentence order the SOP pairs carry")
     s.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
@@ -337,9 +335,8 @@ def main(argv=None) -> int:
     r.add_argument("--generator-layers", type=int, default=0, help="the generator's depth (0: the zoo's 4)")
     r.add_argument("--uniform", action="store_true", help="replacements uniform over the vocabulary")
     r.add_argument("--checkpoint", type=Path, default=None, help="score this finished run (e.g. a trial's)")
-    args = p.parse_args(argv)
+
+
+def run(args) -> int:
     return _sop(args) if args.probe == "sop" else _rtd(args)
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

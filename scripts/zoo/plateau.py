@@ -1,137 +1,32 @@
-"""Why four zoo families stay on the unigram plateau: one family, one change, a short run.
+"""Why zoo families stay on the unigram plateau: one family, one named change, a short run.
 
-    nice -n 19 python -m scripts.zoo_plateau mini-bert base            # the shipped recipe
-    nice -n 19 python -m scripts.zoo_plateau mini-deberta absolute     # DeBERTa with BERT's positions
+    nice -n 19 python -m scripts.zoo plateau mini-bert base            # the shipped recipe
+    nice -n 19 python -m scripts.zoo plateau mini-deberta absolute     # DeBERTa with BERT's positions
 
 Trains one family of the mini zoo (``models.zoo``: the shipped shape, corpus, trainer and
 scorer) with one named change (``VARIANTS``) for ``--tokens`` tokens and prints the held-out
 curve: loss per masked piece and whole-word top-1 on the first ``--eval-sentences`` lines of
-``data/heldout.txt`` (the zoo's own scorer; the unigram baseline on that protocol is 7.07 nats
-for the WordPiece families; on the corpus with the written sources 7.08, RoBERTa's tokenizer 7.28, ALBERT's 6.92). Nothing is saved: these runs locate the cause, they ship nothing.
-
-What the runs of 2026-11-26 found (2-core CPU, busy machine, float32, 1.5 M tokens, batches
-of 16 sequences of up to 128 tokens, lr 1e-3, seed 0; loss per piece at the end, ~850 steps):
-
-=====================================  =========  ==========================================
-run                                    loss       reading
-=====================================  =========  ==========================================
-mini-deberta base (relative positions)  6.44      left the plateau between steps 340 and 510
-mini-deberta absolute                   6.98      the same model with BERT's learnt absolute
-                                                  table and no relative attention: stuck
-mini-bert base                          7.01      stuck (the shipped recipe)
-mini-bert nope (no position table)      7.04      stuck: the table is not what holds it back
-mini-bert sinusoidal                    7.00      stuck
-mini-bert sinusoidal + mimetic          7.00      stuck (W_k = W_q: attention to itself at step 0,
-                                                  not to its neighbours; see below)
-mini-bert 2 layers                      7.02      stuck: not depth
-mini-bert 32-token sequences, batch 64  7.07      stuck: not sequence length
-mini-bert batch 4, lr 5e-4 (3,381 st.)  7.00      stuck: not optimiser steps per token
-mini-bert 40 % masking                  6.93      the only change that moved it (0.08 nats)
-mini-bert sinusoidal x4, lr 2e-3, no    7.13      worse
-dropout
-mini-bert sinusoidal x4 (lr 1e-3,      7.05      stuck: the positions' scale alone is not it
-dropout 0.1; 2026-11-27 *)
-mini-bert base, lr 4e-3 (2026-11-27 *)  7.10      stuck, top-1 word always "the" (8.6 %)
-mini-bert sinusoidal x2 (2026-11-27 *)  7.02      stuck (the control for the two rows below)
-mini-bert sinusoidal-local (2026-11-27 *) 6.67     LEFT the plateau (whole-word top-1 11.2 %): the
-                                                  x2 table, heads 0/1 of every layer set by hand
-                                                  to read its 8 fastest pairs, the key's rotated
-                                                  one position: previous/next-token heads at step 0
-  the same, seed 1                      6.59      left it (11.6 %)
-mini-bert local-start (2026-11-27 *)    6.65      left it (11.1 %): models/zoo/locality.py, the
-                                                  same heads fitted by ridge least squares on each
-                                                  layer's input (plain least squares: 7.04, its
-                                                  weights of 1e5 broke once training began)
-mini-roberta local-start (*)            6.86      left it (9.3 %; train loss 6.82 -> 6.29 over
-                                                  the last 0.9 M tokens)
-mini-albert local-start (*)             6.94      stuck (8.6 %, always "the"); dropout 0 and 3 M
-                                                  tokens: 6.85
-mini-electra local-start (*)            7.08      stuck (its 64-wide generator's score); floor
-                                                  and dropout 0: 7.09; a 128-wide generator:
-                                                  7.10; the generator's own embeddings: 7.08;
-                                                  128-wide embeddings, no projection anywhere
-                                                  and a 128-wide generator: 7.09 (not ALBERT's
-                                                  cause: its own is elsewhere)
-mini-albert diagnostics (*, dropout 0)  6.90-6.94 stuck whatever changes: unshared layers 6.92,
-                                                  128-wide embeddings 6.91, norm-preserving
-                                                  projection 6.90, MLM alone (no SOP) 6.94,
-                                                  fast pairs only (floor) 6.94; its offset heads
-                                                  are intact after 400 steps, as BERT's
-mini-bert local-start, ALBERT's tokenizer 6.52      left it (against that tokenizer's 6.92): not
-                                                  the tokenizer
-mini-albert local-bert-embedding-path   6.63      LEFT it (10.3 %): 128-wide embeddings and the
-                                                  mapping starting as the identity (BERT's path
-                                                  from the embedding LayerNorm to layer 0); with
-                                                  a random mapping (local-wide-embedding) 6.91
-mini-albert local-stacked-identity      6.90      its own 64-wide embeddings, the mapping [I; I]:
-                                                  barely moving (the path alone is not enough)
-2026-11-27, second sitting (one thread each, two at a time):
-mini-albert local-unit-projection       6.56      LEFT it (9.9 %): 128-wide embeddings, the mapping
-  --embedding 128                                 orthonormal (norm-preserving) instead of the
-                                                  identity: the start's scale, not the identity
-  --embedding 64 --position-scale 1     6.90      stuck: 64-wide embeddings, norm-preserving, the
-                                                  table at the token scale
-  --embedding 96                        6.65      LEFT it (10.4 %): factorised (96 -> 128) with the
-                                                  norm-preserving start: ALBERT's recipe
-mini-electra local-start (ELECTRA's     7.08      stuck: 85 % [MASK] / 15 % kept, as its reference
-  masking, 64 wide)                               code (not 100 % [MASK]); --position-scale 1: 7.07
-mini-electra local-start-no-pair        7.06      stuck: the 64-wide generator alone (no
-                                                  discriminator, no shared gradient)
-  --embedding 128 --generator-hidden    6.30      LEFT it (12.8 %): the generator alone at 128 wide
-  128
-mini-electra local-start --embedding    6.46      LEFT it (12.9 %): trained jointly, ELECTRA's
-  128 --generator-hidden 128                      masking (with 100 % [MASK]: 7.09, stuck)
-mini-electra local-unit-projection      7.08      stuck: 128-wide embeddings read by the 64-wide
-  --embedding 128                                 generator through a norm-preserving projection
-mini-electra local-start --embedding    7.03      barely moving (4.7 %): a 96-wide generator through
-  128 --generator-hidden 96                       a norm-preserving projection, trained jointly
-=====================================  =========  ==========================================
-
-What the second sitting adds: at 64 wide (ALBERT's embeddings, ELECTRA's generator) the locality
-start did not leave the plateau in 1.5 M tokens whatever else changed; at 96-128 wide it did.
-The projection between the embeddings and the first layer must start norm-preserving
-(transformers' N(0, 0.02) shrinks its output to a std of 0.23: stuck at 128 wide too), and the
-128-wide joint ELECTRA left it with ELECTRA's own masking split (85 % [MASK] / 15 % kept), not with
-100 % [MASK]. Why 64 dimensions are too few is not shown.
-
-The mimetic row's reading was checked (eager attention, one sentence): with W_k =
-W_q at std 0.06 a token gives itself 0.15 of its attention and each neighbour 0.046 (uniform
-0.040): self-attention, not local attention. The locality start's heads give the previous
-(next) token 0.50 at step 0 in BERT. So the plateau is the wait for attention by offset, which
-relative (DeBERTa) and rotary (ModernBERT) positions offer from the start.
-
-(*) the corpus with the written sources (0.3 % more sentences). The
-shipped (GPU) mini-bert's query/key gradients have an rms of 2-9e-4, far above AdamW's eps
-(1e-6), yet its query/key weights grew only from 0.020 to 0.031-0.038 rms in 3,060 steps at
-lr 1e-3: the updates cancel out (no consistent direction), a saddle, not an optimiser artefact.
-
-So the plateau is the learnt-absolute-position families' (one code base, DeBERTa's, shows it
-both ways), not a bug in the trainer and not post-LN, depth, dropout, learning rate, sequence
-length or steps at this budget. On the GPU (21.7 M tokens, ~3,060 steps of 64) BERT,
-RoBERTa, ALBERT and ELECTRA's generator were still on it; DistilBERT, started from BERT's
-trained table and layers, left it after ~8 M more tokens.
+``data/heldout.txt`` (the zoo's own scorer; the word-frequency baseline on that protocol is
+about 7.1 nats for the WordPiece families). Nothing is saved: these runs locate a cause, they
+ship nothing. docs/zoo.md has what the runs found: the learnt absolute position tables wait
+for attention by offset, which the locality start (``models/zoo/locality.py``) gives them.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import torch
+import torch.nn as nn
 
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
+from models.pretraining.masking import MaskingPolicy
+from models.zoo import data as zd
+from models.zoo import families as zm
+from models.zoo import train as Z
 
-from models.pretraining.masking import MaskingPolicy  # noqa: E402
-from models.zoo import data as zd  # noqa: E402
-from models.zoo import families as zm  # noqa: E402
-from models.zoo import train as Z  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _position_tables(model: nn.Module):
@@ -234,7 +129,7 @@ def unit_projection(models: dict) -> dict:
     """The embedding-to-hidden projection (ALBERT's mapping, ELECTRA's embeddings_project)
     restarted norm-preserving (instead of N(0, 0.02): outputs of std 0.16), with the locality
     start. The locality start restarts the projection itself, so this is the locality start on
-    the randomly built models (the variant is kept so that its rows still run)."""
+    the randomly built models (kept as a variant of its own, so that its runs can be repeated by name)."""
     from transformers import AutoTokenizer
 
     from models.zoo.locality import locality_start_
@@ -246,7 +141,7 @@ def unit_projection(models: dict) -> dict:
 
 def own_generator_embeddings(models: dict) -> dict:
     """ELECTRA's generator with embeddings of its own (a copy of the shared ones at the start),
-    so the discriminator's 50 x RTD gradient does not reach the generator's input (a diagnostic:
+    so the discriminator's 50 x RTD gradient no longer moves the generator's input (a diagnostic:
     sharing them is ELECTRA's recipe)."""
     import copy
 
@@ -292,7 +187,7 @@ VARIANTS = {
                        rebuilt_albert({"num_hidden_groups": 4})),
     "local-bert-embedding-path": ("ALBERT, locality start, 128-wide embeddings and the mapping starting as the "
                                   "identity (a diagnostic)", rebuilt_albert({"embedding_size": 128}, identity_mapping=True)),
-    "local-stacked-identity": ("ALBERT, locality start, 64-wide embeddings (narrower than the zoo's 96), the "
+    "local-stacked-identity": ("ALBERT, locality start, 64-wide embeddings, the "
                                "mapping starting as the identity stacked twice (a diagnostic)",
                                rebuilt_albert({"embedding_size": 64}, identity_mapping=True)),
     "local-wide-embedding": ("ALBERT, locality start, 128-wide embeddings (no factorisation: a diagnostic)",
@@ -339,7 +234,7 @@ def build(family: str, variant: str, tokenizer, shape: zm.Shape, dropout: float 
             setattr(locality, k, v)
 
 
-def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, dropout: float | None,
+def train_variant(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, dropout: float | None,
         layers: int, max_len: int, evals: int, eval_sentences: int, corpus: Path, max_sentences: int = 0,
         shape: zm.Shape | None = None, log=print, seed: int = 0, generator_hidden: int = 0,
         tokenizer_of: str = "", embedding: int = 0, position_scale: float = 0.0) -> list[dict]:
@@ -386,8 +281,7 @@ def run(family: str, variant: str, *, tokens: int, batch_size: int, lr: float, d
     return curve
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(p) -> None:
     p.add_argument("family", choices=zm.FAMILIES)
     p.add_argument("variant", choices=list(VARIANTS))
     p.add_argument("--tokens", type=int, default=1_500_000)
@@ -408,20 +302,19 @@ def main(argv: list[str] | None = None) -> int:
                    help="the locality start's table scale, in token-embedding stds (0: locality.POSITION_SCALE)")
     p.add_argument("--tokenizer-of", default="", choices=("",) + zm.FAMILIES,
                    help="train with another family's tokenizer (a diagnostic; default: the family's own)")
-    args = p.parse_args(argv)
+
+
+def run(args) -> int:
     torch.set_num_threads(args.threads)
     print(f"{args.family} {args.variant}: {VARIANTS[args.variant][0]}", flush=True)
     start = time.time()
-    curve = run(args.family, args.variant, tokens=args.tokens, batch_size=args.batch_size, lr=args.lr,
-                dropout=args.dropout, layers=args.layers, max_len=args.max_len, evals=args.evals,
-                eval_sentences=args.eval_sentences, corpus=args.corpus, seed=args.seed,
-                generator_hidden=args.generator_hidden, tokenizer_of=args.tokenizer_of, embedding=args.embedding,
-                position_scale=args.position_scale)
+    curve = train_variant(args.family, args.variant, tokens=args.tokens, batch_size=args.batch_size, lr=args.lr,
+                          dropout=args.dropout, layers=args.layers, max_len=args.max_len, evals=args.evals,
+                          eval_sentences=args.eval_sentences, corpus=args.corpus, seed=args.seed,
+                          generator_hidden=args.generator_hidden, tokenizer_of=args.tokenizer_of,
+                          embedding=args.embedding, position_scale=args.position_scale)
     last = curve[-1] if curve else {}
     print(f"end: loss per piece {last.get('piece_loss', float('nan')):.3f}, whole-word top-1 "
           f"{last.get('word_top1', float('nan')):.3f}, {time.time() - start:.0f} s", flush=True)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,8 +1,8 @@
 """NSP, SOP and ELECTRA's detector on text as a student types it: the heads' figures.
 
-    .venv/bin/python -m scripts.zoo_objectives nsp [--write]       # mini-bert's NSP, two kinds of negatives
-    .venv/bin/python -m scripts.zoo_objectives sop [--write]       # mini-albert's SOP on narrative pairs
-    .venv/bin/python -m scripts.zoo_objectives electra [--write] [--folder F]   # the swapped word found?
+    .venv/bin/python -m scripts.zoo objectives nsp [--write]       # mini-bert's NSP, two kinds of negatives
+    .venv/bin/python -m scripts.zoo objectives sop [--write]       # mini-albert's SOP on narrative pairs
+    .venv/bin/python -m scripts.zoo objectives electra [--write] [--folder F]   # the swapped word found?
 
 ``nsp`` and ``sop``: one pair from each held-out chunk (the 2 % ``models.zoo.data`` never
 trains on) of running text (``models.zoo.pairs.NARRATIVE``: novels, stories, speeches, the
@@ -24,7 +24,6 @@ sentences whose swapped word ranks first, and the ROC AUC of swapped words again
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from models.zoo import families as zm
 from models.zoo import pairs as zp
 from models.zoo import swaps
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ZOO = REPO / "weights" / "zoo"
 CUTS = {"segments": False, "sentences": True}
 
@@ -93,13 +92,14 @@ def write(folder: Path, key: str, figures: dict, script: str) -> None:
     print(f"written: {path} ({key})")
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(p) -> None:
     p.add_argument("head", choices=("nsp", "sop", "electra"))
     p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     p.add_argument("--folder", type=Path, default=None, help="the model's folder (default: the shipped one)")
     p.add_argument("--write", action="store_true", help="keep the figures in the model's record.json")
-    args = p.parse_args(argv)
+
+
+def run(args) -> int:
     key = {"nsp": "mini-bert", "sop": "mini-albert", "electra": "mini-electra"}[args.head]
     folder = args.folder or ZOO / key
     if args.head == "electra":
@@ -120,9 +120,6 @@ def main(argv=None) -> int:
                   f"negatives {ends['negatives']:.1%}")
         record_key = "pair_narrative"
     if args.write:
-        write(folder, record_key, figures, f"scripts.zoo_objectives {args.head}")
+        write(folder, record_key, figures, f"scripts.zoo objectives {args.head}")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """ELECTRA's replaced-token detection on the shipped mini-electra, read apart.
 
-    .venv/bin/python -m scripts.zoo_rtd [--corpus .cache/corpus] [--write]
+    .venv/bin/python -m scripts.zoo rtd [--corpus .cache/corpus] [--write]
 
 Loads the shipped discriminator and generator (``weights/zoo/mini-electra``, float16 read
 back in float32), corrupts the held-out chunks as training's final score did (``rtd_scores``:
@@ -15,7 +15,6 @@ the record as ``rtd_heldout_shipped``.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -26,16 +25,17 @@ from models.zoo import data as zd
 from models.zoo import families as zm
 from models.zoo import scores as zs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "weights" / "zoo" / "mini-electra"
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(p) -> None:
     p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     p.add_argument("--folder", type=Path, default=FOLDER)
     p.add_argument("--write", action="store_true", help="keep the figures in the record (rtd_heldout_shipped)")
-    args = p.parse_args(argv)
+
+
+def run(args) -> int:
     corpus = args.corpus / "train_ordered.tsv"
     if not corpus.is_file():
         raise SystemExit(f"{corpus} is missing: build the corpus first (python -m scripts.build_corpus)")
@@ -58,11 +58,8 @@ def main(argv=None) -> int:
     print(f"  written positions vs untouched ones:   {out['where_auc']:.3f}")
     if args.write:
         record["rtd_heldout_shipped"] = {**out, "weights": "the shipped float16 weights, read back in float32",
-                                         "script": "scripts.zoo_rtd"}
+                                         "script": "scripts.zoo rtd"}
         record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         print(f"written: {record_path.relative_to(REPO)} (rtd_heldout_shipped)")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

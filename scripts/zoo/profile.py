@@ -1,13 +1,13 @@
 """Where a mini-zoo training step's time goes on this machine's CPU (torch.profiler).
 
-    nice -n 19 .venv/bin/python -m scripts.zoo_profile --family mini-bert --steps 12 --corpus .cache/corpus
+    nice -n 19 .venv/bin/python -m scripts.zoo profile --family mini-bert --steps 12 --corpus .cache/corpus
 
 Trains ``--steps`` steps of one family with the real trainer (``models.zoo.train``) under
 torch.profiler, skipping the first (FLOP count, warm-up), and prints the shares of a step:
 batch preparation, forward, backward, optimizer (clip + AdamW), the rest (Python between
 them); then the operators taking the most self CPU time. Shares, not timings: on a shared
 machine only the proportions mean anything. ``--stock`` profiles torch's stock kernels on
-one batch (the path the CPU zoo was first trained on); otherwise the fast kernels, on one
+one batch; otherwise the fast kernels, on one
 worker thread by default: torch.profiler records the operators of the thread that entered
 it, so with the batch split over worker threads (``--workers 2``, the trainer's default)
 their forward and backward would not show.
@@ -15,25 +15,20 @@ their forward and backward would not show.
 
 from __future__ import annotations
 
-import argparse
-import os
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import torch
+from torch.profiler import ProfilerActivity, profile, schedule
 
-import torch  # noqa: E402
-from torch.profiler import ProfilerActivity, profile, schedule  # noqa: E402
+from models.zoo import data as zd
+from models.zoo import families as zm
+from models.zoo import train as Z
 
-from models.zoo import data as zd  # noqa: E402
-from models.zoo import families as zm  # noqa: E402
-from models.zoo import train as Z  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PHASES = ("zoo.data", "zoo.forward", "zoo.backward", "zoo.optimizer")
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(p) -> None:
     p.add_argument("--family", default="mini-bert", choices=zm.FAMILIES)
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--batch-size", type=int, default=Z.ZooConfig.batch_size)
@@ -46,7 +41,9 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=1,
                    help="threads a batch's rows are split over (their operators are not profiled)")
     p.add_argument("--autocast", default="", choices=["", "bf16"], help="bf16 autocast (the products in bfloat16)")
-    args = p.parse_args(argv)
+
+
+def run(args) -> int:
     from transformers import AutoTokenizer
 
     torch.set_num_threads(args.threads)
@@ -82,6 +79,3 @@ def main(argv=None) -> int:
         print(f"    {e.key[:60]:60s} {e.self_cpu_time_total / step_total:6.1%}  {e.count / (args.steps - 1):7.1f}")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,55 +1,54 @@
-"""The mini zoo on this machine, one family after another, over as many sittings as it takes.
+"""The shipped zoo's recipe on this CPU: a tuning search, then the full run, family after family (resumes).
 
-    nice -n 19 .venv/bin/python -m scripts.zoo_local run    # the shipped recipe: 20 M tokens, bf16
-    .venv/bin/python -m scripts.zoo_local status
-    .venv/bin/python -m scripts.zoo_local install          # the finished zoo -> weights/zoo/ + cards
+    nice -n 19 .venv/bin/python -m scripts.zoo search            # 20 M tokens each, bf16: the shipped recipe
+    .venv/bin/python -m scripts.zoo search --status               # where each family stands
+    .venv/bin/python -m scripts.zoo install                       # the finished zoo -> weights/zoo/ + cards
 
-The same recipe as the GPU command (``scripts/zoo_gpu.py``'s worker, run here in turn for each
-family): the family's shipped tokenizer, the same tuning search for every family (``--grid``,
-each point on ``--trial-tokens``, chosen by the loss per masked piece on the tuning split of
-the held-out sentences), then the full run of ``--tokens`` with its choice, scored and
-exported. The search here is a prefix search (``--search prefix``): every trial is the opening
-of its own full run, on the full budget's schedule, and the chosen one goes on from its
+Each family runs in a process of its own (``python -m scripts.zoo worker``, the same worker as
+``gpu run``'s): the family's shipped tokenizer, the same tuning search for every family
+(``--grid``, each point on ``--trial-tokens``, chosen by the loss per masked piece on the
+tuning split of the held-out sentences), then the full run of ``--tokens`` with its choice,
+scored and exported. The search is a prefix search (``--search prefix``): every trial is the
+opening of its own full run, on the full budget's schedule, and the chosen one goes on from its
 checkpoint, so the trials can be long enough to leave the loss plateau (at 0.5 M tokens every
 family's trials sat within 0.1 nat of the word-frequency baseline, and the choice was noise)
-while the chosen trial's tokens are not spent twice. ``--search separate`` is the GPU
-command's search (each trial from scratch on a schedule of its own).
+while the chosen trial's tokens are not spent twice. ``--search separate`` trains each trial
+from scratch on a schedule of its own.
 
-What differs from the GPU command is the schedule: one family at a time per process (its two
-worker threads use both cores), mini-bert before mini-distilbert (its teacher), and every
-step kept on disk under ``--work``: a finished trial is not run again, trials and the full
-run write a checkpoint every ``--checkpoint-every`` steps and resume from it exactly, a
-finished family is skipped. Stop it at any moment (Ctrl-C, the end of a sitting) and run the
-same command again. Each sitting of a family is written to ``--work``/sittings/ with the
-machine's load average every 30 s; the exported record's ``concurrency`` says which other
-families trained at the same time (another process on the same folder) and the load seen.
+Unlike ``gpu run``: one family at a time per process (its two worker threads use both
+cores), mini-bert before mini-distilbert (its teacher), and every step kept on disk under
+``--work``: a finished trial is not run again, trials and the full run write a checkpoint
+every ``--checkpoint-every`` steps and resume from it exactly, a finished family is skipped.
+Stop it at any moment (Ctrl-C, the end of a sitting) and run the same command again. Each
+sitting of a family is written to ``--work``/sittings/ with the machine's load average every
+30 s; the exported record's ``concurrency`` says which other families trained at the same
+time (another process on the same folder) and the load seen.
 
 ``--trials-only`` runs the search and stops (each family's ``trials.json``; no full run): a
 look at another grid point in a work folder of its own, e.g. ``--grid "lr=4e-3 dropout=0"``
 with the same ``--tokens`` and ``--trial-tokens``, whose trial is the same prefix as the
-search's (the README's 4e-3 check). DistilBERT's trial needs ``mini-bert/final`` (its
-teacher) in that folder: run mini-bert's full run there first, or copy it in.
+search's. DistilBERT's trial needs ``mini-bert/final`` (its teacher) in that folder: run
+mini-bert's full run there first, or copy it in.
 
 The budget is fixed by the command (not by a deadline), the same figure for every family;
-``run`` refuses to go on with a budget other than the one the work folder started with.
+it refuses to go on with a budget other than the one the work folder started with.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from models.zoo.allocator import ALLOCATORS, child_env
-from scripts.zoo_gpu import parse_grid, training_args, worker_command
 
-REPO = Path(__file__).resolve().parents[1]
+from .worker import parse_grid, training_args, worker_command
+
+REPO = Path(__file__).resolve().parents[2]
 WORK = REPO / ".cache" / "zoo-local"
 FAMILIES = ("mini-bert", "mini-distilbert", "mini-roberta", "mini-albert", "mini-electra",
             "mini-deberta", "mini-modernbert")  # the teacher before DistilBERT
@@ -64,13 +63,13 @@ def finished(work: Path, family: str) -> bool:
 def budget_for(args) -> dict:
     return {"tokens": args.tokens, "cap": args.tokens, "limited_by": None, "rates": {}, "left_s": None,
             "families": len(FAMILIES), "distil_needs_s": 0.0,
-            "concurrency": "one family at a time per scripts/zoo_local.py process on this machine's CPU; "
+            "concurrency": "one family at a time per `scripts.zoo search` process on this machine's CPU; "
                            "each record says what ran beside it",
-            "script": "scripts.zoo_local",
+            "script": "scripts.zoo search",
             "settings": {k: getattr(args, k) for k in SETTINGS}}
 
 
-def run(args) -> int:
+def search(args) -> int:
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
     corpus = work / "train_ordered.tsv"
@@ -130,7 +129,7 @@ def _train(args, work: Path) -> int:
         if code != 0 or not finished(work, family):
             print(f"{family}: stopped (exit {code}); see {work / family / 'train.log'}", flush=True)
             return code or 1
-        _record_concurrency(work, family)
+        record_concurrency(work, family)
         record = json.loads((work / "export" / family / "record.json").read_text(encoding="utf-8"))
         print(f"{family}: {record['tokens']:,} tokens in {record['wall_minutes']:.1f} min, piece loss "
               f"{record['heldout']['piece_loss']:.3f}, whole-word {record['heldout']['word_top1']:.1%}, "
@@ -172,7 +171,7 @@ def _pid_alive(pid: int) -> bool:
 
 def concurrency_of(family: str, all_sittings: list[dict], now: float | None = None, alive=_pid_alive) -> dict:
     """What ran beside ``family``'s sittings: other families' sittings that overlapped them in
-    time (another zoo_local process on the same work folder), and the 1-minute load average
+    time (another search process on the same work folder), and the 1-minute load average
     sampled while it trained (other work on the machine shows there too). A sitting without an
     end is still running when its process is (``alive(pid)``), else it was killed and ended
     when its file was last written (a load sample every 30 s)."""
@@ -188,9 +187,9 @@ def concurrency_of(family: str, all_sittings: list[dict], now: float | None = No
                      if o["family"] != family and o["start"] < end(s) and s["start"] < end(o)})
     load = sorted(x for s in mine for x in s["load"])
     cores = os.cpu_count() or 1
-    text = (f"on this machine's CPU ({cores} cores), scripts/zoo_local.py, "
+    text = (f"on this machine's CPU ({cores} cores), `scripts.zoo search`, "
             + (f"in {len(mine)} sittings; " if len(mine) > 1 else "")
-            + (f"beside {', '.join(beside)} (another zoo_local process, the same cores)" if beside
+            + (f"beside {', '.join(beside)} (another search process, the same cores)" if beside
                else "no other family training at the same time"))
     if load:
         text += (f"; 1-minute load average while it trained: median {load[len(load) // 2]:.1f} "
@@ -198,7 +197,7 @@ def concurrency_of(family: str, all_sittings: list[dict], now: float | None = No
     return {"text": text, "beside": beside, "load": load, "sittings": len(mine)}
 
 
-def _record_concurrency(work: Path, family: str) -> None:
+def record_concurrency(work: Path, family: str) -> None:
     """The exported record says what ran beside this family (the worker could not know)."""
     path = work / "export" / family / "record.json"
     record = json.loads(path.read_text(encoding="utf-8"))
@@ -228,24 +227,8 @@ def status(args) -> int:
     return 0
 
 
-def install(args) -> int:
-    """Every family finished -> ``--out`` (the shipped folders), cards, the targets table."""
-    missing = [f for f in FAMILIES if not finished(args.work, f)]
-    if missing:
-        raise SystemExit(f"not finished: {', '.join(missing)} (run the same 'run' command again)")
-    from scripts.zoo_gpu import install_folders
-
-    if sittings(args.work):  # every sitting has ended now: what ran beside each, read once more
-        for family in FAMILIES:
-            _record_concurrency(args.work, family)
-    install_folders(args.work / "export", args.out, FAMILIES, args.corpus)
-    return 0
-
-
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run", help="train what is not finished (resumes)")
+def add_arguments(r) -> None:
+    r.add_argument("--status", action="store_true", help="print where each family stands, train nothing")
     r.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     r.add_argument("--tokens", type=int, default=20_000_000, help="full-run tokens, every family")
     r.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
@@ -255,16 +238,7 @@ def main(argv=None) -> int:
     # the defaults are the shipped zoo's recipe (weights/zoo/*/record.json: budget.settings)
     training_args(r, device="cpu", grid="lr=5e-4,1e-3,2e-3 dropout=0", trial_tokens=2_500_000, batch_size=16,
                   autocast="bf16", work=WORK, checkpoint_every=200, search="prefix")
-    status_parser = sub.add_parser("status", help="where each family stands")
-    status_parser.add_argument("--work", type=Path, default=WORK)
-    i = sub.add_parser("install", help="the finished zoo into weights/zoo/ with its cards")
-    i.add_argument("--work", type=Path, default=WORK)
-    i.add_argument("--out", type=Path, default=REPO / "weights" / "zoo")
-    i.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus",
-                   help="the training corpus (mini-albert's order reference is made from it)")
-    args = p.parse_args(argv)
-    return {"run": run, "status": status, "install": install}[args.cmd](args)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def run(args) -> int:
+    return status(args) if args.status else search(args)

@@ -1,7 +1,7 @@
 """Recount the shipped zoo's training FLOPs: one real training step per family, counted whole.
 
-    python -m scripts.zoo_flops            # rewrite flops_per_token and flops in weights/zoo/*/record.json
-    python -m scripts.zoo_flops --dry-run  # print the table only
+    python -m scripts.zoo flops            # rewrite flops_per_token and flops in weights/zoo/*/record.json
+    python -m scripts.zoo flops --dry-run  # print the table only
 
 For each family it loads the shipped model (and DistilBERT's teacher, ELECTRA's generator),
 makes the first batch of the shipped run exactly as the trainer did (same corpus, seed,
@@ -10,27 +10,22 @@ and counts that step's forward and backward with one FlopCounterMode
 (``models.zoo.train.train_step``). As a check it counts the same step again from a random
 initialisation of the same shape (FLOPs depend on tensor shapes only): both must agree.
 Only ``flops_per_token`` and ``flops`` (= per token x the record's training tokens) change;
-then regenerate the cards and the README table (``python -m scripts.zoo_cards``).
+then regenerate the cards and the README table (``python -m scripts.zoo cards``).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
-import os
-import sys
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import torch
 
-import torch  # noqa: E402
+from models.zoo import data as zd
+from models.zoo import families as zm
+from models.zoo import train as Z
 
-REPO = Path(__file__).resolve().parents[1]
-
-from models.zoo import data as zd  # noqa: E402
-from models.zoo import families as zm  # noqa: E402
-from models.zoo import train as Z  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 
 def shipped_models(family: str, folder: Path) -> dict[str, torch.nn.Module]:
@@ -52,21 +47,22 @@ def shipped_models(family: str, folder: Path) -> dict[str, torch.nn.Module]:
 
 
 def config_of(record: dict) -> Z.ZooConfig:
-    """The run's config; a record from before ``fast_kernels`` ran one batch per step on
-    torch's stock kernels (recounted so: the split path cuts each part's padding)."""
+    """The run's config; a record without ``fast_kernels`` ran one batch per step on torch's
+    stock kernels (recounted so: the split path cuts each part's padding)."""
     cfg = {"fast_kernels": False, **record["config"]}
-    # a setting since removed (onednn_linear) is dropped; the shape is passed once, as a Shape
+    # a setting ZooConfig does not have (onednn_linear) is dropped; the shape is passed once, as a Shape
     known = {f.name for f in dataclasses.fields(Z.ZooConfig)} - {"shape"}
     return Z.ZooConfig(**{k: v for k, v in cfg.items() if k in known}, shape=zm.Shape(**cfg["shape"]))
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(p) -> None:
     p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     p.add_argument("--zoo", type=Path, default=REPO / "weights" / "zoo")
     p.add_argument("--families", nargs="+", default=list(zm.FAMILIES), choices=zm.FAMILIES)
     p.add_argument("--dry-run", action="store_true", help="print the table, write nothing")
-    args = p.parse_args(argv)
+
+
+def run(args) -> int:
     from transformers import AutoTokenizer, BertForPreTraining
 
     corpus = args.corpus / "train_ordered.tsv"
@@ -110,6 +106,3 @@ def main(argv=None) -> int:
         print(f"| `{family}` | {old / 1e6:.2f} | {new / 1e6:.2f} | {total / 1e12:.1f} |")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """ELECTRA's discriminator trained on past the shared budget to find a plainly wrong word.
 
-    nice -n 19 .venv/bin/python -m scripts.zoo_detector --out /work/wt/h2-work/detector --minutes 30
+    nice -n 19 .venv/bin/python -m scripts.zoo detector --out WORK/detector --minutes 30
 
 Starts from the shipped ``weights/zoo/mini-electra`` (discriminator and generator) and trains
 the discriminator alone (the generator frozen, read from its own folder) on single training
@@ -16,12 +16,11 @@ AdamW (lr ``--lr``, linear warm-up over the first 5 % of the steps, then constan
 decay 0.01, float32, the loss ELECTRA's binary cross-entropy over every real token. A
 checkpoint every 100 steps in ``--out`` (a run resumes from it); at the end (``--steps``
 or ``--minutes``) the discriminator is saved there with ``record.json`` (steps, tokens, wall
-and CPU minutes). Score it with ``python -m scripts.zoo_objectives electra --folder OUT``.
+and CPU minutes). Score it with ``python -m scripts.zoo objectives electra --folder OUT``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
@@ -36,7 +35,7 @@ from models.zoo import data as zd
 from models.zoo import families as zm
 from models.zoo import swaps
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "weights" / "zoo" / "mini-electra"
 
 
@@ -87,8 +86,7 @@ def items_for(sentences: list[str], rng: np.random.Generator, seed: int) -> list
             for s, it, k in zip(sentences, swapped, keep)]
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(p) -> None:
     p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--steps", type=int, default=3000)
@@ -96,7 +94,9 @@ def main(argv=None) -> int:
     p.add_argument("--batch", type=int, default=32, help="sentences per step, half of each kind")
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--sentences", type=int, default=60_000)
-    args = p.parse_args(argv)
+
+
+def run(args) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
     tokenizer = AutoTokenizer.from_pretrained(str(SHIPPED))
@@ -144,7 +144,7 @@ def main(argv=None) -> int:
         "start": "the shipped mini-electra (its discriminator; the generator frozen)", "steps": step,
         "tokens": tokens, "batch": args.batch, "lr": args.lr, "sentences": args.sentences,
         "wall_minutes": wall / 60, "cpu_minutes": (elapsed["cpu_s"] + time.process_time() - cpu0) / 60,
-        "torch": torch.__version__, "script": "scripts.zoo_detector"}, indent=1) + "\n", encoding="utf-8")
+        "torch": torch.__version__, "script": "scripts.zoo detector"}, indent=1) + "\n", encoding="utf-8")
     return 0
 
 
@@ -166,6 +166,3 @@ def train_on(disc, opt, tokenizer, gen, plain: list[str], items: list[dict], g, 
     opt.step()
     return loss, real_tokens
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())
