@@ -15,7 +15,8 @@ import torch
 
 from ..errors import InputError
 from ..validation import check_int
-from .common import Guess, Request, Target, no_edits, prepare, resolve_spec, run_rows, target_for, top_guesses
+from ..registry import catalogue
+from .common import Guess, Request, Target, no_edits, prepare, run_rows, target_for, top_guesses
 from .hooks import Interventions, knock_out
 
 MODES = ("zero", "mean")
@@ -95,7 +96,7 @@ def ablate_heads(model_key: str, text: str, heads, target: str | None = None, mo
     probability at the first mask before and after (a word of several pieces: its first
     piece). An empty ``heads`` leaves the answer bit-identical.
     """
-    spec = resolve_spec(model_key)
+    spec = catalogue.get_spec(model_key)
     if mode not in MODES:
         raise InputError(f"mode must be one of {', '.join(MODES)}; got {mode!r}.")
     request = prepare(spec, text)
@@ -121,7 +122,7 @@ def head_importance(model_key: str, text: str, target: str | None = None) -> Hea
     """A layers x heads grid of the change in log p(target) at the first mask when that head
     alone is knocked out (zeroed); target: the top guess when not given. One batch row per
     head (and one with every head in place), a few batched forwards in all."""
-    spec = resolve_spec(model_key)
+    spec = catalogue.get_spec(model_key)
     request = prepare(spec, text)
     specs = [None] + [(l, h) for l in range(request.num_layers) for h in range(request.num_heads)]
 

@@ -16,7 +16,6 @@ import torch
 from ..errors import InputError
 from ..mlm.fill_mask import encode_masks, mask_spans
 from ..mlm.masked_head import batch_masked_logits
-from ..registry import catalogue
 from ..runtime.loading import LoadedModel, load_model, require_head
 from ..validation import check_text
 from ..inside.families import num_heads, num_layers
@@ -78,10 +77,6 @@ def prepare(spec, text, what: str = "text") -> Request:
     return Request(loaded, model.config.model_type.replace("_", "-"), encoded.model_text,
                    tuple(loaded.tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist())),
                    inputs, encoded.positions[0], tuple(encoded.positions), num_layers(model), num_heads(model))
-
-
-def resolve_spec(model_key):
-    return catalogue.get_spec(model_key)
 
 
 def target_for(request: Request, word, top_id: int | None = None) -> Target:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..validation import check_int
-from .common import Guess, Request, Target, prepare, resolve_spec, run_rows, target_for, top_guesses
+from ..registry import catalogue
+from .common import Guess, Request, Target, prepare, run_rows, target_for, top_guesses
 from .hooks import Interventions, skip_from
 
 MAX_LENS_TOP_K = 20
@@ -85,7 +86,7 @@ def logit_lens(model_key: str, text: str, top_k: int = 5) -> LogitLens:
     """At the first mask of ``text``, the embeddings and every layer's output read through the
     model's own MLM head: the top ``top_k`` per layer and p(final answer), where the final
     answer is the last layer's top guess (the last row is fill-mask's answer)."""
-    spec = resolve_spec(model_key)
+    spec = catalogue.get_spec(model_key)
     top_k = check_int(top_k, "top_k", 1, MAX_LENS_TOP_K)
     request = prepare(spec, text)
     n = request.num_layers

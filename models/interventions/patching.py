@@ -19,7 +19,8 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from .common import Request, Target, no_edits, prepare, resolve_spec, run_rows, target_for
+from ..registry import catalogue
+from .common import Request, Target, no_edits, prepare, run_rows, target_for
 from .hooks import Interventions, copy_in, record
 
 MAX_PATCH_POSITIONS = 32
@@ -96,7 +97,7 @@ def patch_activations(model_key: str, clean_text: str, corrupt_text: str, target
     clean run's output of that layer at that position is copied in; with ``p_clean`` and
     ``p_corrupt`` (nothing copied). target: the clean run's top guess when not given (a word
     of several pieces: its first piece). The texts must tokenize to the same length."""
-    spec = resolve_spec(model_key)
+    spec = catalogue.get_spec(model_key)
     clean = prepare(spec, clean_text, what="clean text")
     corrupt = prepare(spec, corrupt_text, what="corrupt text")
     if clean.length != corrupt.length:

@@ -67,7 +67,8 @@ def fill_mask(model_key: str | ModelSpec, text: str, top_k: int = 5, causal: boo
     Raises ``EncoderLabError`` subclasses on bad input (unknown model, a model with no MLM
     head, empty text, no mask, too many masks, text too long, top_k out of range).
     """
-    spec = catalogue.resolve(model_key)  # the request's one look-up (or a caller's): the spec travels down
+    # the request's one look-up (or a caller's, who passes its spec): the spec travels down
+    spec = model_key if isinstance(model_key, ModelSpec) else catalogue.get_spec(model_key)
     require_head(spec, "mlm")  # before any work on the text
     causal = check_bool(causal, "causal")
     if causal:
