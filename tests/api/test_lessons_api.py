@@ -34,7 +34,7 @@ from models import (
 # "<step>_<its label>": the MLM-loss step's text and seed are mlm_loss_text and mlm_loss_seed,
 # the pair step's sentences nsp_sentence_a and nsp_sentence_b.
 OUTPUTS = {
-    "encoder-vs-decoder": 3, "tokens-embeddings": 3, "attention": 2, "knock-out-a-head": 2,
+    "encoder-vs-decoder": 5, "tokens-embeddings": 3, "attention": 2, "knock-out-a-head": 2,
     "answer-across-layers": 3, "masking": 2, "mlm-loss": 3, "nsp": 2,
     "variants": 4, "pooling-retrieval": 4, "fine-tuning": 3, "sentence-encoder": 3, "sentence-pairs": 3,
     "span-head": 3, "distillation": 2,
