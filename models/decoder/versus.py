@@ -43,11 +43,11 @@ from ..registry import catalogue
 from ..registry.zoo_entries import zoo_folder
 from ..registry.spec import ModelSpec
 from ..runtime.loading import load_model, require_head
-from ..runtime.run_store import _weights_digest, kept_run, register_kind
+from ..runtime.run_store import _weights_digest, kept_result, kept_run, register_kind
 from ..tasks.classifier import _fit_probe, _majority
 from ..tasks.features import task_features
 from ..tasks.task_data import load_task
-from ..validation import check_int
+from ..validation import check_bool, check_int
 from ..zoo.data import heldout_splits
 from ..zoo.scores import _words_right, chosen_words, masked_word_batches, next_piece_batches
 
@@ -97,10 +97,11 @@ class EncoderVsDecoder:
 
 
 def encoder_vs_decoder(encoder_key: str = "mini-modernbert", decoder_key: str = "mini-decoder",
-                       sentences: int = 800) -> EncoderVsDecoder:
+                       sentences: int = 800, measure: bool = True) -> EncoderVsDecoder | None:
     """The measured table of an encoder and a decoder that share a vocabulary (a matched pair:
     the mini zoo's, or Ettin's). ``sentences``: held-out sentences of the next-piece and blank
-    rows (the first of the zoo's score split; 50 to its size). Kept on disk once computed."""
+    rows (the first of the zoo's score split; 50 to its size). Kept on disk once computed
+    (minutes on two cores); ``measure=False``: the kept table, or None when none is kept yet."""
     enc, dec = catalogue.get_spec(encoder_key), catalogue.get_spec(decoder_key)
     require_head(enc, "mlm")
     require_head(dec, "clm")
@@ -108,6 +109,8 @@ def encoder_vs_decoder(encoder_key: str = "mini-modernbert", decoder_key: str = 
     if load_model(enc, head="mlm").tokenizer.get_vocab() != load_model(dec, head="clm").tokenizer.get_vocab():
         raise InputError(f"{encoder_key} and {decoder_key} read different vocabularies: the table compares "
                          "a matched pair (the same tokenizer), such as mini-modernbert and mini-decoder.")
+    if not check_bool(measure, "measure"):
+        return kept_result(measure_table, enc, enc, dec, _weights_digest(dec), sentences)
     return kept_run(measure_table, enc.key, enc, dec, _weights_digest(dec), sentences)
 
 

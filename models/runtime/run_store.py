@@ -134,6 +134,15 @@ def _restore(path: Path, name: str, spec: ModelSpec):
                                 f"weights and settings, and restored here instead of training again.")
 
 
+def kept_result(trainer: Callable, spec: ModelSpec, *args, **kwargs):
+    """What ``kept_run(trainer, spec.key, *args, **kwargs)`` would restore, or None when no such
+    run is kept: nothing is computed (for a view that must not start a run of minutes)."""
+    if not keeping():
+        return None
+    path = runs_dir() / f"{trainer.__qualname__}-{fingerprint(trainer, spec, args, kwargs)}.pt"
+    return _restore(path, trainer.__qualname__, spec) if path.exists() else None
+
+
 def kept_run(trainer: Callable, model_key: str, *args, **kwargs):
     """``trainer(model_key, *args, **kwargs)``, or the same run kept from before (see above)."""
     name = trainer.__qualname__

@@ -19,7 +19,7 @@ from models.registry.zoo_entries import zoo_folder
 TEXT = "The [MASK] barked at the postman all night."
 
 
-def small_table(encoder_key="mini-modernbert", decoder_key="mini-decoder"):
+def small_table(encoder_key="mini-modernbert", decoder_key="mini-decoder", measure=True):
     return encoder_vs_decoder(encoder_key, decoder_key, sentences=50)  # the table test's (kept in this session)
 
 
@@ -38,6 +38,15 @@ def test_lesson_one_shows_the_detective_the_storyteller_and_the_table(monkeypatc
     assert list(frame["task"]) == [r.task for r in table.rows]
     assert "Classify, retrieve, tag" in note and "mini-decoder" in note
     assert "causal mask" in note and left.data  # the second exhibit, labelled as the encoder's handicap
+
+
+def test_lesson_one_measures_nothing_itself(monkeypatch, tmp_path):
+    """The lesson shows a table only once one is kept (Compare measures it: minutes); with none kept
+    it computes nothing and says where the table comes from."""
+    monkeypatch.setenv("ENCODER_LAB_RUNS_DIR", str(tmp_path))
+    assert encoder_vs_decoder("mini-modernbert", "mini-decoder", sentences=50, measure=False) is None
+    _, story, note, frame, _ = views.encoder_decoder.__wrapped__("mini-modernbert", TEXT)
+    assert frame is None and story.data and "Compare's mini-zoo section measures it" in note
 
 
 def test_lesson_one_says_when_nothing_comes_before_the_blank():
