@@ -161,7 +161,8 @@ def test_hostile_link_shows_a_note_and_nothing_injected(page, app_server):
 ARRIVAL = {
     "Fill-mask": "#fill-mask-table", "Lessons": ".lesson-encoder-vs-decoder", "Why this guess": "#attribution-table",
     "Masking lab": "#masking-strips", "Attention": "#attention-heatmap",
-    "Inside one layer": "#inside-checks", "Embeddings": "#embeddings-summary",
+    "Inside one layer": "#inside-checks", "Which parts matter": "#parts-knockout-table",
+    "Embeddings": "#embeddings-summary",
     "Compare": "#compare-fill-mask", "Pre-training": None, "Fine-tuning & search": "#search-note", "Models": None,
     "Class": "#class-status",
 }
