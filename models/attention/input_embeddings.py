@@ -27,7 +27,7 @@ from ..validation import check_texts
 
 
 # Registry families whose positions enter inside attention, not as a table added here.
-NO_POSITION_TABLE = frozenset({"deberta-v2", "modernbert"})
+NO_POSITION_TABLE = frozenset({"deberta-v2", "modernbert", "modernbert-decoder"})
 
 
 @dataclass(frozen=True, eq=False)
