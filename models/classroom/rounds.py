@@ -59,7 +59,7 @@ class RoundTicket:
 class GuessReceipt:
     code: str
     guess: str  # as the model's vocabulary spells it (what the class's counts show)
-    replaced: bool  # this student had sent a guess before: it no longer counts
+    replaced: bool  # this student had sent a guess before: that one is replaced, not counted
 
 
 @dataclass(frozen=True)

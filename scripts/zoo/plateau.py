@@ -141,7 +141,7 @@ def unit_projection(models: dict) -> dict:
 
 def own_generator_embeddings(models: dict) -> dict:
     """ELECTRA's generator with embeddings of its own (a copy of the shared ones at the start),
-    so the discriminator's 50 x RTD gradient no longer moves the generator's input (a diagnostic:
+    so the discriminator's 50 x RTD gradient does not reach the generator's input (a diagnostic:
     sharing them is ELECTRA's recipe)."""
     import copy
 
