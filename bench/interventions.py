@@ -19,7 +19,7 @@ import time
 import torch
 
 from bench.bench_common import machine_line, spread, spread_text
-from models import ablate_heads, get_device, head_importance, load_model, logit_lens, patch_activations, tokenize
+from models import ablate_heads, get_device, get_spec, head_importance, load_model, logit_lens, patch_activations, tokenize
 
 KEY = "minilm-mlm"
 TEXT = "The old mill by the [MASK] turned very slowly."
@@ -41,7 +41,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    load_model(KEY, head="mlm")
+    load_model(get_spec(KEY), head="mlm")
     print(machine_line(get_device()))
     tokens = len(tokenize(KEY, TEXT).tokens)
     assert tokens == TOKENS, f"the bench's sentence is {tokens} tokens for {KEY}, not {TOKENS}"
