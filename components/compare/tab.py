@@ -163,9 +163,10 @@ def build_compare_tab() -> LinkTarget:
                 )
             with gr.Tab(copy.SECTION_SPEED, id="compare-speed"):
                 gr.Markdown(copy.SPEED_HELP)
-                timed = default_selection(models, "any", published_limit=3)
+                encoders = tuple(m for m in models if not m.is_decoder)  # the speed bench times encoders
+                timed = default_selection(encoders, "any", published_limit=3)
                 bench_models = gr.CheckboxGroup(
-                    model_choices(models, by_key=True, usable_first=False),
+                    model_choices(encoders, by_key=True, usable_first=False),
                     value=timed,
                     label="Models to time (unavailable ones run random-init: timing only)",
                     elem_id="compare-bench-models",

@@ -192,7 +192,7 @@ def test_every_tab_shows_a_result_on_arrival(page):
                 open_section(page, section)
             if (section or name) in TEXT_VIEWS:
                 expect(page.locator(TEXT_VIEWS[section or name]).first).not_to_be_empty(timeout=SLOW_TIMEOUT)
-            elif section not in BY_BUTTON:
+            elif (section or name) not in BY_BUTTON:
                 wait_computed(panel)
             for plot in [p for p in panel.locator(".js-plotly-plot").all() if p.is_visible()]:
                 # no empty chart: data, or a message saying which button fills it
