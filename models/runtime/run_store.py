@@ -134,12 +134,16 @@ def _restore(path: Path, name: str, spec: ModelSpec):
                                 f"weights and settings, and restored here instead of training again.")
 
 
+def _kept_path(trainer: Callable, spec: ModelSpec, args: tuple, kwargs: dict) -> Path:
+    return runs_dir() / f"{trainer.__qualname__}-{fingerprint(trainer, spec, args, kwargs)}.pt"
+
+
 def kept_result(trainer: Callable, spec: ModelSpec, *args, **kwargs):
     """What ``kept_run(trainer, spec.key, *args, **kwargs)`` would restore, or None when no such
     run is kept: nothing is computed (for a view that must not start a run of minutes)."""
     if not keeping():
         return None
-    path = runs_dir() / f"{trainer.__qualname__}-{fingerprint(trainer, spec, args, kwargs)}.pt"
+    path = _kept_path(trainer, spec, args, kwargs)
     return _restore(path, trainer.__qualname__, spec) if path.exists() else None
 
 
@@ -149,8 +153,7 @@ def kept_run(trainer: Callable, model_key: str, *args, **kwargs):
     if not keeping():
         return trainer(model_key, *args, **kwargs)
     spec = catalogue.get_spec(model_key)
-    key = fingerprint(trainer, spec, args, kwargs)
-    path = runs_dir() / f"{name}-{key}.pt"
+    path = _kept_path(trainer, spec, args, kwargs)
     if path.exists():
         restored = _restore(path, name, spec)
         if restored is not None:
