@@ -16,6 +16,7 @@ import argparse
 import os
 import re
 import sys
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the check is that it loads with no network
 
@@ -46,9 +47,10 @@ def main(argv=None) -> int:
     print(f"  {len(set(words))} different words among the {len(words)} generated")
     score = heldout_splits()[1]
     losses, right = decoder_next_piece(loaded, score)
-    counts = corpus_counts(loaded.tokenizer)
+    counts = corpus_counts(loaded.tokenizer, Path(spec.source))
     if counts is None:
-        print("no corpus here (.cache/corpus): build it with python -m scripts.build_corpus for the baseline")
+        print("no piece counts shipped with the decoder and no corpus here (.cache/corpus): build it with "
+              "python -m scripts.build_corpus for the baseline")
         return 1
     logp = np.log((counts + 1.0) / (counts.sum() + len(counts)))
     pieces = np.concatenate([t[t != -100].numpy() for _, _, t in next_piece_batches(loaded.tokenizer, score)])

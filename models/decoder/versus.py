@@ -31,6 +31,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -49,7 +50,7 @@ from ..tasks.features import task_features
 from ..tasks.task_data import load_task
 from ..validation import check_bool, check_int
 from ..zoo.data import heldout_splits
-from ..zoo.scores import _words_right, chosen_words, masked_word_batches, next_piece_batches
+from ..zoo.scores import PIECE_COUNTS, _words_right, chosen_words, masked_word_batches, next_piece_batches
 
 PROBE_TASKS = ("source", "supersense")
 POOLINGS = ("cls", "mean")
@@ -120,7 +121,7 @@ def measure_table(_encoder_key: str, enc_spec: ModelSpec, dec_spec: ModelSpec, _
     digest is the decoder's, part of what the kept table is looked up by)."""
     enc, dec = load_model(enc_spec, head="mlm"), load_model(dec_spec, head="clm")
     texts = heldout_splits()[1][:sentences]
-    counts = corpus_counts(enc.tokenizer)
+    counts = corpus_counts(enc.tokenizer, Path(dec_spec.source) if dec_spec.source_kind == "local" else None)
     rows = [next_piece_row(enc, dec, texts, counts), blank_row(enc, dec, texts, counts)]
     rows += [probe_row(enc_spec, dec_spec, task) for task in PROBE_TASKS]
     rows.append(similarity_row(enc_spec, dec_spec))
@@ -303,11 +304,17 @@ def cost_rows(encoder_key: str, decoder_key: str) -> list[VersusRow]:
                       "torch's FlopCounterMode on one real training step of each run")]
 
 
-def corpus_counts(tokenizer) -> np.ndarray | None:
-    """How often each piece occurs in the zoo's training corpus (as the trainer counts them),
-    or None where the corpus is not built here (the baselines of two rows are then left out).
-    Kept in ``.cache/piece-counts`` per vocabulary and corpus file (tokenizing the corpus is
-    most of the table's time)."""
+def corpus_counts(tokenizer, folder: Path | None = None) -> np.ndarray | None:
+    """How often each piece occurs in the zoo's training corpus (as the trainer counts them):
+    the counts shipped in ``folder`` (a zoo decoder's, written by its training run) where they
+    match the tokenizer, else counted from the corpus where it is built here, else None (the
+    baselines of two rows are then left out). Corpus counts are kept in ``.cache/piece-counts``
+    per vocabulary and corpus file (tokenizing the corpus is most of the table's time)."""
+    shipped = folder / PIECE_COUNTS if folder is not None else None
+    if shipped is not None and shipped.is_file():
+        counts = np.load(shipped)
+        if len(counts) == len(tokenizer):
+            return counts.astype(np.float64)
     if not CORPUS.is_file():
         return None
     stat = CORPUS.stat()

@@ -150,6 +150,9 @@ def unigram_baseline(tokenizer, counts: np.ndarray, sentences: list[str], *, see
             "pieces": pieces, "top_guess": tokenizer.convert_ids_to_tokens(best)}
 
 
+PIECE_COUNTS = "piece_counts.npy"  # a decoder's shipped folder: its training chunks' piece counts
+
+
 def piece_counts(chunks, vocab_size: int) -> np.ndarray:
     """How often each piece occurs in the training chunks (the unigram baseline's counts)."""
     from .data import is_pair_eval_chunk

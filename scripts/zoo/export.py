@@ -7,6 +7,10 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
+
+from models.zoo.scores import PIECE_COUNTS
+
 
 def write_cards_in(folder: Path) -> None:
     """The model cards of the zoo in ``folder`` (the card module reads the zoo's location)."""
@@ -36,9 +40,10 @@ def clear_backend_state(path: Path) -> None:
             path.write_text(json.dumps(spec, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
 
 
-def export(family: str, objective, tokenizer, record: dict, out: Path) -> None:
+def export(family: str, objective, tokenizer, record: dict, out: Path, counts=None) -> None:
     """``out/<family>``: the model (ELECTRA's generator in ``generator/``) in float16, its
-    tokenizer and ``record.json``."""
+    tokenizer and ``record.json``; ``counts`` (a decoder's): how often each piece occurs in its
+    training chunks, as ``piece_counts.npy`` (its word-frequency baseline without the corpus)."""
     folder = out / family
     if folder.exists():
         shutil.rmtree(folder)
@@ -51,3 +56,5 @@ def export(family: str, objective, tokenizer, record: dict, out: Path) -> None:
         gen.save_pretrained(str(folder / "generator"))
         save_tokenizer(tokenizer, folder / "generator")
     (folder / "record.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    if counts is not None:
+        np.save(folder / PIECE_COUNTS, np.asarray(counts, dtype=np.int64))

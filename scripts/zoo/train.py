@@ -255,6 +255,6 @@ def finish(args, family: str, done: dict, tokenizer, chunks, corpus: dict, heldo
     log(json.dumps({"family": family, "final": {k: record[k] for k in record
                                                 if k in ("heldout", "everyday", "pair_heldout", "rtd_heldout",
                                                          "wall_minutes", "tokens", "steps")}}))
-    export(family, objective, tokenizer, record, args.out)
+    export(family, objective, tokenizer, record, args.out, counts if decoder_scores else None)
     if not decoder_scores:
         write_cards_in(args.out)

@@ -90,6 +90,29 @@ def test_blank_filling_row_recomputed(table, pair):
     assert row.encoder == pytest.approx(e_right / total) and row.decoder == pytest.approx(d_right / total)
 
 
+def test_word_frequency_baselines_come_from_the_decoders_training_counts(table, pair):
+    """The decoder's folder ships how often each piece occurred in its training chunks; both
+    baselines are recomputed here from that file, one sentence at a time."""
+    tok = pair[0]
+    counts = np.load(zoo_folder("mini-decoder") / "piece_counts.npy").astype(np.float64)
+    assert counts.shape == (len(tok),) and counts.sum() > 0
+    logp = np.log((counts + 1.0) / (counts.sum() + len(counts)))  # add-one smoothed frequencies
+    best = int(np.argmax(counts))
+    texts = heldout_splits()[1][:N]
+    pieces, right, words = [], 0, 0
+    for text, spans in zip(texts, chosen_words(texts)):
+        enc_in = tok(text, return_offsets_mapping=True, truncation=True, max_length=128)
+        ids, offsets = enc_in["input_ids"], enc_in["offset_mapping"]
+        pieces += ids[1:-1]  # every piece of the sentence, [CLS] and [SEP] aside
+        for s, e in spans:
+            where = [t for t in range(1, len(ids) - 1) if offsets[t][0] < e and offsets[t][1] > s]
+            if where:
+                right += all(ids[t] == best for t in where)
+                words += 1
+    assert table.row("next piece").baseline == pytest.approx(float(-logp[pieces].mean()), abs=1e-9)
+    assert table.row("blank filling").baseline == pytest.approx(right / words)
+
+
 def test_probe_baselines_are_the_majority_class(table):
     for task in ("source", "supersense"):
         data = load_task(task)
