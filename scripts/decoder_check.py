@@ -2,6 +2,7 @@
 
     .venv/bin/python -m scripts.decoder_check            # loads, continues a story, held-out loss
     .venv/bin/python -m scripts.decoder_check --table    # and the measured encoder/decoder table
+    .venv/bin/python -m scripts.decoder_check --write    # and ship that table beside the decoder
 
 Prints: that ``mini-decoder`` loads with no network, five sampled continuations of "Once upon a
 time there was a" (seeds 0-4) and how many different words they use, and its held-out
@@ -28,12 +29,15 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--key", default="mini-decoder")
     p.add_argument("--table", action="store_true", help="also print encoder_vs_decoder() (minutes the first time)")
+    p.add_argument("--write", action="store_true",
+                   help="and ship that table in the decoder's folder (versus.json: what Lesson 1 shows before "
+                        "Compare measures it on a server)")
     args = p.parse_args(argv)
 
     import numpy as np
 
     from models import encoder_vs_decoder, generate_left_to_right, get_spec, load_model
-    from models.decoder.versus import corpus_counts, decoder_next_piece
+    from models.decoder.versus import corpus_counts, decoder_next_piece, write_shipped_table
     from models.zoo.data import heldout_splits
     from models.zoo.scores import next_piece_batches
 
@@ -58,8 +62,10 @@ def main(argv=None) -> int:
     gap = baseline - float(losses.mean())
     print(f"held-out next-piece loss {losses.mean():.3f} nats over {len(losses):,} pieces (top-1 {right.mean():.1%}); "
           f"word-frequency baseline {baseline:.3f}; {gap:.2f} nats below it (target >= {TARGET_NATS})")
-    if args.table:
-        table = encoder_vs_decoder(get_spec(args.key).twin, args.key)
+    if args.table or args.write:
+        table = encoder_vs_decoder(spec.twin, args.key)
+        if args.write:
+            print(f"  written to {write_shipped_table(table, get_spec(spec.twin), spec)}")
         for r in table.rows:
             base = "" if r.baseline is None else f", baseline {r.baseline:.4g} ({r.baseline_name})"
             print(f"  {r.task}: encoder {r.encoder:.4g}, decoder {r.decoder:.4g}{base}; {r.better} is better")

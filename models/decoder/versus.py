@@ -30,7 +30,7 @@ import json
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +56,7 @@ PROBE_TASKS = ("source", "supersense")
 POOLINGS = ("cls", "mean")
 CORPUS = catalogue.REPO_ROOT / ".cache" / "corpus" / "train_ordered.tsv"
 COUNTS_DIR = catalogue.REPO_ROOT / ".cache" / "piece-counts"
+SHIPPED_TABLE = "versus.json"  # the table measured when the decoder was shipped, in its folder
 
 
 @dataclass(frozen=True)
@@ -111,8 +112,41 @@ def encoder_vs_decoder(encoder_key: str = "mini-modernbert", decoder_key: str = 
         raise InputError(f"{encoder_key} and {decoder_key} read different vocabularies: the table compares "
                          "a matched pair (the same tokenizer), such as mini-modernbert and mini-decoder.")
     if not check_bool(measure, "measure"):
-        return kept_result(measure_table, enc, enc, dec, _weights_digest(dec), sentences)
+        return (kept_result(measure_table, enc, enc, dec, _weights_digest(dec), sentences)
+                or shipped_table(enc, dec, sentences))
     return kept_run(measure_table, enc.key, enc, dec, _weights_digest(dec), sentences)
+
+
+def _shipped_path(dec_spec: ModelSpec) -> Path | None:
+    return Path(dec_spec.source) / SHIPPED_TABLE if dec_spec.source_kind == "local" else None
+
+
+def shipped_table(enc_spec: ModelSpec, dec_spec: ModelSpec, sentences: int) -> EncoderVsDecoder | None:
+    """The table measured when the decoder was shipped (``versus.json`` in its folder, written by
+    ``python -m scripts.decoder_check --table --write``), when it is of these weights (both
+    models' digests) and this many sentences; else None."""
+    path = _shipped_path(dec_spec)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    if not data or data.get("weights") != [_weights_digest(enc_spec), _weights_digest(dec_spec)]:
+        return None
+    table = data["table"]
+    if (table["encoder_key"], table["decoder_key"], table["sentences"]) != (enc_spec.key, dec_spec.key, sentences):
+        return None
+    return EncoderVsDecoder(**{**table, "rows": tuple(VersusRow(**r) for r in table["rows"])})
+
+
+def write_shipped_table(table: EncoderVsDecoder, enc_spec: ModelSpec, dec_spec: ModelSpec) -> Path:
+    """Keep ``table`` (of these two models) in the decoder's folder with both models' weight
+    digests: the table shipped with it."""
+    path = _shipped_path(dec_spec)
+    if path is None:
+        raise InputError(f"{table.decoder_key} is not a local folder: its table is kept, not shipped.")
+    data = {"weights": [_weights_digest(enc_spec), _weights_digest(dec_spec)], "table": asdict(table)}
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return path
 
 
 def measure_table(_encoder_key: str, enc_spec: ModelSpec, dec_spec: ModelSpec, _decoder_weights: str,
@@ -295,8 +329,14 @@ def cost_rows(encoder_key: str, decoder_key: str) -> list[VersusRow]:
     e, d = _record(encoder_key), _record(decoder_key)
     if e is None or d is None:
         return []
-    how = (f"as recorded by the trainer: {encoder_key} {e.get('concurrency', 'on this machine')}; "
-           f"{decoder_key} {d.get('concurrency', 'on this machine')}")
+    precision = {key: "bfloat16 autocast" if r.get("config", {}).get("autocast") == "bf16" else "float32"
+                 for key, r in ((encoder_key, e), (decoder_key, d))}
+    how = (f"as recorded by the trainer: {encoder_key} in {precision[encoder_key]}, "
+           f"{e.get('concurrency', 'on this machine')}; {decoder_key} in {precision[decoder_key]}, "
+           f"{d.get('concurrency', 'on this machine')}")
+    if len(set(precision.values())) > 1:
+        how += ("; the two runs differ in precision (and may differ in CPU), so their speeds are not a "
+                "like-for-like comparison of the architectures: the FLOPs row is")
     return [VersusRow("training speed", "training tokens per second (wall clock)", "higher",
                       float(e["tokens_per_s"]), float(d["tokens_per_s"]), None, "", how),
             VersusRow("training FLOPs", "FLOPs per training token (forward and backward)", "lower",

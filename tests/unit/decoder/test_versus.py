@@ -139,6 +139,11 @@ def test_cost_rows_are_the_records(table):
         record = json.loads((zoo_folder(key) / "record.json").read_text(encoding="utf-8"))
         assert getattr(table.row("training speed"), side) == pytest.approx(record["tokens_per_s"])
         assert getattr(table.row("training FLOPs"), side) == pytest.approx(record["flops_per_token"])
+        precision = "bfloat16 autocast" if record["config"]["autocast"] == "bf16" else "float32"
+        assert f"{key} in {precision}" in table.row("training speed").how
+    autocasts = {json.loads((zoo_folder(k) / "record.json").read_text(encoding="utf-8"))["config"]["autocast"]
+                 for k in ("mini-modernbert", "mini-decoder")}
+    assert ("not a like-for-like comparison" in table.row("training speed").how) == (len(autocasts) > 1)
 
 
 def test_an_unmatched_pair_is_refused():
@@ -146,3 +151,39 @@ def test_an_unmatched_pair_is_refused():
         encoder_vs_decoder("mini-bert", "mini-decoder")
     with pytest.raises(InputError, match="sentences"):
         encoder_vs_decoder(sentences=3)
+
+
+def test_a_shipped_table_is_read_back_only_for_its_weights_and_size(table, tmp_path):
+    """``write_shipped_table`` keeps the table with both models' weight digests; Lesson 1's
+    ``measure=False`` reads it back only for those weights and that many sentences."""
+    from dataclasses import replace
+
+    from models import get_spec
+    from models.decoder.versus import SHIPPED_TABLE, shipped_table, write_shipped_table
+
+    enc, dec = get_spec("mini-modernbert"), replace(get_spec("mini-decoder"), source=str(tmp_path))
+    path = write_shipped_table(table, enc, dec)
+    assert path == tmp_path / SHIPPED_TABLE
+    assert shipped_table(enc, dec, N) == table
+    assert shipped_table(enc, dec, N + 1) is None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["weights"][1] = "0" * 64  # other decoder weights
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert shipped_table(enc, dec, N) is None
+
+
+def test_the_shipped_table_is_what_measuring_gives(monkeypatch):
+    """The table shipped beside the decoder (when there is one) is the one measured now."""
+    from models.decoder.versus import SHIPPED_TABLE
+
+    path = zoo_folder("mini-decoder") / SHIPPED_TABLE
+    if not path.is_file():
+        pytest.skip("no table shipped beside this decoder (the test zoo's)")
+    monkeypatch.setenv("ENCODER_LAB_KEEP_RUNS", "0")
+    shipped = json.loads(path.read_text(encoding="utf-8"))["table"]
+    lesson = encoder_vs_decoder(sentences=shipped["sentences"], measure=False)
+    measured = encoder_vs_decoder(sentences=shipped["sentences"], measure=True)
+    assert lesson is not None and [r.task for r in lesson.rows] == [r.task for r in measured.rows]
+    for shown, now in zip(lesson.rows, measured.rows):  # another CPU's kernels may move the last digits
+        for side in ("encoder", "decoder", "baseline"):
+            assert getattr(shown, side) == pytest.approx(getattr(now, side), rel=1e-3, abs=5e-3), (now.task, side)
