@@ -80,9 +80,14 @@ def student_lines(record: dict) -> list[str]:
                      + f"{found}; `python -m {n['script']}`." + pair_reading(record["pair_objective"], n["accuracy"]))
         if n.get("segments_b_ends_a_sentence"):
             ends = n["segments_b_ends_a_sentence"]
+            if record["config"].get("nsp_negatives") == "same-source":
+                drawn = ("whole sentences of another place in the same source, as many as fit the positive B's "
+                         "length): the share the two kinds of B differ by is what a head could read without the story")
+            else:
+                drawn = ("another chunk's opening, cut to the positive's length): a cue the head can read on those "
+                         "pairs without reading the story")
             lines.append(f"- Cut as in training, B ends a sentence in {ends['positives']:.1%} of the positive pairs "
-                         f"and {ends['negatives']:.1%} of the negatives (a negative's B is another chunk's opening, "
-                         "cut to the positive's length): a cue the head can read on those pairs without reading the story.")
+                         f"and {ends['negatives']:.1%} of the negatives (a negative's B is {drawn}.")
     if record.get("swap_detection"):
         d = record["swap_detection"]
         sets = {"written": "sentences written for the project (`data/electra_swaps.json`)",
@@ -126,6 +131,8 @@ def card(key: str, record: dict, idea: str) -> str:
         + ("static (each example's masks drawn once from its own seed)" if record["static_masking"]
            else "dynamic (a fresh draw per batch)")
         + (f"; pair objective: {record['pair_objective'].upper()}" if record.get("pair_objective") else "")
+        + (", its negatives' B whole sentences of the same source" if record.get("pair_objective") == "nsp"
+           and cfg.get("nsp_negatives") == "same-source" else "")
         + "; the MLM head runs at the selected positions only.",
         *([NOTES[key]] if key in NOTES else []),
         *filter(None, [position_line(key, record)]),

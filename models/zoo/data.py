@@ -81,15 +81,31 @@ def is_pair_eval_chunk(index: int) -> bool:
     return int(hashlib.sha1(f"pair-eval:{index}".encode()).hexdigest(), 16) % 100 < 2
 
 
+# How a training NSP negative's B is drawn: "any" (BERT's draw: the opening of any other training
+# chunk, cut to the positive B's length; here mostly another kind of text, and seldom ending a
+# sentence) or "same-source" (``Examples.same_source_b``: whole sentences of the same source).
+NSP_NEGATIVES = ("any", "same-source")
+
+
 class Examples:
     """Training sequences for one family from its tokenizer's chunks."""
 
-    def __init__(self, tokenizer, chunks: list[list[np.ndarray]], max_len: int, seed: int):
+    def __init__(self, tokenizer, chunks: list[list[np.ndarray]], max_len: int, seed: int, *,
+                 sources: list[str] | None = None, nsp_negatives: str = "any"):
+        """``sources``: each chunk's source name (``corpus_chunks(names=...)``), needed by
+        ``nsp_negatives="same-source"``; ``nsp_negatives``: see ``NSP_NEGATIVES``."""
+        if nsp_negatives not in NSP_NEGATIVES:
+            raise ValueError(f"Unknown nsp_negatives {nsp_negatives!r}; choose one of {', '.join(NSP_NEGATIVES)}.")
+        if nsp_negatives == "same-source" and (sources is None or len(sources) != len(chunks)):
+            raise ValueError("nsp_negatives='same-source' needs each chunk's source (sources=)")
         self.tok, self.max_len, self.seed = tokenizer, max_len, seed
         self.cls, self.sep, self.pad = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
         self.train_idx = [i for i in range(len(chunks)) if not is_pair_eval_chunk(i)]
         self.eval_idx = [i for i in range(len(chunks)) if is_pair_eval_chunk(i)]
-        self.chunks = chunks
+        self.chunks, self.sources, self.nsp_negatives = chunks, sources, nsp_negatives
+        self.by_source: dict[str, list[int]] = {}
+        for i in self.train_idx if sources is not None else ():
+            self.by_source.setdefault(sources[i], []).append(i)
 
     def packed(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """[CLS] sentences... [SEP]: full sentences, packed (RoBERTa's FULL-SENTENCES)."""
@@ -108,7 +124,9 @@ class Examples:
             cut = max(1, len(seq) // 2)
             a, b = seq[:cut], seq[cut:]
         label = int(rng.random() < 0.5)
-        if label and kind == "nsp":
+        if label and kind == "nsp" and self.nsp_negatives == "same-source":
+            b = self.same_source_b(i, rng, len(b))
+        elif label and kind == "nsp":
             other = self.train_idx[int(rng.integers(len(self.train_idx)))]
             if other == i:
                 other = self.train_idx[(self.train_idx.index(i) + 1) % len(self.train_idx)]
@@ -116,6 +134,26 @@ class Examples:
         elif label and kind == "sop":
             a, b = b, a
         return (*self.join(a, b), label)
+
+    def same_source_b(self, i: int, rng: np.random.Generator, length: int) -> np.ndarray:
+        """A negative B of the same kind of text as chunk ``i``: whole sentences of another
+        training chunk of its source (any other chunk where the source has no other), from a
+        random sentence on, as many as fit the positive B's ``length`` (one at least), so that
+        a negative B ends where a sentence ends, as a positive B does."""
+        pool = self.by_source.get(self.sources[i], [])
+        pool = pool if set(pool) - {i} else self.train_idx
+        other = pool[int(rng.integers(len(pool)))]
+        if other == i:
+            other = pool[(pool.index(i) + 1) % len(pool)]
+        sentences = self.chunks[other]
+        start = int(rng.integers(len(sentences)))
+        taken, size = [sentences[start]], len(sentences[start])
+        for sentence in sentences[start + 1 :]:
+            if size + len(sentence) > length:
+                break
+            taken.append(sentence)
+            size += len(sentence)
+        return np.concatenate(taken)
 
     def join(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """[CLS] A [SEP] B [SEP] and its token types, the longer side trimmed to fit ``max_len``."""

@@ -87,6 +87,9 @@ class ZooConfig:
     # (torch's threads shared out among them), each part's losses weighted by its share of what
     # they average over and the gradients summed in a fixed order: the whole batch's gradient
     workers: int = 2
+    # BERT's NSP negatives: "any" (its own draw) or "same-source" (models.zoo.data.NSP_NEGATIVES);
+    # "same-source" needs each chunk's source (train_family's ``sources``)
+    nsp_negatives: str = "any"
     shape: Shape = field(default_factory=Shape)
 
 
@@ -163,7 +166,8 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
                  teacher=None, device: torch.device | None = None, log=print,
                  models: dict[str, nn.Module] | None = None, max_steps: int = 0,
                  deadline: float = 0.0, step_hook=None, checkpoint: Path | None = None,
-                 checkpoint_every: int = 0, on_step=None, stop_tokens: int = 0) -> dict:
+                 checkpoint_every: int = 0, on_step=None, stop_tokens: int = 0,
+                 sources: list[str] | None = None) -> dict:
     """Train one family to ``cfg.tokens`` tokens; returns its record (curves, costs).
 
     ``models``: start from these instead of a random init (``build_models``' keys);
@@ -179,10 +183,10 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
     (weights, optimizer, data position, every random generator, curve and log), and every
     ``checkpoint_every`` steps (and at the end) the run's state is written there, so a long
     run can be spread over several sittings: N steps straight and N/2 + resume + N/2 give
-    the same weights.
+    the same weights. ``sources``: each chunk's source name (for ``cfg.nsp_negatives``).
     """
     hooks = Hooks(log, step_hook, on_step, checkpoint, checkpoint_every)
-    run = start_run(family, tokenizer, chunks, cfg, teacher, device or torch.device("cpu"), models)
+    run = start_run(family, tokenizer, chunks, cfg, teacher, device or torch.device("cpu"), models, sources)
     if checkpoint is not None and Path(checkpoint).is_file():
         resume(run, Path(checkpoint), log)
     with worker_pool(run), fast_kernels(run.objective, run.fast):
@@ -193,7 +197,7 @@ def train_family(family: str, tokenizer, chunks, heldout: list[str], cfg: ZooCon
 
 
 def start_run(family: str, tokenizer, chunks, cfg: ZooConfig, teacher, device: torch.device,
-              models: dict[str, nn.Module] | None) -> Run:
+              models: dict[str, nn.Module] | None, sources: list[str] | None = None) -> Run:
     """The run's models (``cfg.seed`` seeds their initialisation), optimiser and batches, at step 0."""
     dist = _dist()
     rank, world = (dist.get_rank(), dist.get_world_size()) if dist else (0, 1)
@@ -208,7 +212,8 @@ def start_run(family: str, tokenizer, chunks, cfg: ZooConfig, teacher, device: t
 
         wrapped = DDP(objective, device_ids=[device.index] if device.type == "cuda" else None)
     fast = cfg.fast_kernels and device.type == "cpu"
-    examples = Examples(tokenizer, chunks, cfg.shape.max_len, cfg.seed)
+    examples = Examples(tokenizer, chunks, cfg.shape.max_len, cfg.seed, sources=sources,
+                        nsp_negatives=cfg.nsp_negatives if PAIR_KIND.get(family) == "nsp" else "any")
     maker = BatchMaker(examples, tokenizer, masking_policy(family), PAIR_KIND.get(family),
                        static=family == "mini-bert", seed=cfg.seed, mask_gen=mask_generator(cfg.seed, rank),
                        rng=pair_rng(cfg.seed, rank), causal=family in DECODERS)

@@ -63,6 +63,9 @@ def add_arguments(p) -> None:
                    help="torch's stock CPU kernels, one batch per step (ZooConfig.fast_kernels=False)")
     p.add_argument("--workers", type=int, default=Z.ZooConfig.workers,
                    help="CPU: threads each batch's rows are split over (the same gradient); 1: one batch with torch's threads")
+    p.add_argument("--nsp-negatives", default=Z.ZooConfig.nsp_negatives, choices=zd.NSP_NEGATIVES,
+                   help="mini-bert's NSP negatives: any other chunk's opening (BERT's draw, the default) or "
+                        "whole sentences of the same source")
     p.add_argument("--device", default="cpu")
     p.add_argument("--tiny", action="store_true", help="a 2-layer 64-wide shape (tests only)")
     p.add_argument("--max-sentences", type=int, default=0, help="use only the first N corpus lines (tests)")
@@ -157,7 +160,8 @@ def config_of(args) -> Z.ZooConfig:
     return Z.ZooConfig(tokens=args.tokens, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                        autocast=args.autocast, evals=args.evals, eval_sentences=args.eval_sentences,
                        threads=args.threads, shape=shape, dropout=args.dropout,
-                       fast_kernels=not args.stock_kernels, workers=args.workers)
+                       fast_kernels=not args.stock_kernels, workers=args.workers,
+                       nsp_negatives=args.nsp_negatives)
 
 
 def teacher_first(families: list[str]) -> list[str]:
@@ -201,14 +205,15 @@ def run(args) -> int:
 
 def train_families(args, cfg: Z.ZooConfig, work: Path, heldout: list[str], device, rank: int, log) -> None:
     """Each family in turn (the teacher first): tokenizer, chunks (once per tokenizer), training, export."""
-    chunks_of, corpus, teacher = {}, {}, None  # corpus: its sentences and tokens (every sentence whole)
+    chunks_of, names_of, corpus, teacher = {}, {}, {}, None  # corpus: its sentences and tokens (every sentence whole)
     tune, score = zd.heldout_splits(args.heldout_limit)  # a decoder's curve / its record (the zoo's splits)
     for family in teacher_first(args.families):
         decoder = family in zm.DECODERS
         tokenizer, kind = family_tokenizer(args, family, work, cfg.shape.vocab)
         if kind not in chunks_of:
+            names_of[kind] = []
             chunks_of[kind] = zd.corpus_chunks(args.corpus / "train_ordered.tsv", tokenizer, cfg.shape.max_len,
-                                               args.max_sentences, counts=corpus)
+                                               args.max_sentences, names=names_of[kind], counts=corpus)
             log(json.dumps({"tokenizer": kind, "chunks": len(chunks_of[kind]), "tokens": corpus["tokens"]}))
         if family == "mini-distilbert" and teacher is None:
             from transformers import BertForPreTraining
@@ -220,7 +225,8 @@ def train_families(args, cfg: Z.ZooConfig, work: Path, heldout: list[str], devic
                               teacher=teacher if family == "mini-distilbert" else None,
                               device=device, log=log,
                               checkpoint=(work / f"{family}.rank{rank}.ckpt") if args.checkpoint_every else None,
-                              checkpoint_every=args.checkpoint_every, stop_tokens=args.stop_tokens)
+                              checkpoint_every=args.checkpoint_every, stop_tokens=args.stop_tokens,
+                              sources=names_of[kind])
         if args.digest is not None:
             args.digest.mkdir(parents=True, exist_ok=True)
             (args.digest / f"{family}.rank{rank}.sha256").write_text(Z.state_digest(done["objective"]))
