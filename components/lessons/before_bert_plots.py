@@ -31,8 +31,8 @@ def sense_layers_figure(result) -> go.Figure:
                              line=dict(color=_colour(0), width=3)))
     fig.add_trace(go.Scatter(x=layers, y=result.across, mode="lines+markers", name="different senses",
                              line=dict(color=_colour(1), width=3)))
-    return by_layer_layout(fig, f"“{result.word}” in {len(result.sentences)} sentences: cosine between occurrences",
-                           layers, "mean cosine")
+    by_layer_layout(fig, f"“{result.word}”: cosine between its occurrences", layers, "mean cosine")
+    return fig.update_layout(legend=dict(orientation="h", y=-0.35))  # clear of the axis title in projector type
 
 
 def sense_scatter(points: np.ndarray, result, layer: int) -> go.Figure:
@@ -50,7 +50,7 @@ def sense_scatter(points: np.ndarray, result, layer: int) -> go.Figure:
     fig.update_layout(
         title=escape(f"“{result.word}” at layer {layer}: one point per occurrence (PCA)"),
         xaxis_title="component 1", yaxis_title="component 2", height=420, template="plotly_white",
-        margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.2),
+        margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.35),
     )
     return fig
 

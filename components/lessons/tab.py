@@ -105,10 +105,12 @@ def _before_bert(keys: dict) -> StepView:
                                lines=2, max_length=MAX_TEXT_CHARS, placeholder=before_bert_copy.SENTENCES_PLACEHOLDER)
     s.inputs = [s.main_text, sentences]
     with gr.Row():
-        gr.Markdown(before_bert_copy.TIMELINE)
-        s.outputs = [gr.Plot(label="Static vs contextual: cosine between the word's occurrences")]
-    s.outputs += [gr.Plot(label="The last layer's vectors of the word, one point per sentence"),
-                  gr.Dataframe(label="Nearest words of the one static vector", interactive=False),
+        with gr.Column(scale=2):
+            gr.Markdown(before_bert_copy.TIMELINE)
+        with gr.Column(scale=3):  # the two charts, as tall as the timeline beside them
+            s.outputs = [gr.Plot(label="Static vs contextual: cosine between the word's occurrences"),
+                         gr.Plot(label="The last layer's vectors of the word, one point per sentence")]
+    s.outputs += [gr.Dataframe(label="Nearest words of the one static vector", interactive=False),
                   gr.Dataframe(label="The sentences, by sense", interactive=False, wrap=True), gr.Markdown()]
     return s
 

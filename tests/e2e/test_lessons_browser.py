@@ -122,7 +122,9 @@ def test_before_bert_opens_from_its_deep_link_in_projector_mode(page, app_server
     font = group.locator(".js-plotly-plot").first.evaluate("gd => gd._fullLayout.font.size")
     assert font >= 20  # the projector's chart type
     screenshot(page, "lesson-before-bert-projector")
-    group.get_by_label(before_bert_copy.WORD_LABEL, exact=True).fill("cell")
+    word = group.get_by_role("textbox").first  # the word's box, then the sentences'
+    expect(word).to_have_value(before_bert_copy.WORD)
+    word.fill("cell")
     group.get_by_role("button", name="Recompute", exact=True).click()
     expect(group.locator(".gtitle").first).to_contain_text("“cell”", timeout=SLOW_TIMEOUT)
     expect(group).to_contain_text("prison room")
