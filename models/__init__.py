@@ -124,6 +124,7 @@ from .registry.catalogue import SPECS, allow_hub_models, availability, get_spec,
 from .embeddings.projection import project_2d
 from .embeddings.retrieval import RetrievalReport, SearchResult, build_index, retrieval_report, search
 from .embeddings.sentence_sets import bank_demo, groups_text, parse_groups, sentence_groups
+from .embeddings.static_words import static_vs_contextual
 from .embeddings.separation import SeparationScore, best_pooling, separation_score
 from .mlm.results import FillMaskResult
 from .pretraining.objective_heads import ReplacedTokens, detect_replaced, sentence_order
@@ -223,6 +224,7 @@ __all__ = [
     "separation_score",
     "similarity",
     "word_in_context",
+    "static_vs_contextual",
     "CapabilityError",
     "EncoderLabError",
     "MaskingPolicy",

@@ -127,10 +127,14 @@ def layer_chart(result: WordInContextResult) -> go.Figure:
                                  name=f"range over {len(i)} pairs", hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=layers, y=result.mean_cosine(), mode="lines+markers", name="mean over pairs",
                              line=dict(color="black", width=3, dash="dot")))
+    return by_layer_layout(fig, f"“{result.word}”: cosine between its occurrences, layer by layer", layers, "cosine")
+
+
+def by_layer_layout(fig: go.Figure, title: str, layers: Sequence[int], y_title: str) -> go.Figure:
+    """A chart over the layers (0 = input embeddings): its title (escaped here), axes and legend."""
     fig.update_layout(
-        title=escape(f"“{result.word}”: cosine between its occurrences, layer by layer"),
-        xaxis=dict(title="layer (0 = input embeddings)", tickmode="array", tickvals=layers),
-        yaxis=dict(title="cosine"), height=420, template="plotly_white",
+        title=escape(title), xaxis=dict(title="layer (0 = input embeddings)", tickmode="array", tickvals=list(layers)),
+        yaxis=dict(title=y_title), height=420, template="plotly_white",
         margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.2),
     )
     return fig

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import before_bert_copy
+
 # The four training steps' default runs: short, so that each opens computed within seconds
 # on two CPU cores (the app computes them in the background after start-up); the full
 # sections of the Fine-tuning & search tab run longer.
@@ -32,7 +34,7 @@ class Step:
 
 TAB_LABEL = "Lessons"
 INTRO = (
-    "## Lessons: how an encoder works, in fifteen steps\n"
+    "## Lessons: how an encoder works, in sixteen steps\n"
     "Each step explains one idea and opens a live view already computed on an example. Edit "
     "its inputs and press its button to recompute; then answer the check-yourself question "
     "before you reveal the answer. Go in order with **Previous / Next**, or jump with the "
@@ -70,6 +72,7 @@ STEPS = (
         "rows measure exactly that on these two models). Drafting a reply is continuation: a decoder, the "
         "one trained to write the next piece after the text so far (the table's next-piece row).",
     ),
+    Step(*before_bert_copy.STEP_FIELDS),
     Step(
         "tokens-embeddings",
         "Tokens and the input embeddings",

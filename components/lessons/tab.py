@@ -19,7 +19,7 @@ from ..shell.common import api_parameters, escape, readable_errors
 from ..shell.deep_links import LinkTarget, model_shape
 from ..shell.server import on_gpu
 from . import views
-from . import copy
+from . import before_bert_copy, copy
 
 SLUGS = [s.slug for s in copy.STEPS]
 
@@ -92,6 +92,26 @@ def _encoder_decoder(keys: dict) -> StepView:
                      gr.Plot(label="The storyteller: its decoder twin gives the next piece (left only)")]
     s.outputs += [gr.Markdown(), gr.Dataframe(label="Encoder vs decoder, measured", interactive=False, wrap=True),
                   gr.Plot(label="Second exhibit: the encoder under a causal mask it never trained with")]
+    return s
+
+
+@_view(before_bert_copy.SLUG)
+def _before_bert(keys: dict) -> StepView:
+    s = StepView(_bound(views.before_bert, keys["mlm"]))
+    with gr.Row():
+        s.main_text = gr.Textbox(label=before_bert_copy.WORD_LABEL, value=before_bert_copy.WORD,
+                                 info=before_bert_copy.WORD_INFO, max_length=MAX_TEXT_CHARS)
+        sentences = gr.Textbox(label=before_bert_copy.SENTENCES_LABEL, info=before_bert_copy.SENTENCES_INFO, value="",
+                               lines=2, max_length=MAX_TEXT_CHARS, placeholder=before_bert_copy.SENTENCES_PLACEHOLDER)
+    s.inputs = [s.main_text, sentences]
+    with gr.Row():
+        with gr.Column(scale=2):
+            gr.Markdown(before_bert_copy.TIMELINE)
+        with gr.Column(scale=3):  # the two charts, as tall as the timeline beside them
+            s.outputs = [gr.Plot(label="Static vs contextual: cosine between the word's occurrences"),
+                         gr.Plot(label="The last layer's vectors of the word, one point per sentence")]
+    s.outputs += [gr.Dataframe(label="Nearest words of the one static vector", interactive=False),
+                  gr.Dataframe(label="The sentences, by sense", interactive=False, wrap=True), gr.Markdown()]
     return s
 
 

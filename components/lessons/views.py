@@ -37,12 +37,14 @@ from models import (
     next_token,
     pair_loss,
     parse_groups,
+    project_2d,
     search,
     sentence_encoders,
     sentence_order,
     separation_score,
     similarity,
     simulate_masking,
+    static_vs_contextual,
     train_classifier,
     train_pair_classifier,
     train_sentence_encoder,
@@ -63,7 +65,7 @@ from ..parts import plots as parts_plots
 from ..shell.common import error_figure
 from ..shell.view_cache import cached_view
 from ..views import arithmetic_plots, input_embeddings_plots
-from . import copy, plots
+from . import before_bert_plots, copy, plots
 
 
 @cached_view()
@@ -95,6 +97,17 @@ def encoder_decoder(model_key: str, text: str):
                  "Compare's mini-zoo section measures it (minutes on two cores), and this step shows it after.")
     frame = None if table is None else decoder_plots.versus_frame(table)
     return fill_mask_plots.fill_mask_figure(both), story, note, frame, left
+
+
+@cached_view()
+def before_bert(model_key: str, word: str, sentences: str):
+    """One word's static vectors (two tables) against its contextual ones, sense by sense."""
+    result = static_vs_contextual(word, sentences or None, model_key)
+    last = len(result.layers) - 1
+    return (before_bert_plots.sense_layers_figure(result),
+            before_bert_plots.sense_scatter(project_2d(result.last_layer), result, last),
+            before_bert_plots.neighbours_frame(result), before_bert_plots.sentences_frame(result),
+            before_bert_plots.before_bert_note(result))
 
 
 @cached_view()

@@ -377,7 +377,11 @@ def word_in_context(model_key: str, sentences, word: str) -> WordInContextResult
     into several pieces is the mean of its pieces. Layer 0 is the input embeddings, where the
     same word is (nearly) the same vector whatever its context.
     """
-    spec = catalogue.get_spec(model_key)
+    return word_occurrences(catalogue.get_spec(model_key), sentences, word)
+
+
+def word_occurrences(spec: ModelSpec, sentences, word: str) -> WordInContextResult:
+    """``word_in_context`` on a resolved spec."""
     refuse_decoder(spec, POOLING)
     sentences = check_sentences(sentences)
     word = check_text(word, what="word", empty="type the word to trace, one that occurs in every sentence").strip()
@@ -389,7 +393,7 @@ def word_in_context(model_key: str, sentences, word: str) -> WordInContextResult
     for k, ((start, end), offsets) in enumerate(zip(spans, enc["offset_mapping"]), start=1):
         hit = [t for t, (a, b) in enumerate(offsets) if b > a and a < end and b > start]
         if not hit:
-            raise CapabilityError(f"{model_key}'s tokenizer keeps no token of {word!r} in sentence {k}.")
+            raise CapabilityError(f"{spec.key}'s tokenizer keeps no token of {word!r} in sentence {k}.")
         positions.append(hit)
     n_layers = int(loaded.model.config.num_hidden_layers)
     layers = list(range(n_layers + 1))
@@ -406,7 +410,7 @@ def word_in_context(model_key: str, sentences, word: str) -> WordInContextResult
     cosine = cosine_matrix(np.swapaxes(vectors, 0, 1))  # (L + 1, N, N)
     tokens = [loaded.tokenizer.convert_ids_to_tokens([ids[i][t] for t in p]) for i, p in enumerate(positions)]
     return WordInContextResult(
-        model_key=model_key,
+        model_key=spec.key,
         word=word,
         sentences=sentences,
         spans=tuple(spans),

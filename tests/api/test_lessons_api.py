@@ -10,6 +10,7 @@ from urllib.parse import parse_qsl
 
 import numpy as np
 import pytest
+from gradio_client.exceptions import AppError
 
 from components.lessons import copy
 from components.shell.links import DEFAULT_TAB, TABS, parse_link
@@ -26,6 +27,7 @@ from models import (
     pair_loss,
     sentence_order,
     simulate_masking,
+    static_vs_contextual,
 )
 
 # outputs of each step's view (components.lessons.tab.VIEWS); the endpoint returns the step's
@@ -34,7 +36,7 @@ from models import (
 # "<step>_<its label>": the MLM-loss step's text and seed are mlm_loss_text and mlm_loss_seed,
 # the pair step's sentences nsp_sentence_a and nsp_sentence_b.
 OUTPUTS = {
-    "encoder-vs-decoder": 5, "tokens-embeddings": 3, "attention": 2, "knock-out-a-head": 2,
+    "encoder-vs-decoder": 5, "before-bert": 5, "tokens-embeddings": 3, "attention": 2, "knock-out-a-head": 2,
     "answer-across-layers": 3, "masking": 2, "mlm-loss": 3, "nsp": 2,
     "variants": 4, "pooling-retrieval": 4, "fine-tuning": 3, "sentence-encoder": 3, "sentence-pairs": 3,
     "span-head": 3, "distillation": 2,
@@ -65,7 +67,7 @@ def test_lesson_endpoints_are_listed(client):
 
 
 def test_every_step_answers_with_its_own_view_computed(client):
-    assert set(SLUGS) == set(OUTPUTS) and len(SLUGS) == 15
+    assert set(SLUGS) == set(OUTPUTS) and len(SLUGS) == 16
     for number, slug in enumerate(SLUGS, 1):
         answer = client.predict(slug=slug, api_name="/lesson_step")
         assert len(answer) == 1 + sum(OUTPUTS.values())
@@ -101,6 +103,24 @@ def test_knock_out_and_layers_steps_show_the_cores_answers(client):
     lens = logit_lens(key, copy.LAYERS_TEXT)
     assert [row[1] for row in table["data"]][-1] == show_token(lens.layers[-1].top[0].token)
     assert len(table["data"]) == layers + 1 and "is the top guess" in note
+
+
+def test_before_bert_step_shows_the_cores_static_and_contextual_figures(client):
+    answer = client.predict(slug="before-bert", before_bert_word="plant", before_bert_your_own_sentences="",
+                            api_name="/lesson_step")
+    layers, scatter, neighbours, sentences, note = step_outputs(answer, "before-bert")
+    result = static_vs_contextual("plant", model_key=first_capable(None, "mlm"))
+    static, within, across = json.loads(layers["plot"])["data"]
+    assert plotly_array(static["y"]).tolist() == [1.0] * len(result.layers)
+    np.testing.assert_allclose(plotly_array(within["y"]), result.within, atol=1e-5)
+    np.testing.assert_allclose(plotly_array(across["y"]), result.across, atol=1e-5)
+    assert len(json.loads(scatter["plot"])["data"]) == len(result.senses) == 2
+    assert [row[1] for row in neighbours["data"]] == [w for w, _ in result.table_neighbours]
+    assert [row[3] for row in neighbours["data"]] == [w for w, _ in result.word2vec_neighbours]
+    assert [row[2] for row in sentences["data"]] == list(result.sentences)
+    assert f"**{result.within[-1]:.3f}**" in note and f"**{result.across[-1]:.3f}**" in note
+    with pytest.raises(AppError, match="'zzzqx' is not one of the"):
+        client.predict(slug="before-bert", before_bert_word="zzzqx", api_name="/lesson_step")
 
 
 def test_mlm_loss_step_scores_the_selected_positions(client):

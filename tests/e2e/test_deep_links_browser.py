@@ -11,6 +11,7 @@ from urllib.parse import quote, urlencode
 import pytest
 from playwright.sync_api import expect
 
+from components.lessons.copy import STEPS
 from helpers import MLM_KEY, SLOW_TIMEOUT, open_section, page_tab, screenshot, sections_of
 from models import fill_mask, first_capable, list_models, simulate_masking, tokenize
 from test_xss_every_input import injected
@@ -52,9 +53,10 @@ def test_fill_mask_link(page, app_server):
 
 
 def test_lesson_link(page, app_server):
-    open_link(page, app_server, "Lessons", lesson="3")
+    number = [s.slug for s in STEPS].index("attention") + 1
+    open_link(page, app_server, "Lessons", lesson=str(number))
     assert selected_tab(page) == "Lessons"
-    expect(page.locator("#lesson-step input").first).to_have_value(re.compile(r"^3\. Attention"))
+    expect(page.locator("#lesson-step input").first).to_have_value(re.compile(rf"^{number}\. Attention"))
     group = page.locator(".lesson-attention").first
     expect(group.locator(".gtitle")).to_contain_text("layer 2, head 0", timeout=SLOW_TIMEOUT)
     assert wait_computed(group, 1)["plots"] == [True]

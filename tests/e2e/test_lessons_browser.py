@@ -9,19 +9,21 @@ import re
 
 from playwright.sync_api import expect
 
-from components.lessons import copy
+from components.lessons import before_bert_copy, copy
 from helpers import SLOW_TIMEOUT, screenshot
+from models import first_capable, static_vs_contextual
 from view_checks import computed, wait_computed
 
 # charts and tables each step's view holds (components.lessons.tab.VIEWS); the token strip of
 # the masking step is HTML, checked by its text
 EXPECTED = {
-    "encoder-vs-decoder": (3, 0), "tokens-embeddings": (1, 1), "attention": (1, 0),
+    "encoder-vs-decoder": (3, 0), "before-bert": (2, 2), "tokens-embeddings": (1, 1), "attention": (1, 0),
     "knock-out-a-head": (1, 0), "answer-across-layers": (1, 1), "masking": (0, 0),
     "mlm-loss": (0, 2), "nsp": (0, 1), "variants": (1, 2), "pooling-retrieval": (1, 2), "fine-tuning": (1, 0),
     "sentence-encoder": (2, 0), "sentence-pairs": (1, 0), "span-head": (1, 0), "distillation": (1, 0),
 }
 LAST = len(copy.STEPS)
+ATTENTION = [s.slug for s in copy.STEPS].index("attention") + 1  # the step's number in the lesson
 
 
 def step_group(page, slug):
@@ -85,8 +87,8 @@ def test_walk_the_lesson_from_first_to_last_step(page):
 def test_jump_to_a_step_and_recompute_it(page):
     open_lessons(page)
     page.locator("#lesson-step input").first.click()
-    page.get_by_role("option", name=re.compile(r"^3\. Attention")).click()
-    expect(page.locator("#lesson-text")).to_contain_text(f"Step 3 of {LAST}", timeout=SLOW_TIMEOUT)
+    page.get_by_role("option", name=re.compile(rf"^{ATTENTION}\. Attention")).click()
+    expect(page.locator("#lesson-text")).to_contain_text(f"Step {ATTENTION} of {LAST}", timeout=SLOW_TIMEOUT)
     group = step_group(page, "attention")
     expect(group.locator(".gtitle")).to_contain_text("layer 2, head 0", timeout=SLOW_TIMEOUT)
     text = group.get_by_label("Text", exact=True)
@@ -99,3 +101,31 @@ def test_jump_to_a_step_and_recompute_it(page):
     expect(group).to_contain_text("flooded")
     assert wait_computed(group, 1)["plots"] == [True]
     screenshot(page, "lesson-attention-recomputed")
+
+
+def test_before_bert_opens_from_its_deep_link_in_projector_mode(page, app_server):
+    """``?lesson=before-bert&projector=1``: the step computed on arrival (the core's own figures in
+    its note), the timeline beside its chart, charts in projector type; then a word recomputed."""
+    page.goto(app_server + "?lesson=before-bert&projector=1")
+    number = [s.slug for s in copy.STEPS].index("before-bert") + 1
+    title = copy.STEPS[number - 1].title
+    expect(page.locator("#lesson-text")).to_contain_text(f"Step {number} of {LAST}: {title}", timeout=SLOW_TIMEOUT)
+    expect(page.get_by_role("button", name="Projector")).to_have_attribute("aria-pressed", "true")
+    group = step_group(page, "before-bert")
+    found = wait_computed(group, 2, 2)
+    assert found["plots"] == [True, True] and found["tables"][:2] == [8, 8]
+    result = static_vs_contextual("bank", model_key=first_capable(None, "mlm"))
+    expect(group).to_contain_text(f"{result.within[-1]:.3f}", timeout=SLOW_TIMEOUT)
+    expect(group).to_contain_text(f"{result.across[-1]:.3f}")
+    expect(group).to_contain_text("ELMo")
+    expect(group).to_contain_text("bank.n.09213565")
+    font = group.locator(".js-plotly-plot").first.evaluate("gd => gd._fullLayout.font.size")
+    assert font >= 20  # the projector's chart type
+    screenshot(page, "lesson-before-bert-projector")
+    word = group.get_by_role("textbox").first  # the word's box, then the sentences'
+    expect(word).to_have_value(before_bert_copy.WORD)
+    word.fill("cell")
+    group.get_by_role("button", name="Recompute", exact=True).click()
+    expect(group.locator(".gtitle").first).to_contain_text("“cell”", timeout=SLOW_TIMEOUT)
+    expect(group).to_contain_text("prison room")
+    assert page.external_requests == []
