@@ -161,6 +161,7 @@ class MemoryBudget:
 
 
 MEMORY = MemoryBudget()
+_SHARED_CACHES: list["ModelCache"] = []  # the caches of the budget, whose models a trained run may share
 
 
 class ModelCache:
@@ -181,6 +182,7 @@ class ModelCache:
         self.loads = 0  # how many times a loader actually ran (for tests and stats)
         if part:
             MEMORY.register(self)
+            _SHARED_CACHES.append(self)
 
     def _hit(self, key: tuple):
         self._items.move_to_end(key)
@@ -343,11 +345,10 @@ def own_bytes(module) -> int:
     """The bytes of a trained module's tensors that no cached model shares (a probe on a cached
     encoder: its head; a fine-tuned copy: all of it)."""
     shared = set()
-    for holder in list(MEMORY._holders):
-        if isinstance(holder, ModelCache):
-            for item in list(holder._items.values()):
-                model = getattr(item, "model", None)
-                if model is not None:
-                    shared.update(t.data_ptr() for t in itertools.chain(model.parameters(), model.buffers()))
+    for cache in list(_SHARED_CACHES):
+        for item in list(cache._items.values()):
+            model = getattr(item, "model", None)
+            if model is not None:
+                shared.update(t.data_ptr() for t in itertools.chain(model.parameters(), model.buffers()))
     return sum(t.numel() * t.element_size() for t in itertools.chain(module.parameters(), module.buffers())
                if t.data_ptr() not in shared)

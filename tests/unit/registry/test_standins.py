@@ -26,7 +26,11 @@ HUB_PATH = textwrap.dedent(
     ours = fill_mask("bert-base", text, 5).masks[0].predictions
     theirs = pipeline("fill-mask", model=sys.argv[1], top_k=5, device="cpu")(text)
     rows = {m.key: m for m in list_models()}
-    print(json.dumps({"name": spec.display_name, "provenance": spec.provenance,
+    from components.fill_mask.tab import model_card
+    from components.models.tab import models_table
+    table = models_table().set_index("key")
+    print(json.dumps({"name": spec.display_name, "provenance": spec.provenance, "card": model_card("bert-base"),
+                      "table": [table.loc["bert-base", c] for c in ("model", "why", "provenance")],
                       "listed": [rows["bert-base"].display_name, rows["bert-base"].availability],
                       "default": next(k for k, m in rows.items() if m.default),
                       "ours": [[p.token_id, p.score] for p in ours],
@@ -57,7 +61,7 @@ def test_a_standin_goes_through_the_hub_path_labelled(small_cache):
     # the same weights as transformers' own pipeline reads them from the snapshot folder
     assert [t for t, _ in data["ours"]] == [t for t, _ in data["theirs"]]
     assert [s for _, s in data["ours"]] == pytest.approx([s for _, s in data["theirs"]], abs=1e-5)
-    for shown in (data["name"], data["provenance"], *data["listed"]):
+    for shown in (data["name"], data["provenance"], *data["listed"], data["card"], *data["table"]):
         assert "stand-in: random weights" in shown
     assert data["default"] != "bert-base"  # first in the preference, but a stand-in: not on its own
     marker = json.loads((snapshot / standins.MARKER).read_text())
