@@ -158,11 +158,12 @@ def report(url: str) -> None:
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (other work shares them)")
 
 
-def standin_cache(folder: Path, key: str) -> None:
-    """A Hugging Face cache (folder/hub) holding ``key``'s stand-in (random weights, its real shape)."""
+def standin_cache(folder: Path, key: str, small: bool = False) -> None:
+    """A Hugging Face cache (folder/hub) holding ``key``'s stand-in (random weights, its real shape;
+    ``small``: 2 layers, 64 wide, to check that the bench runs)."""
     from scripts import standins
 
-    standins.write_standin(key, standins.hub_keys()[key], folder / "hub", small=False,
+    standins.write_standin(key, standins.hub_keys()[key], folder / "hub", small=small,
                            corpus=REPO / "data" / "train_sample.txt")
 
 
@@ -175,13 +176,14 @@ def main() -> None:
     parser.add_argument("--bert-base-shape", action="store_true", help="the same as --standin bert-base")
     parser.add_argument("--standin", default=None, metavar="KEY",
                         help="a Hub model's stand-in: random weights in its real shape (bert-base, bert-large)")
+    parser.add_argument("--small", action="store_true", help="with --standin: 2 layers, 64 wide (a check of the bench)")
     args = parser.parse_args()
     standin = args.standin or ("bert-base" if args.bert_base_shape else None)
     with tempfile.TemporaryDirectory() as tmp:
         if standin:
             # Before transformers is imported: huggingface_hub reads the cache path once.
             os.environ.update(HF_HUB_CACHE=str(Path(tmp) / "hub"), HF_HUB_OFFLINE="1", ENCODER_LAB_DEFAULT=standin)
-            standin_cache(Path(tmp), standin)
+            standin_cache(Path(tmp), standin, args.small)
             KEY = standin
             print(f"{KEY} here: its stand-in, RANDOM weights in its real shape (bytes and timing only)")
         from bench.bench_common import cpu_line, wait_until_idle
