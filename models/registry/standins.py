@@ -27,8 +27,14 @@ def is_standin(spec: ModelSpec) -> bool:
 
 def labelled(spec: ModelSpec) -> ModelSpec:
     """The spec as the views show it: marked as a stand-in where the cache holds one."""
-    if not is_standin(spec) or LABEL in spec.provenance:
+    if spec.stand_in or not is_standin(spec):
         return spec
-    return replace(spec, display_name=f"{spec.display_name} ({LABEL})",
+    return replace(spec, stand_in=True, display_name=f"{spec.display_name} ({LABEL})",
                    provenance=(f"{LABEL}, in the real shape of {spec.source} (python -m scripts.standins), "
                                "for tests and benches: its answers mean nothing."))
+
+
+def opened_on(models) -> bool:
+    """Did the operator open the app on a stand-in (``--default-model``)? Then the views may open
+    on stand-ins too; otherwise they come after every real model."""
+    return any(m.default and m.stand_in for m in models)

@@ -20,7 +20,7 @@ HUB_PATH = textwrap.dedent(
     """
     import json, sys
     from transformers import pipeline
-    from models import fill_mask, get_spec, list_models
+    from models import default_selection, fill_mask, first_capable, get_spec, list_models
     text = "The capital of France is [MASK]."
     spec = get_spec("bert-base")
     ours = fill_mask("bert-base", text, 5).masks[0].predictions
@@ -33,6 +33,8 @@ HUB_PATH = textwrap.dedent(
                       "table": [table.loc["bert-base", c] for c in ("model", "why", "provenance")],
                       "listed": [rows["bert-base"].display_name, rows["bert-base"].availability],
                       "default": next(k for k, m in rows.items() if m.default),
+                      "views": [first_capable(None, c) for c in ("mlm", "pair", "attention", "any")]
+                               + default_selection(None, "mlm"),
                       "ours": [[p.token_id, p.score] for p in ours],
                       "theirs": [[p["token"], p["score"]] for p in theirs]}))
     """
@@ -64,13 +66,15 @@ def test_a_standin_goes_through_the_hub_path_labelled(small_cache):
     for shown in (data["name"], data["provenance"], *data["listed"], data["card"], *data["table"]):
         assert "stand-in: random weights" in shown
     assert data["default"] != "bert-base"  # first in the preference, but a stand-in: not on its own
+    assert not set(data["views"]) & set(standins.hub_keys())  # nor any view's opening model
     marker = json.loads((snapshot / standins.MARKER).read_text())
     assert marker["stand_in"] is True and "random" in marker["weights"]
 
 
 def test_the_operator_can_open_on_a_standin(small_cache):
     snapshot = next((small_cache / "models--bert-base-uncased" / "snapshots").iterdir())
-    assert _run(HUB_PATH, small_cache, snapshot, ENCODER_LAB_DEFAULT="bert-base")["default"] == "bert-base"
+    data = _run(HUB_PATH, small_cache, snapshot, ENCODER_LAB_DEFAULT="bert-base")
+    assert data["default"] == "bert-base" and data["views"][0] == "bert-base"
 
 
 def test_real_shapes_come_from_the_published_configs():
