@@ -1,7 +1,7 @@
 """Encoder Lab: assembles the tabs and starts the Gradio server.
 
     python app.py [--host HOST] [--port PORT] [--device auto|cpu|cuda|mps] [--share]
-                  [--allow-model OWNER/NAME ...]
+                  [--allow-model OWNER/NAME ...] [--default-model KEY]
 
 Gradio's own environment variables (GRADIO_SERVER_NAME, GRADIO_SERVER_PORT, ...) work
 too; command-line flags win over them.
@@ -120,7 +120,37 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="also allow this Hugging Face Hub model (repeatable; safetensors only, no remote "
         "code). By default only the registry's models load.",
     )
+    parser.add_argument(
+        "--default-model",
+        default=os.environ.get("ENCODER_LAB_DEFAULT") or None,
+        metavar="KEY",
+        help="the model every tab opens on (default: ENCODER_LAB_DEFAULT, else the first available of "
+        "bert-base, minilm-mlm, splade-tiny; a stand-in only when named here)",
+    )
     return parser.parse_args(argv)
+
+
+def choose_default_model(key: str | None) -> None:
+    """Open every tab on ``key``: a known model, available here, with an MLM head, or a
+    ``SystemExit`` that says which of these it is not."""
+    if not key:
+        return
+    from models import EncoderLabError, get_spec, list_models
+
+    try:
+        spec = get_spec(key)
+    except EncoderLabError as exc:
+        raise SystemExit(f"error: --default-model: {exc}") from None
+    found = {m.key: m for m in list_models()}
+    fill_mask = ", ".join(k for k, m in found.items() if m.available and m.can("mlm"))
+    if not spec.can("mlm"):
+        raise SystemExit(f"error: --default-model {key} has no masked-LM head; the app opens on a fill-mask "
+                         f"model: choose one of {fill_mask}.")
+    if key not in found or not found[key].available:
+        why = found[key].availability if key in found else "not in the catalogue"
+        raise SystemExit(f"error: --default-model {key} is not available here: {why} "
+                         f"Available fill-mask models: {fill_mask}.")
+    os.environ["ENCODER_LAB_DEFAULT"] = key
 
 
 def prepare_embedded() -> None:
@@ -154,6 +184,7 @@ def main(argv: list[str] | None = None) -> None:
         allow_hub_models(args.allow_model)
     except EncoderLabError as exc:
         raise SystemExit(f"error: {exc}") from None
+    choose_default_model(args.default_model)
     demo = build_demo()
     freeze_long_lived()  # and again after the warm-up: no full collection stalls a class
     warm_in_background(demo.first_views)

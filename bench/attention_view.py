@@ -1,11 +1,12 @@
 """Benchmark of the Attention tab's views: bytes sent to the browser and first paint.
 
-    .venv/bin/python -m bench.attention_view [--bert-base-shape]
+    .venv/bin/python -m bench.attention_view [--bert-base-shape | --standin KEY]
 
 One run, on the embedded minilm-l6 (6 layers × 12 heads) and one 128-token input; with
---bert-base-shape, on a 12 layers × 12 heads BERT-base instead: random-init weights in
-bert-base-uncased's shape (no real weights are offline), laid out as a Hugging Face cache
-in a temporary folder; bytes and paint time depend on the shape, not on the values.
+``--standin KEY`` (bert-base: 12 layers × 12 heads, bert-large: 24 × 16), on that Hub model's
+stand-in instead (``scripts/standins.py``: random weights in its real shape, in a Hugging Face
+cache in a temporary folder; ``--bert-base-shape`` is ``--standin bert-base``); bytes and paint
+time depend on the shape, not on the values.
 
 * bytes: our heatmap (Plotly JSON) + grid (PNG), as the running app sends them, against
   bertviz's own model_view HTML (html_action="return") for the same input; the target is
@@ -33,7 +34,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 from tests.helpers import CHROMIUM_FLAGS, free_port, wait_for_http
-from models import get_spec
 
 KEY = "minilm-l6"
 TOKENS = 128
@@ -129,8 +129,8 @@ def measure_paint(url: str, texts: list[str], tokens: int = TOKENS) -> dict[str,
         cold = [first_paint_ms(page, t, tokens) for t in texts]
         warm = [first_paint_ms(page, t, tokens) for t in texts]
         browser.close()
-    return {"cold median": statistics.median(cold), "cold max": max(cold),
-            "warm median": statistics.median(warm), "warm max": max(warm)}
+    return {"cold median": statistics.median(cold), "cold min": min(cold), "cold max": max(cold),
+            "warm median": statistics.median(warm), "warm min": min(warm), "warm max": max(warm)}
 
 
 def report(url: str) -> None:
@@ -139,7 +139,7 @@ def report(url: str) -> None:
     ours = our_payload_bytes(url, text)
     server_ms = ours.pop("_server_ms")
     view = ours["heatmap JSON (head)"] + ours["grid PNG"]
-    from models import load_model
+    from models import get_spec, load_model
 
     config = load_model(get_spec(KEY)).model.config
     layers, heads = config.num_hidden_layers, config.num_attention_heads
@@ -158,21 +158,13 @@ def report(url: str) -> None:
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (other work shares them)")
 
 
-def random_bert_base_cache(folder: Path) -> None:
-    """A Hugging Face cache (folder/hub) holding a random-init model in bert-base's shape."""
-    from transformers import BertConfig, BertForMaskedLM
+def standin_cache(folder: Path, key: str, small: bool = False) -> None:
+    """A Hugging Face cache (folder/hub) holding ``key``'s stand-in (random weights, its real shape;
+    ``small``: 2 layers, 64 wide, to check that the bench runs)."""
+    from scripts import standins
 
-    from tests.helpers import fake_hub_cache
-    from models.registry import catalogue as registry
-
-    files = folder / "files"
-    files.mkdir(parents=True)
-    tokenizer_from = registry.local_path(registry.get_spec("minilm-l6"))  # same uncased vocab
-    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        if (tokenizer_from / name).is_file():
-            shutil.copy2(tokenizer_from / name, files / name)
-    BertForMaskedLM(BertConfig()).save_pretrained(files)  # BertConfig() is bert-base's shape
-    fake_hub_cache(folder / "hub", "bert-base-uncased", files)
+    standins.write_standin(key, standins.hub_keys()[key], folder / "hub", small=small,
+                           corpus=REPO / "data" / "train_sample.txt")
 
 
 def main() -> None:
@@ -181,16 +173,19 @@ def main() -> None:
     import tempfile
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bert-base-shape", action="store_true",
-                        help="12 x 12 heads: random-init weights in bert-base's shape")
+    parser.add_argument("--bert-base-shape", action="store_true", help="the same as --standin bert-base")
+    parser.add_argument("--standin", default=None, metavar="KEY",
+                        help="a Hub model's stand-in: random weights in its real shape (bert-base, bert-large)")
+    parser.add_argument("--small", action="store_true", help="with --standin: 2 layers, 64 wide (a check of the bench)")
     args = parser.parse_args()
+    standin = args.standin or ("bert-base" if args.bert_base_shape else None)
     with tempfile.TemporaryDirectory() as tmp:
-        if args.bert_base_shape:
+        if standin:
             # Before transformers is imported: huggingface_hub reads the cache path once.
-            os.environ.update(HF_HUB_CACHE=str(Path(tmp) / "hub"), HF_HUB_OFFLINE="1")
-            random_bert_base_cache(Path(tmp))
-            KEY = "bert-base"
-            print("bert-base here: RANDOM-INIT weights in bert-base-uncased's shape (bytes and timing only)")
+            os.environ.update(HF_HUB_CACHE=str(Path(tmp) / "hub"), HF_HUB_OFFLINE="1", ENCODER_LAB_DEFAULT=standin)
+            standin_cache(Path(tmp), standin, args.small)
+            KEY = standin
+            print(f"{KEY} here: its stand-in, RANDOM weights in its real shape (bytes and timing only)")
         from bench.bench_common import cpu_line, wait_until_idle
 
         print(cpu_line())

@@ -108,6 +108,12 @@ def sync(device) -> None:
         torch.mps.synchronize()
 
 
+def rss_mib(pid: int | str = "self") -> float:
+    """A process's resident memory now (VmRSS), in MiB."""
+    with open(f"/proc/{pid}/status") as fh:
+        return next(int(line.split()[1]) / 1024 for line in fh if line.startswith("VmRSS:"))
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a process (Linux)."""
     with open(f"/proc/{pid}/stat") as fh:

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from bench.bench_common import cpu_seconds, wait_until_idle
+from bench.bench_common import cpu_seconds, rss_mib, wait_until_idle
 from bench.load import percentile, start_app
 from scripts.serve_replicas import REPLICA_HEADER
 
@@ -523,7 +523,8 @@ def main() -> None:
             if server_pid:
                 used = cpu_seconds(server_pid) - server_cpu
                 line += (f", server {used:.1f} "
-                         f"({used * 1e3 / max(sum(map(len, stats.latency.values())), 1):.0f} ms a request)")
+                         f"({used * 1e3 / max(sum(map(len, stats.latency.values())), 1):.0f} ms a request); "
+                         f"server resident memory after the run {rss_mib(server_pid) / 1024:.2f} GiB")
             print(line + f", over {wall:.0f} s of wall time")
         if args.repeat > 1:
             print(f"\nSUMMARY classroom {args.mode} {target} p95 over {args.repeat} runs: "

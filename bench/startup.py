@@ -1,16 +1,17 @@
-"""Start-up: `python app.py` to a page that answers fill-mask, on the embedded default.
+"""Start-up: `python app.py` to a page that answers fill-mask, on the app's default model.
 
     .venv/bin/python -m bench.startup [--runs 3]
 
 Each run starts a fresh process, then polls the page until it answers (page served), then
 calls /fill_mask through gradio_client until it returns (first answer includes loading the
-model). Prints each phase per run and the medians.
+model). Prints each phase per run, then its median and range. On bert-base's stand-in (its
+real shape, random weights; docs/memory.md): ``HF_HUB_CACHE=.cache/standins-hub HF_HUB_OFFLINE=1
+ENCODER_LAB_DEFAULT=bert-base``.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import time
@@ -46,7 +47,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    from bench.bench_common import machine_line
+    from bench.bench_common import machine_line, spread_text
     from models.registry.catalogue import default_model_key
 
     print(machine_line())
@@ -57,8 +58,7 @@ def main() -> None:
         pages.append(page)
         answers.append(answered)
         print(f"run {i + 1}: page served {page:.1f} s, first fill-mask answer {answered:.1f} s")
-    print(f"median: page served {statistics.median(pages):.1f} s, "
-          f"first fill-mask answer {statistics.median(answers):.1f} s")
+    print(f"page served: {spread_text(pages, '{:.1f}')} s; first fill-mask answer: {spread_text(answers, '{:.1f}')} s")
 
 
 if __name__ == "__main__":

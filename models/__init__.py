@@ -102,6 +102,7 @@ from .mlm.knowledge import PROBE_SETS, KnowledgeProbe, ProbeItem, knowledge_prob
 from .pretraining.evaluation import evaluate_fill_mask, heldout_sentences
 from .pretraining.masking import MaskingPolicy, apply_masking
 from .runtime.loading import get_device, is_loaded, load_model, load_tokenizer, set_device
+from .runtime.memory import memory_budget
 from .runtime.run_store import kept_run
 from .pretraining.masking_lab import (
     MAX_EPOCHS,
@@ -258,6 +259,7 @@ __all__ = [
     "mask_word",
     "text_segments",
     "load_model",
+    "memory_budget",
     "load_tokenizer",
     "set_device",
     "tokenize",

@@ -112,7 +112,7 @@ class HeadStatistics:
 
 # Recent results, bounded by the bytes of their weights: the tab's views (heatmap, grid,
 # statistics, bertviz) all read the same text without running the model again.
-RESULT_CACHE = ModelCache(256 * 2**20)
+RESULT_CACHE = ModelCache(256 * 2**20, part="attention results")
 RESULT_CACHES.append(RESULT_CACHE)
 
 

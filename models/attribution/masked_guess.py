@@ -243,7 +243,7 @@ def _target_id(loaded: LoadedModel, word: str | int) -> int:
     )
 
 
-RESULT_CACHE = ModelCache(16 * 2**20)  # attributions reused by the deletion curves
+RESULT_CACHE = ModelCache(16 * 2**20, part="attributions")  # attributions reused by the deletion curves
 RESULT_CACHES.append(RESULT_CACHE)
 
 

@@ -33,6 +33,7 @@ from ..errors import CapabilityError, InputError
 from ..registry import catalogue
 from ..registry.spec import ModelSpec
 from ..runtime.loading import check_token_count, load_model, refuse_decoder
+from ..runtime.memory import MEMORY, Entry, tick
 from ..validation import check_int, check_text
 from .pooling import POOLING, check_pooling, embed, pooled_vectors
 from .sentence_sets import sentence_groups
@@ -117,6 +118,27 @@ def _faiss():
 _BUILD_LOCK = threading.Lock()  # one build at a time: two requests never write the same files
 _LOADED: dict[tuple, tuple] = {}  # (model, pooling, corpus hash) -> (vectors, exact, ann)
 _RAW: dict[tuple, np.ndarray] = {}  # (model, pooling, corpus hash) -> unnormalised vectors
+_USED: dict[tuple, int] = {}  # last use of each, for the server's memory budget
+
+
+class _Indexes:
+    """The loaded indexes, as one holder of the server's memory budget (``runtime/memory.py``)."""
+
+    part = "retrieval indexes"
+
+    def entries(self) -> list[Entry]:
+        found = [(k, _LOADED.get(k), _RAW.get(k)) for k in list(_LOADED)]
+        # the unit vectors, the exact index's copy, the HNSW graph's copy and links, the raw vectors
+        return [Entry(_USED.get(k, 0), k, 3 * v[0].nbytes + len(v[0]) * HNSW_M * 8 + getattr(raw, "nbytes", 0))
+                for k, v, raw in found if v is not None]
+
+    def drop(self, key: tuple) -> None:
+        _LOADED.pop(key, None)
+        _RAW.pop(key, None)
+        _USED.pop(key, None)
+
+
+_HOLDER = MEMORY.register(_Indexes())
 REPORT_POOLINGS = ("cls", "mean")  # the report's paraphrase comparison; built together
 
 
@@ -180,6 +202,7 @@ def _indexes(spec: ModelSpec, pooling: str, progress: Progress | None = None):
     key = (model_key, pooling, digest)
     found = _LOADED.get(key)
     if found is not None:
+        _USED[key] = tick()
         return found
     with _BUILD_LOCK:
         if key in _LOADED:
@@ -224,6 +247,8 @@ def _keep(key: tuple, vectors: np.ndarray, exact, ann, raw: np.ndarray) -> None:
     ann.hnsw.efSearch = HNSW_EF_SEARCH
     _RAW[key] = raw  # first: a reader that finds the key in _LOADED (read without the lock) finds it here too
     _LOADED[key] = (vectors, exact, ann)
+    _USED[key] = tick()
+    MEMORY.settle(keep=(_HOLDER, key))
 
 
 def _raw(spec: ModelSpec, pooling: str) -> np.ndarray:

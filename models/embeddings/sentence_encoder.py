@@ -19,7 +19,8 @@ split (never trained on) and the Embeddings tab's own sentence sets (never train
 
 The trained copy is registered for this process under ``sbert:<model>-<n>-<tag>``: every
 function taking a model key (``embed``, ``similarity``, ``search``, ...) reads it until the
-process ends or it is evicted (the last ``MAX_SENTENCE_ENCODERS`` are kept).
+process ends or the server's memory budget needs the room (``models/runtime/memory.py``: each
+visitor's newest stays longest).
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ import itertools
 import secrets
 import shutil
 import tempfile
-import threading
 import time
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -44,6 +44,7 @@ from ..errors import InputError
 from ..registry import catalogue
 from ..registry.spec import ModelSpec
 from ..runtime.loading import load_model
+from ..runtime.memory import KeptRuns
 from ..runtime.run_store import register_kind
 from ..tasks.finetuning import _padded
 from ..tasks.live_training import (Budget, check_rate, check_seconds, exclusive_run, parameter_count, train_how,
@@ -59,7 +60,6 @@ SENTENCE_LOSSES = ("triplet", "contrastive")
 # closest one ("hardest"), or only the one drawn with each anchor ("drawn")
 SENTENCE_MINING = ("all", "drawn", "hardest")
 MAX_SENTENCE_STEPS = 1000
-MAX_SENTENCE_ENCODERS = 3  # trained copies kept loadable in this process (each as big as its model)
 SENTENCE_BATCH = 16  # triplets (or pairs) per step
 HARD_SHARE = 0.5  # share of the negatives drawn from another sense of the anchor's word (when it has one)
 MATRIX_GROUPS = 8  # held-out synsets shown in the similarity matrix
@@ -250,12 +250,19 @@ def _matrix_subset(data: _Groups) -> list[int]:
 
 # --- the trained copies, loadable by key in this process ----------------------------------
 
-_ENCODERS: OrderedDict[str, Path] = OrderedDict()
-_ENCODERS_LOCK = threading.Lock()
 _NUMBERS = itertools.count(1)
 _ROOT = Path(tempfile.mkdtemp(prefix="encoder-lab-sbert-"))
-_DROPPED: OrderedDict[str, None] = OrderedDict()  # keys pushed out by newer encoders (the last 1000)
 atexit.register(shutil.rmtree, _ROOT, True)
+
+
+def _forget(key: str, folder: Path) -> None:
+    catalogue.forget_transient(key)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+# Each kept as a folder (its size counted) within the server's memory budget.
+_ENCODERS = KeptRuns("sentence encoders", "sentence encoder",
+                     train_how("it again", "Train a sentence encoder", "train_sentence_encoder"), on_drop=_forget)
 
 
 def _register(body, loaded, model_key: str, note: str) -> str:
@@ -278,23 +285,13 @@ def _register_folder(write, base: ModelSpec, note: str) -> str:
         has_sop_head=False, has_rtd_head=False, sentence_embeddings=True, miniature=False,
         embedded=False, mlm_subfolder="", provenance=note,
     )
-    with _ENCODERS_LOCK:
-        catalogue.register_transient(spec)
-        _ENCODERS[key] = folder
-        while len(_ENCODERS) > MAX_SENTENCE_ENCODERS:
-            old, path = _ENCODERS.popitem(last=False)
-            _DROPPED[old] = None
-            while len(_DROPPED) > 1000:
-                _DROPPED.popitem(last=False)
-            catalogue.forget_transient(old)
-            shutil.rmtree(path, ignore_errors=True)
-    return key
+    catalogue.register_transient(spec)
+    return _ENCODERS.keep(key, folder, sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()))
 
 
 def _export_run(result: SentenceEncoderResult) -> dict[str, bytes]:
     """A kept run's trained copy: its folder's files (``models/runtime/run_store.py``)."""
-    with _ENCODERS_LOCK:
-        folder = _ENCODERS[result.encoder_key]
+    folder = _ENCODERS.get(result.encoder_key)
     return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
 
 
@@ -311,14 +308,9 @@ register_kind(SentenceEncoderResult, _export_run, _adopt_run)
 
 
 def _why_gone(key: str) -> str:
-    """Why an ``sbert:`` key does not load: dropped for newer ones, or not trained in this process."""
-    if key in _DROPPED:
-        return (f"The sentence encoder {key!r} was trained in this process and has been dropped: the server "
-                f"keeps only the last {MAX_SENTENCE_ENCODERS} trained (newer ones, anyone's, push older ones "
-                f"out); {train_how('it again', 'Train a sentence encoder', 'train_sentence_encoder')}.")
-    return (f"No sentence encoder {key!r} in this process: one trained here lasts until the server restarts "
-            f"and only the last {MAX_SENTENCE_ENCODERS} are kept; "
-            f"{train_how('one', 'Train a sentence encoder', 'train_sentence_encoder')}.")
+    """Why an ``sbert:`` key does not load: dropped to stay within the memory budget, or not
+    trained in this process."""
+    return _ENCODERS.gone(key, _ENCODERS.was_dropped(key))
 
 
 catalogue.explain_gone_transient(SBERT_PREFIX, _why_gone)
@@ -326,8 +318,7 @@ catalogue.explain_gone_transient(SBERT_PREFIX, _why_gone)
 
 def sentence_encoders() -> tuple[str, ...]:
     """The keys of the sentence encoders trained in this process and still loadable."""
-    with _ENCODERS_LOCK:
-        return tuple(_ENCODERS)
+    return tuple(k for k, _ in _ENCODERS.items())
 
 
 # --- training ----------------------------------------------------------------------------

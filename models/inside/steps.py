@@ -110,7 +110,7 @@ class ForwardSteps:
         return int(sum(s.value.nbytes for s in self.all_steps) + self.layer_norms.nbytes)
 
 
-RESULT_CACHE = ModelCache(64 * 2**20)
+RESULT_CACHE = ModelCache(64 * 2**20, part="inside steps")
 RESULT_CACHES.append(RESULT_CACHE)
 
 

@@ -6,6 +6,7 @@ from ..errors import InputError
 from ..validation import check_int
 from .catalogue import list_models
 from .spec import ModelSpec
+from .standins import opened_on
 
 
 def _specs(models) -> list[ModelSpec]:
@@ -28,6 +29,7 @@ def default_selection(models: tuple[ModelSpec, ...] | None = None, capability: s
     if published_limit is not None:
         published_limit = check_int(published_limit, "published_limit", 1, 1000)
     usable = [m for m in models if m.available and m.can(capability)]
+    usable = [m for m in usable if not m.stand_in] if not opened_on(models) else usable
     published = [m.key for m in usable if not m.embedded]
     if published:
         return published[:published_limit]
@@ -43,5 +45,5 @@ def first_capable(models: tuple[ModelSpec, ...] | None = None, capability: str =
     default = [m.key for m in usable if m.default and capability != "embeddings"]
     if default:
         return default[0]
-    ranked = sorted(usable, key=lambda m: (m.embedded, m.miniature))
+    ranked = sorted(usable, key=lambda m: (m.stand_in and not opened_on(models), m.embedded, m.miniature))
     return ranked[0].key if ranked else None

@@ -28,6 +28,7 @@ from ..errors import UnknownModelError
 from .provenance import trained_mlm_provenance
 from .hub_pairs import ETTIN_SIZES, ettin_pair
 from .spec import ModelSpec
+from .standins import LABEL, is_standin, labelled
 from .zoo_entries import zoo_specs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -244,8 +245,8 @@ def is_operator_added(spec: ModelSpec) -> bool:
 
 
 def all_specs() -> tuple[ModelSpec, ...]:
-    """The registry, then any Hub ids the operator allowed."""
-    return SPECS + tuple(operator_spec(x) for x in allowed_hub_models())
+    """The registry (stand-ins marked), then any Hub ids the operator allowed."""
+    return tuple(map(labelled, SPECS)) + tuple(operator_spec(x) for x in allowed_hub_models())
 
 
 # --- models trained in this process (e.g. a sentence encoder "sbert:..."): known while it lives
@@ -281,7 +282,7 @@ def transient_specs() -> tuple[ModelSpec, ...]:
 def get_spec(model_key: str) -> ModelSpec:
     """The spec for a registry key, or an ``UnknownModelError`` listing the valid keys."""
     if isinstance(model_key, str) and model_key in _BY_KEY:
-        return _BY_KEY[model_key]
+        return labelled(_BY_KEY[model_key])
     if isinstance(model_key, str) and model_key in _TRANSIENT:
         return _TRANSIENT[model_key]
     if isinstance(model_key, str) and model_key in allowed_hub_models():
@@ -396,7 +397,7 @@ def availability(spec: ModelSpec) -> tuple[bool, str]:
             f"(expected in {folder}); run `make setup` to install them."
         )
     if hub_cached(spec.source):
-        return True, "in the local Hugging Face cache"
+        return True, f"{LABEL}, in the local Hugging Face cache" if is_standin(spec) else "in the local Hugging Face cache"
     fetch = (
         f"On a machine with internet, run `{PREFETCH_HINT.format(key=spec.key)}` "
         "and copy its Hugging Face cache here."
@@ -435,16 +436,13 @@ def list_models() -> tuple[ModelSpec, ...]:
 
 
 def default_model_key(states: dict[str, tuple[bool, str]] | None = None) -> str | None:
-    """The first available MLM model of ``DEFAULT_PREFERENCE`` (override: ENCODER_LAB_DEFAULT)."""
+    """The first available MLM model of ``DEFAULT_PREFERENCE``, never a stand-in, unless the
+    operator names one (ENCODER_LAB_DEFAULT, ``python app.py --default-model KEY``)."""
     if states is None:
         states = {spec.key: availability(spec) for spec in SPECS}
-    preference = list(DEFAULT_PREFERENCE)
     override = os.environ.get("ENCODER_LAB_DEFAULT")
-    if override:
-        preference.insert(0, override)
-    preference += [spec.key for spec in SPECS]
-    for key in preference:
+    for key in [override] * bool(override) + list(DEFAULT_PREFERENCE) + [spec.key for spec in SPECS]:
         spec = _BY_KEY.get(key)
-        if spec is not None and spec.has_mlm_head and states[key][0]:
+        if spec is not None and spec.has_mlm_head and states[key][0] and (key == override or not is_standin(spec)):
             return key
     return None

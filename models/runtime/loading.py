@@ -15,9 +15,9 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -34,6 +34,7 @@ from transformers import (
 from ..errors import CapabilityError, InputError, ModelUnavailableError
 from ..registry import catalogue
 from ..registry.spec import ModelSpec
+from .memory import MEMORY, ModelCache, checkpoint_nbytes
 
 # Building a model touches process-wide state in transformers (e.g. ``no_init_weights``
 # swaps torch's init functions and skips weight tying for every thread while it is active).
@@ -119,66 +120,7 @@ def _load_failed(spec: ModelSpec, exc: Exception) -> ModelUnavailableError:
 # --- caches -----------------------------------------------------------------------------
 
 
-class ModelCache:
-    """An LRU cache of loaded models bounded by a memory budget (bytes).
-
-    Each key is loaded once: concurrent callers of the same key wait for the first load.
-    The most recent model always stays, even when it alone exceeds the budget.
-    """
-
-    def __init__(self, budget_bytes: int):
-        self.budget_bytes = budget_bytes
-        self._items: OrderedDict[tuple, LoadedModel] = OrderedDict()
-        self._lock = threading.Lock()
-        self._key_locks: dict[tuple, threading.Lock] = {}
-        self.loads = 0  # how many times a loader actually ran (for tests and stats)
-
-    def get(self, key: tuple, loader: Callable[[], LoadedModel]) -> LoadedModel:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock:
-            with self._lock:
-                if key in self._items:  # loaded by another thread while we waited
-                    self._items.move_to_end(key)
-                    return self._items[key]
-            try:
-                loaded = loader()
-            except BaseException:
-                with self._lock:  # waiters keep their reference; no lock outlives its load
-                    self._key_locks.pop(key, None)
-                raise
-            with self._lock:  # stored and unlocked at once: a newcomer finds the item
-                self.loads += 1
-                self._items[key] = loaded
-                self._key_locks.pop(key, None)
-                self._evict()
-            return loaded
-
-    def _evict(self) -> None:
-        while len(self._items) > 1 and self.total_bytes() > self.budget_bytes:
-            self._items.popitem(last=False)
-
-    def total_bytes(self) -> int:
-        return sum(item.nbytes for item in self._items.values())
-
-    def keys(self) -> list[tuple]:
-        with self._lock:
-            return list(self._items)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-
-def _default_budget() -> int:
-    mb = os.environ.get("ENCODER_LAB_CACHE_MB")
-    return int(float(mb) * 2**20) if mb else 4 * 2**30
-
-
-MODEL_CACHE = ModelCache(_default_budget())
+MODEL_CACHE = ModelCache(MEMORY.budget_bytes, part="models")
 _tokenizers: dict[str, Any] = {}
 _tokenizer_lock = threading.Lock()
 _tokenizer_key_locks: dict[str, threading.Lock] = {}
@@ -343,6 +285,9 @@ def _load(spec: ModelSpec, head: str, attn_implementation: str | None, device) -
             "clm": AutoModelForCausalLM}.get(head, AutoModel)
     if head == "mlm" and spec.mlm_subfolder:
         kwargs["subfolder"] = spec.mlm_subfolder
+    need = _expected_bytes(spec, name, kwargs.get("subfolder", ""), dtype)
+    MEMORY.check_fits(need, f"{spec.key} in {str(dtype).removeprefix('torch.')}")
+    MEMORY.settle(need=need)  # room first: the old and the new model are not both resident
     try:
         with BUILD_LOCK, _quiet_load_report():
             model, info = auto.from_pretrained(
@@ -374,6 +319,20 @@ def _load(spec: ModelSpec, head: str, attn_implementation: str | None, device) -
     nbytes = sum(t.numel() * t.element_size() for t in model.parameters())
     nbytes += sum(t.numel() * t.element_size() for t in model.buffers())
     return LoadedModel(spec, model, tokenizer, device, dtype, nbytes)
+
+
+def _expected_bytes(spec: ModelSpec, name: str, subfolder: str, dtype: torch.dtype) -> int:
+    """What the checkpoint's tensors take in ``dtype``; 0 where its file is not here yet."""
+    file = f"{subfolder}/model.safetensors" if subfolder else "model.safetensors"
+    if spec.source_kind == "hub":
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(name, file)
+        path = Path(found) if isinstance(found, str) else None
+    else:
+        path = Path(name) / file
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    return checkpoint_nbytes(path, itemsize) if path is not None and path.is_file() else 0
 
 
 # Checkpoint weights of heads a loaded class does not have (a pre-training checkpoint read as

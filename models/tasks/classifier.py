@@ -21,9 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 import secrets
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -35,6 +33,7 @@ from ..errors import CapabilityError, InputError
 from ..registry import catalogue
 from ..registry.spec import ModelSpec
 from ..runtime.loading import BUILD_LOCK, RESULT_CACHES, check_token_count, load_model
+from ..runtime.memory import KeptRuns, own_bytes
 from ..runtime.run_store import register_kind
 from ..validation import check_bool, check_int, check_text
 from .classifier_model import ClassifierModel
@@ -46,8 +45,6 @@ from .task_data import casing_labels, load_task
 HEAD_POOLINGS = ("cls", "mean")
 MAX_PROBE_EPOCHS = 300
 MAX_FINETUNE_EPOCHS = 5
-MAX_TRAINED_HEADS = 8  # heads kept in this process (LRU)
-MAX_FINETUNED_KEPT = 2  # of which fine-tuned encoder copies (each as big as the model)
 PROBE_BATCH = 64  # sentences per step; token tasks (thousands of words) take 4x
 
 
@@ -124,46 +121,22 @@ class _Trained:
     finetuned: bool
 
 
-_TRAINED: OrderedDict[str, _Trained] = OrderedDict()
-_TRAINED_LOCK = threading.Lock()
+# Kept by id within the server's memory budget; ``clear_cache`` drops them too (a probe holds
+# the cached encoder, and its device).
+_TRAINED = KeptRuns("trained heads", "trained head", train_how("one first", "Train the head", "train_classifier"))
+RESULT_CACHES.append(_TRAINED)
 _IDS = itertools.count(1)
-
-
-class _TrainedHeads:
-    """What ``clear_cache`` drops: a probe holds the cached encoder (and its device)."""
-
-    @staticmethod
-    def clear() -> None:
-        with _TRAINED_LOCK:
-            _TRAINED.clear()
-
-
-RESULT_CACHES.append(_TrainedHeads())
 
 
 def _keep(trained: _Trained) -> str:
     # a random tail, as a sentence encoder's key: the number alone starts again at a restart, and
     # an id a page still holds would name a head someone else trained since
     head_id = f"{trained.model_key}/{trained.task}/{next(_IDS)}-{secrets.token_hex(2)}"
-    with _TRAINED_LOCK:
-        _TRAINED[head_id] = trained
-        while len(_TRAINED) > MAX_TRAINED_HEADS:
-            _TRAINED.popitem(last=False)
-        finetuned = [k for k, t in _TRAINED.items() if t.finetuned]
-        for old in finetuned[:-MAX_FINETUNED_KEPT]:
-            del _TRAINED[old]
-    return head_id
+    return _TRAINED.keep(head_id, trained, own_bytes(trained.model))
 
 
 def _trained(head_id) -> _Trained:
-    with _TRAINED_LOCK:
-        if not isinstance(head_id, str) or head_id not in _TRAINED:
-            raise InputError(
-                f"No trained head {head_id!r} in this process (the last {MAX_TRAINED_HEADS} are kept, "
-                f"{MAX_FINETUNED_KEPT} fine-tuned): {train_how('one first', 'Train the head', 'train_classifier')}."
-            )
-        _TRAINED.move_to_end(head_id)
-        return _TRAINED[head_id]
+    return _TRAINED.get(head_id)
 
 
 def head_model_key(head_id: str) -> str:

@@ -21,7 +21,7 @@ class TaskFeatures:
     nbytes: int
 
 
-FEATURE_CACHE = ModelCache(512 * 2**20)
+FEATURE_CACHE = ModelCache(512 * 2**20, part="task features")
 RESULT_CACHES.append(FEATURE_CACHE)
 
 

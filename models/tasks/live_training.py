@@ -6,13 +6,11 @@ Used by the sentence encoder, the pair and span heads and the distillation run.
 
 from __future__ import annotations
 
-import contextvars
 import copy
 import itertools
 import secrets
 import threading
 import time
-from collections import OrderedDict
 from contextlib import contextmanager
 
 import torch
@@ -20,6 +18,7 @@ import torch
 from ..errors import CapabilityError, InputError
 from ..registry.spec import ModelSpec
 from ..runtime.loading import BUILD_LOCK, load_model
+from ..runtime.memory import VISITOR, KeptRuns, own_bytes
 from ..runtime.run_store import body_from_state, body_state
 from ..validation import as_real
 
@@ -34,7 +33,7 @@ _running: list[str] = []  # what the current run is, for the busy message
 _holder_background = [False]  # is the current run a background one (``background_runs``)?
 _holder_stop = [""]  # how the current run is stopped when not by ``stop_live_training`` (else "")
 _holder_owner: list[str | None] = [None]  # who started the current run (``run_owner``), None: anyone may stop it
-_OWNER: contextvars.ContextVar[str | None] = contextvars.ContextVar("live_run_owner", default=None)
+_OWNER = VISITOR  # the visitor a request runs for (``run_owner``): a live run's, a kept run's owner
 _thread = threading.local()  # .background: runs started on this thread give way
 
 
@@ -210,36 +209,27 @@ _STORES: list["HeadStore"] = []  # every store, for ``live_heads``
 
 
 class HeadStore:
-    """Trained heads kept in this process by id (the last ``size``), with their model key."""
+    """Trained heads kept in this process by id, within the server's memory budget (``KeptRuns``),
+    with their model key."""
 
-    def __init__(self, prefix: str, size: int, trainer: str, button: str):
+    def __init__(self, prefix: str, trainer: str, button: str):
         """``trainer``: the API function that trains one; ``button``: the page's button."""
-        self.prefix, self.size, self.trainer, self.button = prefix, size, trainer, button
-        self._items: OrderedDict[str, tuple] = OrderedDict()
-        self._lock = threading.Lock()
+        self.prefix, self.trainer, self.button = prefix, trainer, button
+        self.runs = KeptRuns(f"{prefix} heads", f"trained {prefix} head", train_how("one", button, trainer))
         self._ids = itertools.count(1)
         _STORES.append(self)
 
     def ids(self) -> tuple[str, ...]:
-        with self._lock:
-            return tuple(self._items)
+        return tuple(k for k, _ in self.runs.items())
 
     def keep(self, model, model_key: str, *name: str) -> str:
         # a random tail: the number starts again at a restart (see ``classifier._keep``)
         head_id = f"{self.prefix}:{'/'.join((model_key, *name))}/{next(self._ids)}-{secrets.token_hex(2)}"
-        with self._lock:
-            self._items[head_id] = (model, model_key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-        return head_id
+        return self.runs.keep(head_id, (model, model_key), own_bytes(model))
 
     def get(self, head_id) -> tuple:
         """(model, model key), or an InputError naming the button and function that train one."""
-        with self._lock:
-            if not isinstance(head_id, str) or head_id not in self._items:
-                raise InputError(f"No trained {self.prefix} head {head_id!r} in this process (the last "
-                                 f"{self.size} are kept): {train_how('one first', self.button, self.trainer)}.")
-            return self._items[head_id]
+        return self.runs.get(head_id)
 
 
 def live_heads() -> tuple[str, ...]:

@@ -40,7 +40,6 @@ from .task_data import TASKS_DIR, load_task
 
 PAIR_POOLINGS = ("cls", "mean")
 MAX_PAIR_EPOCHS = {True: 300, False: 3}  # probe, fine-tuning
-MAX_PAIR_HEADS = 6
 PAIR_BATCH = 16
 
 
@@ -257,7 +256,7 @@ def reference_head(loaded, n_classes: int) -> tuple[str, int]:
 
 # --- the trained heads, kept in this process ------------------------------------------------
 
-_HEADS = HeadStore("pair", MAX_PAIR_HEADS, "train_pair_classifier", "Train the pair head")
+_HEADS = HeadStore("pair", "train_pair_classifier", "Train the pair head")
 
 
 # --- training ----------------------------------------------------------------------------

@@ -38,7 +38,6 @@ from .task_data import TASKS_DIR
 
 MAX_SPAN_STEPS = 2000
 MAX_ANSWER_TOKENS = 30
-MAX_SPAN_HEADS = 2  # fine-tuned copies kept (each as big as its model)
 SPAN_BATCH = 16
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 # The first-noun-phrase heuristic stops at the first of these words (verbs, prepositions,
@@ -268,7 +267,7 @@ def reference_qa_head(loaded) -> tuple[str, int]:
 
 # --- trained heads -----------------------------------------------------------------------
 
-_HEADS = HeadStore("span", MAX_SPAN_HEADS, "train_span_head", "Train the span head")
+_HEADS = HeadStore("span", "train_span_head", "Train the span head")
 
 
 # --- training and answering -----------------------------------------------------------------

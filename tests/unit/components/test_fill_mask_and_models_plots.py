@@ -176,3 +176,17 @@ def test_the_live_answers_table_and_chart_are_what_gradio_makes_of_the_frame_and
                 == table.postprocess(fill_mask_plots.predictions_frame(result)).model_dump())
         assert (json.loads(fill_mask_plots.fill_mask_figure_json(result))
                 == json.loads(gr.Plot().postprocess(fill_mask_plots.fill_mask_figure(result)).plot))
+
+
+def test_the_models_tab_shows_the_memory_budget_and_what_it_keeps(mlm_loaded):
+    from components.models.tab import memory_view
+    from models import memory_budget
+
+    text = memory_view()
+    report = memory_budget()
+    assert f"**Memory budget: {report.budget_bytes / 2**30:.2f} GiB**" in text and report.source in text
+    # the models' part counts at least the loaded MLM's tensors, measured here apart from the cache
+    model = mlm_loaded.model
+    measured = sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
+    models_part = next(b for part, n, b in report.parts if part == "models")
+    assert models_part >= measured and "models " in text

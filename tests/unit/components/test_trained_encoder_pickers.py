@@ -72,22 +72,22 @@ def test_the_embeddings_tab_embeds_with_the_trained_copy(trained):
     assert not np.allclose(expected, similarity("mini-bert", sentences, pooling="mean").matrix, atol=1e-4)
 
 
-def test_an_encoder_pushed_out_by_newer_ones_is_dropped_from_the_pickers_and_explained():
-    """The server keeps the last MAX_SENTENCE_ENCODERS; when other visitors' training pushes
-    this session's encoder out, arriving at the tab sets a picker still holding it back to its
+def test_an_encoder_dropped_for_memory_is_dropped_from_the_pickers_and_explained():
+    """The server keeps trained encoders within its memory budget; when the budget drops
+    this session's encoder (``models/runtime/memory.py``), arriving at the tab sets a picker still holding it back to its
     default (left, Gradio refuses it: "Value: ... is not in the list of choices"), and a search
     with its key says it was dropped and how to get it back (not "Unknown model", a typo)."""
     import gradio as gr
 
     from components.finetune.tab import run_report, run_search
     from models import UnknownModelError, search
-    from models.embeddings.sentence_encoder import MAX_SENTENCE_ENCODERS
+    from models.embeddings.sentence_encoder import _ENCODERS
     from models.registry.catalogue import get_spec
 
     *_, picker = run_sentence_encoder("mini-bert", "triplet", 0.5, 1, 0)
     mine, held = picker["value"], picker["choices"]  # the session's search picker after training
-    others = [run_sentence_encoder("mini-bert", "triplet", 0.5, 1, seed)[-1]["value"]
-              for seed in range(1, MAX_SENTENCE_ENCODERS + 1)]
+    others = [run_sentence_encoder("mini-bert", "triplet", 0.5, 1, 1)[-1]["value"]]
+    _ENCODERS.drop(mine)  # what the memory budget does to the least recently used
     assert mine not in sentence_encoders() and others[-1] in sentence_encoders()
 
     update, known = refresh_search_models(held, mine)
@@ -104,8 +104,7 @@ def test_an_encoder_pushed_out_by_newer_ones_is_dropped_from_the_pickers_and_exp
     assert model["value"] == model_picker()[1] and not model["value"].startswith("sbert:")
     assert "value" not in word_model and mine not in [k for _, k in model["choices"]]
 
-    said = (f"{mine!r} was trained in this process and has been dropped: the server keeps only the last "
-            f"{MAX_SENTENCE_ENCODERS} trained")
+    said = f"The sentence encoder {mine!r} was dropped to keep the server within its memory budget"
     how = "train it again: the “Train a sentence encoder” button, or train_sentence_encoder in the API."
     for press in (lambda: run_search("a cat on a mat", mine, "mean", "exact", 10),  # Search
                   lambda: run_report(mine, "mean", 10)):  # Compare ANN with exact search

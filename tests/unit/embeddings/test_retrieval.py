@@ -99,7 +99,7 @@ def test_cached_vectors_are_embeds_and_the_report_makes_no_second_pass_over_the_
 
 def test_a_dropped_trained_encoders_indexes_are_let_go_at_the_next_build(small_corpus, monkeypatch):
     # two models "trained in this process" (the catalogue's transient specs, as sentence encoders
-    # are), searched; the first then dropped (as MAX_SENTENCE_ENCODERS pushes one out): the next
+    # are), searched; the first then dropped (as the memory budget drops one): the next
     # build frees its indexes, and a search by its key is refused by the catalogue's message
     from dataclasses import replace
 

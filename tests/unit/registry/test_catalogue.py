@@ -224,3 +224,23 @@ def test_allow_model_flag_adds_hub_models(monkeypatch):
 def test_allow_model_flag_refuses_bad_ids_before_launch(monkeypatch, bad):
     with pytest.raises(SystemExit, match="invalid Hub ids"):
         _run_main(monkeypatch, ["--allow-model", bad])
+
+
+def test_default_model_flag_opens_every_tab_on_it(monkeypatch):
+    monkeypatch.setenv("ENCODER_LAB_DEFAULT", "")  # main sets it for the process: restored after the test
+    _, launches = _run_main(monkeypatch, ["--default-model", "splade-tiny"])
+    assert len(launches) == 1 and [m.key for m in list_models() if m.default] == ["splade-tiny"]
+
+
+@pytest.mark.parametrize("key, why", [
+    ("no-such-model", "Unknown model 'no-such-model'"),
+    ("minilm-l6", "has no masked-LM head"),
+    ("bert-large", "not available here"),  # the suite's Hub cache is empty and offline
+])
+def test_default_model_flag_refuses_what_cannot_open_before_launch(monkeypatch, key, why):
+    from helpers import skip_if_available
+
+    skip_if_available("bert-large")
+    monkeypatch.setenv("ENCODER_LAB_DEFAULT", key)  # the environment variable is checked as the flag is
+    with pytest.raises(SystemExit, match=why):
+        _run_main(monkeypatch, [])
