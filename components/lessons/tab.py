@@ -22,6 +22,7 @@ from . import views
 from . import copy
 
 SLUGS = [s.slug for s in copy.STEPS]
+READER_ENCODER = "minilm-l6"  # the shipped span reader's encoder (weights/span-reader), searching too
 
 
 @dataclass
@@ -54,6 +55,7 @@ def step_models(models) -> dict[str, str | None]:
         "attention": first_capable(models, "attention"),
         "pair": pair,
         "embeddings": first_capable(models, "embeddings") or first_capable(models, "any"),
+        "reader": READER_ENCODER if READER_ENCODER in available else None,
     }
 
 
@@ -233,6 +235,16 @@ def _span_head(keys: dict) -> StepView:
     s.inputs = [s.main_text, _text("Context", copy.SPAN_CONTEXT, 2),
                 gr.Number(value=copy.SPAN_STEPS, precision=0, minimum=1, maximum=2000, label="Training steps")]
     s.outputs = [gr.Plot(label="P(start) and P(end) per context token"), gr.HTML(), gr.Markdown()]
+    return s
+
+
+@_view("retrieve-then-read")
+def _retrieve_then_read(keys: dict) -> StepView:
+    s = StepView(_bound(views.retrieve_then_read, keys["reader"]))
+    s.main_text = _text("Question", copy.READING_QUESTION)
+    s.inputs = [s.main_text, gr.Slider(1, 10, value=3, step=1, label="Passages read (k)")]
+    s.outputs = [gr.Markdown(), gr.Dataframe(label="Passages found and read", interactive=False, wrap=True),
+                 gr.Plot(label="Cost per query, each part")]
     return s
 
 

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from ..embeddings.pooling import POOLING, pooled_vectors
 from ..embeddings.retrieval import corpus, nearest_passages
-from ..errors import InputError
+from ..errors import InputError, UnknownModelError
 from ..registry import catalogue
 from ..registry.spec import ModelSpec
 from ..runtime.loading import BUILD_LOCK, load_model, refuse_decoder
@@ -125,6 +125,13 @@ def _check_reader(reader) -> str | None:
     return reader
 
 
+def _live_reader(head_id: str):
+    try:
+        return span_model(head_id)
+    except InputError as error:
+        raise InputError(f"reader: {error}") from None
+
+
 def retrieve_then_read(question: str, k: int = 3, encoder_key: str | None = None,
                        reader: str | None = None) -> RetrieveReadResult:
     """Search the passage index for the question, read the k nearest passages, answer with a span.
@@ -132,18 +139,22 @@ def retrieve_then_read(question: str, k: int = 3, encoder_key: str | None = None
     question: plain text. k: 1 to 10 passages read. encoder_key: a sentence encoder for the
     search (default ``minilm-l6``; its first search embeds the index, cached after). reader:
     None (the shipped span reader) or a ``train_span_head`` head id. An empty question, k out
-    of range or an unknown reader is an ``InputError``; an unknown model an ``UnknownModelError``."""
+    of range, an unknown encoder_key or an unknown reader is an ``InputError`` naming the
+    argument; a decoder as encoder_key a ``CapabilityError``."""
     question = check_text("" if question is None else question, "question",
-                          "type a question, e.g. What city is the capital of Peru?").strip()
+                          "type a question, such as which city is the capital of Peru").strip()
     k = check_int(k, "k", 1, MAX_PASSAGES)
     head_id = _check_reader(reader)
-    spec = catalogue.get_spec(DEFAULT_ENCODER if encoder_key is None else encoder_key)
+    try:
+        spec = catalogue.get_spec(DEFAULT_ENCODER if encoder_key is None else encoder_key)
+    except UnknownModelError as error:  # said as the argument it came in
+        raise InputError(f"encoder_key: {error}") from None
     refuse_decoder(spec, POOLING)
     if head_id is None:
         reader_spec = catalogue.get_spec(DEFAULT_ENCODER)
         model = shipped_reader(reader_spec)
     else:
-        model, reader_key = span_model(head_id)
+        model, reader_key = _live_reader(head_id)
         reader_spec = catalogue.get_spec(reader_key)
     return _run(question, k, spec, reader_spec, model, head_id or SHIPPED_READER)
 
