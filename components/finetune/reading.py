@@ -66,7 +66,8 @@ def build_reading_section() -> None:
         k = gr.Slider(1, 10, value=3, step=1, label="Passages read (k)", scale=1)
     button = gr.Button("Retrieve, then read", variant="primary")
     answer = gr.Markdown(elem_id="reading-answer")
-    passages = gr.Dataframe(label="Passages found and read", interactive=False, wrap=True)
+    passages = gr.Dataframe(label="Passages found and read", interactive=False, wrap=True,
+                            column_widths=plots.PASSAGE_COLUMN_WIDTHS)
     costs = gr.Plot(error_figure(copy.READING_WAITING), label="Cost per query, each part")
     gr.on([button.click, question.submit], run_reading, [question, k], [answer, passages, costs],
           api_name="retrieve_then_read", **HEAVY)

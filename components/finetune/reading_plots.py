@@ -11,7 +11,8 @@ import plotly.graph_objects as go
 
 from ..shell.common import escape
 
-PASSAGE_COLUMNS = ["rank", "cosine", "source", "passage", "span read", "span score"]
+PASSAGE_COLUMNS = ["rank", "span read", "span score", "cosine", "passage", "source"]
+PASSAGE_COLUMN_WIDTHS = ["7%", "18%", "10%", "9%", "42%", "14%"]
 
 
 def cost_parts(result, decoder) -> list[tuple[str, float]]:
@@ -30,7 +31,7 @@ def cost_chart(result, decoder) -> go.Figure:
     fig = go.Figure(go.Bar(x=[ms for _, ms in parts], y=[escape(name) for name, _ in parts], orientation="h",
                            marker_color=colours, text=[f"{ms:,.1f} ms" for _, ms in parts], textposition="auto",
                            hovertemplate="%{y}: %{x:.1f} ms<extra></extra>"))
-    fig.update_layout(height=260, margin={"t": 50, "b": 40, "l": 10, "r": 20}, xaxis_title="milliseconds (this query)",
+    fig.update_layout(height=120 + 55 * len(parts), bargap=0.25, margin={"t": 50, "b": 40, "l": 10, "r": 20}, xaxis_title="milliseconds (this query)",
                       yaxis={"autorange": "reversed", "automargin": True},
                       title=escape(f"Cost per query on this machine, now ({result.k} passages read)"))
     return fig
@@ -50,7 +51,7 @@ def reading_markdown(result, decoder, decoder_missing: str) -> str:
             f"{best.rank}: “{escape(best.text)}” ({escape(best.source or '?')}).  \n"
             f"The chain: {escape(result.encoder_key)} embeds the question ({result.encode_ms:,.1f} ms), the index of "
             f"{result.corpus_size:,} passages gives the {result.k} nearest ({result.search_ms:,.2f} ms), the "
-            f"{escape(result.reader)} reader (over {escape(result.reader_model_key)}) reads them "
+            f"reader ({escape(result.reader)}, over {escape(result.reader_model_key)}) reads them "
             f"({result.read_ms:,.1f} ms): {total:,.0f} ms in all.  \n")
     if decoder is None:
         return text + escape(decoder_missing)

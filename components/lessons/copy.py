@@ -249,9 +249,9 @@ STEPS = (
         "times each part on this machine, beside the zoo's decoder writing after the same question "
         "where it is trained here: the decoder pays a forward pass for every piece it writes, and its "
         "answer points to no passage.",
-        "Ask “Where does Iceland's government sit?”, then a question the passages cannot answer "
-        "(“Who painted the Mona Lisa?”): what happens to the span score? Set k to 1: which part of the "
-        "cost shrinks?",
+        "Ask “Where does Iceland's government sit?”, then “Who painted the Mona Lisa?”: the search "
+        "finds passages that hold the answer, but the reader learnt only capitals, elements and "
+        "definitions; which span does it point at? Set k to 1: which part of the cost shrinks?",
         "The bi-encoder embedded the 18,445 passages once, before any question. Why does that make "
         "search cheap at question time, and why could a cross-encoder (question and passage read "
         "together) not be used for the search itself?",

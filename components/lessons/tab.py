@@ -15,6 +15,7 @@ import gradio as gr
 
 from models import MAX_TEXT_CHARS, SENTENCE_LOSSES, first_capable, list_models
 
+from ..finetune.reading_plots import PASSAGE_COLUMN_WIDTHS
 from ..shell.common import api_parameters, escape, readable_errors
 from ..shell.deep_links import LinkTarget, model_shape
 from ..shell.server import on_gpu
@@ -243,7 +244,8 @@ def _retrieve_then_read(keys: dict) -> StepView:
     s = StepView(_bound(views.retrieve_then_read, keys["reader"]))
     s.main_text = _text("Question", copy.READING_QUESTION)
     s.inputs = [s.main_text, gr.Slider(1, 10, value=3, step=1, label="Passages read (k)")]
-    s.outputs = [gr.Markdown(), gr.Dataframe(label="Passages found and read", interactive=False, wrap=True),
+    s.outputs = [gr.Markdown(), gr.Dataframe(label="Passages found and read", interactive=False, wrap=True,
+                                column_widths=PASSAGE_COLUMN_WIDTHS),
                  gr.Plot(label="Cost per query, each part")]
     return s
 
