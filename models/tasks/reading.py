@@ -34,7 +34,7 @@ from ..registry import catalogue
 from ..registry.spec import ModelSpec
 from ..runtime.loading import BUILD_LOCK, load_model, refuse_decoder
 from ..validation import check_int, check_text
-from .span_heads import SpanModel, best_span, context_tokens, encode_questions, span_batch, span_model, span_text
+from .span_heads import SpanModel, best_span, encode_questions, span_batch, span_model, span_text
 
 READER_DIR = catalogue.REPO_ROOT / "weights" / "span-reader"
 SHIPPED_READER = "span-reader"  # the name the result gives the shipped reader
