@@ -141,7 +141,8 @@ def test_the_reader_is_transformers_question_answering_model_with_the_shipped_he
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"question": "  "}, "question"), ({"question": None}, "question"), ({"k": 0}, "^k must"),
-    ({"k": 11}, "^k must"), ({"encoder_key": "no-such-model"}, "^encoder_key: Unknown model"),
+    ({"k": 11}, "^k must"), ({"k": True}, "^k must"), ({"k": 2.5}, "^k must"), ({"k": "3"}, "^k must"),
+    ({"question": 123}, "question"), ({"encoder_key": "no-such-model"}, "^encoder_key: Unknown model"),
     ({"reader": "no-such-reader"}, "^reader must"), ({"reader": "span-404"}, "^reader: No trained span head")])
 def test_bad_input_names_the_argument(kwargs, match):
     with pytest.raises(InputError, match=match):
