@@ -90,7 +90,8 @@ STEP_READY: dict[str, tuple[int, int]] = {
     "encoder-vs-decoder": (2, 0), "before-bert": (2, 2), "tokens-embeddings": (1, 1), "attention": (1, 0),
     "knock-out-a-head": (1, 0), "answer-across-layers": (1, 1), "masking": (0, 0),
     "mlm-loss": (0, 2), "nsp": (0, 1), "variants": (1, 2), "pooling-retrieval": (1, 2), "fine-tuning": (1, 0),
-    "sentence-encoder": (2, 0), "sentence-pairs": (1, 0), "span-head": (1, 0), "distillation": (1, 0),
+    "sentence-encoder": (2, 0), "sentence-pairs": (1, 0), "span-head": (1, 0), "retrieve-then-read": (1, 1),
+    "distillation": (1, 0),
 }
 
 # Runs in the page on every painted frame: notes when the link's tab is selected and when

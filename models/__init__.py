@@ -138,6 +138,7 @@ from .pretraining.distillation import STUDENT_SHAPES, DistillResult, distill
 from .tasks.live_training import background_runs, live_heads, run_owner, stop_live_training
 from .tasks.pair_heads import PairClassification, classify_pair, list_pair_tasks, train_pair_classifier
 from .tasks.span_heads import SpanAnswer, SpanHeadResult, answer_span, train_span_head
+from .tasks.reading import retrieve_then_read
 from .validation import MAX_TEXT_CHARS
 from .classroom.checks import MAX_GUESS_CHARS
 from .classroom.rounds import (
@@ -317,6 +318,7 @@ __all__ = [
     "SpanHeadResult",
     "answer_span",
     "train_span_head",
+    "retrieve_then_read",
     "MAX_GUESS_CHARS",
     "MODEL_TOP_K",
     "close_round",

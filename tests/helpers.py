@@ -361,3 +361,25 @@ def _bound_url(log_path, proc: subprocess.Popen, timeout_s: float = 180.0) -> st
 # and one whose first request loads a model or computes a default view.
 TIMEOUT = 60_000
 SLOW_TIMEOUT = 120_000
+
+
+def passage_slice(folder: Path, keep) -> tuple[list[str], list[str], "object"]:
+    """(passages, sources, a MonkeyPatch pointing the search at them): the lines of the passage
+    index ``data/passages.txt`` for which ``keep(line number, text)`` holds, written to ``folder``
+    with their sources, the search's caches emptied; ``patch.undo()`` restores the whole index."""
+    import pytest
+
+    from models.embeddings import retrieval
+
+    lines = (REPO / "data" / "passages.txt").read_text(encoding="utf-8").splitlines()
+    sources = (REPO / "data" / "passages_sources.txt").read_text(encoding="utf-8").splitlines()
+    kept = [i for i, text in enumerate(lines) if keep(i, text)]
+    (folder / "passages.txt").write_text("".join(lines[i] + "\n" for i in kept), encoding="utf-8")
+    (folder / "sources.txt").write_text("".join(sources[i] + "\n" for i in kept), encoding="utf-8")
+    patch = pytest.MonkeyPatch()
+    patch.setattr(retrieval, "CORPUS_FILE", folder / "passages.txt")
+    patch.setattr(retrieval, "SOURCES_FILE", folder / "sources.txt")
+    patch.setattr(retrieval, "CACHE_DIR", folder / "cache")
+    patch.setattr(retrieval, "_LOADED", {})
+    patch.setattr(retrieval, "_RAW", {})
+    return [lines[i] for i in kept], [sources[i] for i in kept], patch

@@ -30,8 +30,9 @@ PROBE_HELP = (
 
 SEARCH_HELP = (
     "## Retrieval: an encoder as a search engine\n"
-    "Every sentence of the corpus slice (`data/heldout.txt`: 3,191 held-out sentences of the "
-    "project's corpus, twelve sources) becomes one vector (mean or [CLS] pooling, normalised); "
+    "Every passage of the index (`data/passages.txt`: 18,445 corpus lines, the 3,191 sentences of "
+    "the held-out split and the knowledge sources: country, city and element facts, the written "
+    "facts, the elements' descriptions, WordNet's definitions) becomes one vector (mean or [CLS] pooling, normalised); "
     "the query becomes one too, and the closest vectors by cosine are the hits. **Exact** "
     "search compares the query with every vector (FAISS `IndexFlatIP`); **ANN** walks an HNSW "
     "graph (FAISS `IndexHNSWFlat`) and looks at a small part of them: much faster on millions "

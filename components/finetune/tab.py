@@ -25,6 +25,7 @@ from ..shell.server import on_gpu
 from ..shell.view_cache import cached_view
 from . import copy
 from . import plots
+from .reading import build_reading_section
 from .sentence import build_sentence_sections, epochs_follow, refresh_search_models, search_choices, search_default
 
 DEFAULT_QUERY = "The whale dived under the ship and the sailors cried out."
@@ -176,6 +177,7 @@ def build_finetune_tab() -> LinkTarget:
         report_button.click(run_report, [search_model, search_pooling, k], report, api_name="retrieval_report",
                             **HEAVY)
         build_sentence_sections(search_model)
+        build_reading_section()
         known = gr.State(search_choices())  # the picker's entries in this session
         pickers = [(refresh_search_models, [known, search_model], [search_model, known])]  # with the tab's arrival
         api_only(refresh_search_models, [known, search_model], [search_model, known], "search_models")

@@ -34,7 +34,7 @@ class Step:
 
 TAB_LABEL = "Lessons"
 INTRO = (
-    "## Lessons: how an encoder works, in sixteen steps\n"
+    "## Lessons: how an encoder works, in seventeen steps\n"
     "Each step explains one idea and opens a live view already computed on an example. Edit "
     "its inputs and press its button to recompute; then answer the check-yourself question "
     "before you reveal the answer. Go in order with **Previous / Next**, or jump with the "
@@ -238,6 +238,33 @@ STEPS = (
         "layer: pre-training learned it without these labels.",
     ),
     Step(
+        "retrieve-then-read",
+        "Retrieve, then read: an encoder finds, a reader points",
+        "Why do encoders still matter beside large generators? Because they are the **cheap, "
+        "checkable** half of answering from a text collection. A **bi-encoder** embeds the question "
+        "once and finds the nearest passages among 18,445 corpus lines already embedded (one matrix "
+        "product, exact FAISS search); a **span reader** reads `[CLS] question [SEP] passage [SEP]` "
+        "for each of the k passages and points at the answer, a start and an end token. The reader "
+        "here is a start/end head of 770 parameters over the same frozen encoder, trained on "
+        "templated questions; the countries asked about below were held out of its training, and "
+        "the question is phrased as a person would ask it, not as the templates do. Its span scores "
+        "share one softmax over all k passages, so the passages compete for the answer. The chart "
+        "times each part on this machine, beside the zoo's decoder writing after the same question "
+        "where it is trained here: the decoder pays a forward pass for every piece it writes, and its "
+        "answer points to no passage.",
+        "Ask “Where does Iceland's government sit?”, then “Who painted the Mona Lisa?”: the search "
+        "finds passages that hold the answer, but the reader learnt only capitals, elements and "
+        "definitions; which span does it point at? Set k to 1: which part of the cost shrinks?",
+        "The bi-encoder embedded the 18,445 passages once, before any question. Why does that make "
+        "search cheap at question time, and why could a cross-encoder (question and passage read "
+        "together) not be used for the search itself?",
+        "At question time only the question is encoded (one short forward pass); the search is a dot "
+        "product with stored vectors. A cross-encoder's score needs the question and the passage in "
+        "one input, so it would run the whole encoder once per passage for every question: 18,445 "
+        "forward passes. That is why the reader, which reads question and passage together, only "
+        "reads the k passages the cheap search found.",
+    ),
+    Step(
         "sentence-encoder",
         "From encoder to sentence encoder: siamese training",
         "Mean-pooled vectors of an encoder trained only on masked-LM are **not a metric space**: "
@@ -364,4 +391,5 @@ PAIR_TASK = "same-source"
 PAIR_A = "A program that crashes the system whenever it runs out of memory is said to be buggy."
 PAIR_B = "Hackers often use this term for any software that is badly designed."
 SPAN_QUESTION = "What is the capital of Peru?"
+READING_QUESTION = "Which city does Kenya's government work from?"  # a held-out country
 SPAN_CONTEXT = "Peru lies in South America, and its capital is Lima."

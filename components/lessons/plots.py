@@ -53,8 +53,8 @@ def pair_frame(rows, column: str) -> pd.DataFrame:
 
 
 def search_note(model_key: str, hits: int, corpus_size: int, pooling: str) -> str:
-    return (f"`{model_key}`, last layer. Search: the {hits} closest of {corpus_size:,} held-out corpus "
-            f"sentences, {pooling} pooling, exact FAISS index.")
+    return (f"`{model_key}`, last layer. Search: the {hits} closest of {corpus_size:,} corpus lines (the "
+            f"held-out split and the knowledge sources), {pooling} pooling, exact FAISS index.")
 
 
 def sentence_encoder_note(result, scores) -> str:

@@ -15,6 +15,7 @@ import gradio as gr
 
 from models import MAX_TEXT_CHARS, SENTENCE_LOSSES, first_capable, list_models
 
+from ..finetune.reading_plots import PASSAGE_COLUMN_WIDTHS
 from ..shell.common import api_parameters, escape, readable_errors
 from ..shell.deep_links import LinkTarget, model_shape
 from ..shell.server import on_gpu
@@ -22,6 +23,7 @@ from . import views
 from . import before_bert_copy, copy
 
 SLUGS = [s.slug for s in copy.STEPS]
+READER_ENCODER = "minilm-l6"  # the shipped span reader's encoder (weights/span-reader), searching too
 
 
 @dataclass
@@ -54,6 +56,7 @@ def step_models(models) -> dict[str, str | None]:
         "attention": first_capable(models, "attention"),
         "pair": pair,
         "embeddings": first_capable(models, "embeddings") or first_capable(models, "any"),
+        "reader": READER_ENCODER if READER_ENCODER in available else None,
     }
 
 
@@ -253,6 +256,17 @@ def _span_head(keys: dict) -> StepView:
     s.inputs = [s.main_text, _text("Context", copy.SPAN_CONTEXT, 2),
                 gr.Number(value=copy.SPAN_STEPS, precision=0, minimum=1, maximum=2000, label="Training steps")]
     s.outputs = [gr.Plot(label="P(start) and P(end) per context token"), gr.HTML(), gr.Markdown()]
+    return s
+
+
+@_view("retrieve-then-read")
+def _retrieve_then_read(keys: dict) -> StepView:
+    s = StepView(_bound(views.retrieve_then_read, keys["reader"]))
+    s.main_text = _text("Question", copy.READING_QUESTION)
+    s.inputs = [s.main_text, gr.Slider(1, 10, value=3, step=1, label="Passages read (k)")]
+    s.outputs = [gr.Markdown(), gr.Dataframe(label="Passages found and read", interactive=False, wrap=True,
+                                column_widths=PASSAGE_COLUMN_WIDTHS),
+                 gr.Plot(label="Cost per query, each part")]
     return s
 
 

@@ -59,6 +59,7 @@ from ..embeddings import plots as embeddings_plots
 from ..fill_mask import plots as fill_mask_plots
 from ..finetune import plots as finetune_plots
 from ..finetune import sentence_plots
+from ..finetune.reading import reading_view
 from ..finetune.copy import TOKEN_COLOURS
 from ..masking import objectives_plots, plots as masking_plots
 from ..parts import plots as parts_plots
@@ -302,3 +303,9 @@ def distillation(teacher_key: str, steps: float, alpha: float, temperature: floa
     result = kept_run(distill, teacher_key, copy.DISTILL_STUDENT, steps=steps, alpha=alpha,
                       temperature=temperature, seed=0, max_seconds=copy.LESSON_SECONDS)
     return sentence_plots.distill_chart(result), sentence_plots.distill_summary(result)
+
+
+@cached_view()
+def retrieve_then_read(encoder_key: str, question: str, k: float):
+    """The passages the bi-encoder finds, the span the reader points at, each part's cost."""
+    return reading_view(question, k, encoder_key)

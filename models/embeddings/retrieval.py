@@ -1,8 +1,11 @@
 """Search by meaning: sentence vectors in a FAISS index, exact or approximate.
 
-The searchable corpus is the project's committed held-out split, ``data/heldout.txt``
-(3,191 sentences from the corpus's twelve sources, ``data/corpus_sources.json``), so the
-index builds anywhere the repository is. Vectors come from ``models.embed`` (the
+The searchable corpus is the project's committed passage index, ``data/passages.txt``
+(18,445 corpus lines, ``scripts/build_passages.py``): the held-out split ``data/heldout.txt``
+(3,191 sentences from the corpus's twelve older sources, ``data/corpus_sources.json``) followed
+by the corpus's knowledge sources (templated country, city and element facts, the written
+facts, the elements' descriptions and WordNet's definitions as sentences), so the index
+builds anywhere the repository is. Vectors come from ``models.embed`` (the
 Embeddings tab's pooling), L2-normalised, so an inner product is a cosine:
 
 * ``index="exact"``: ``faiss.IndexFlatIP``, every vector compared (brute force);
@@ -38,8 +41,8 @@ from ..validation import check_int, check_text
 from .pooling import POOLING, check_pooling, embed, pooled_vectors
 from .sentence_sets import sentence_groups
 
-CORPUS_FILE = catalogue.REPO_ROOT / "data" / "heldout.txt"
-SOURCES_FILE = catalogue.REPO_ROOT / "data" / "tasks" / "heldout_sources.txt"  # line by line
+CORPUS_FILE = catalogue.REPO_ROOT / "data" / "passages.txt"
+SOURCES_FILE = catalogue.REPO_ROOT / "data" / "passages_sources.txt"  # line by line
 QUERIES_FILE = catalogue.REPO_ROOT / "data" / "train_sample.txt"
 CACHE_DIR = catalogue.REPO_ROOT / ".cache" / "retrieval"
 INDEXES = ("exact", "ann")
@@ -59,7 +62,7 @@ class SearchHit:
     score: float  # cosine similarity (the vectors are L2-normalised)
     text: str
     source: str  # the corpus source it comes from, or "" where unknown
-    corpus_index: int  # line number (0-based) in data/heldout.txt
+    corpus_index: int  # line number (0-based) in data/passages.txt
 
 
 @dataclass(frozen=True)
@@ -293,17 +296,26 @@ def search(model_key: str, query: str, k: int = 10, pooling: str = "mean", index
     k, pooling, index = _check_k(k), check_pooling(pooling), _check_index(index)
     loaded = load_model(spec, head="base")  # the query's length, before any index work
     check_token_count(loaded, len(loaded.tokenizer(query)["input_ids"]), "The query")
-    vectors, exact, ann = _indexes(spec, pooling, progress)
+    size = len(_indexes(spec, pooling, progress)[0])
     q = embed(model_key, [query], pooling=pooling, normalize=True)
+    hits, ms = nearest_passages(spec, q, k, pooling, index)
+    return SearchResult(model_key, query, pooling, index, size, hits, ms)
+
+
+def nearest_passages(spec: ModelSpec, unit_query: np.ndarray, k: int, pooling: str = "mean",
+                     index: str = "exact") -> tuple[tuple[SearchHit, ...], float]:
+    """The k passages nearest a (1, d) L2-normalised query vector, and the index's search time in
+    milliseconds: ``search`` below the public layer (the arguments already checked)."""
+    vectors, exact, ann = _indexes(spec, pooling)
     started = time.perf_counter()
-    scores, ids = (exact if index == "exact" else ann).search(q, k)
+    scores, ids = (exact if index == "exact" else ann).search(unit_query, k)
     ms = (time.perf_counter() - started) * 1000
     sentences, sources, _ = corpus()
     hits = tuple(
         SearchHit(rank, float(s), sentences[i], sources[i], int(i))
         for rank, (s, i) in enumerate(zip(scores[0], ids[0]), start=1) if i >= 0
     )
-    return SearchResult(model_key, query, pooling, index, len(vectors), hits, ms)
+    return hits, ms
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> float:
@@ -367,7 +379,7 @@ def retrieval_report(model_key: str, k: int = 10, pooling: str = "mean", queries
         dot_overlap=_overlap(exact_ids, dot_ids),
         norm_spread=(float(norms.min()), float(np.median(norms)), float(norms.max())),
         pooling_recall=pooling_recall, pooling_queries=n_para,
-        note=(f"Corpus: data/heldout.txt ({len(vectors):,} sentences). Queries: the first {len(q)} "
+        note=(f"Corpus: data/passages.txt ({len(vectors):,} passages: the held-out split and the knowledge sources). Queries: the first {len(q)} "
               f"sentences of data/train_sample.txt. HNSW M={HNSW_M}, efSearch={HNSW_EF_SEARCH}. "
               "Paraphrase recall: each sentence of the Embeddings tab's groups as a query, a hit when "
               f"a sentence of its own group is in the top {k} among the groups and the whole corpus."),

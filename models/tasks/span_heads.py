@@ -166,7 +166,7 @@ def longest_word(context: str) -> str:
 # --- encoding ----------------------------------------------------------------------------
 
 
-def _encode(loaded, questions, contexts):
+def encode_questions(loaded, questions, contexts):
     enc = loaded.tokenizer(list(questions), list(contexts), truncation=False, return_offsets_mapping=True,
                            return_token_type_ids=True, return_attention_mask=False, verbose=False)
     for number, ids in enumerate(enc["input_ids"], start=1):
@@ -174,16 +174,16 @@ def _encode(loaded, questions, contexts):
     return enc
 
 
-def _context_tokens(enc, i: int) -> list[int]:
+def context_tokens(enc, i: int) -> list[int]:
     """Token positions of the context (the second sequence), specials excluded."""
     return [t for t, s in enumerate(enc.sequence_ids(i)) if s == 1]
 
 
-def _targets(enc, examples) -> tuple[list[int], list[int]]:
+def span_targets(enc, examples) -> tuple[list[int], list[int]]:
     starts, ends = [], []
     for i, ex in enumerate(examples):
         a, b = ex.start, ex.start + len(ex.answer)
-        inside = [t for t in _context_tokens(enc, i) if enc["offset_mapping"][i][t][1] > a
+        inside = [t for t in context_tokens(enc, i) if enc["offset_mapping"][i][t][1] > a
                   and enc["offset_mapping"][i][t][0] < b]
         starts.append(inside[0])
         ends.append(inside[-1])
@@ -205,7 +205,7 @@ class SpanModel(torch.nn.Module):
         return logits[..., 0], logits[..., 1]
 
 
-def _batch(enc, rows, pad_id: int, device) -> tuple[dict, torch.Tensor]:
+def span_batch(enc, rows, pad_id: int, device) -> tuple[dict, torch.Tensor]:
     """Padded inputs and a (B, T) mask of the context tokens (where an answer may be)."""
     width = max(len(enc["input_ids"][i]) for i in rows)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
@@ -217,12 +217,12 @@ def _batch(enc, rows, pad_id: int, device) -> tuple[dict, torch.Tensor]:
         ids[r, :n] = torch.tensor(enc["input_ids"][i])
         types[r, :n] = torch.tensor(enc["token_type_ids"][i])
         mask[r, :n] = 1
-        context[r, _context_tokens(enc, i)] = True
+        context[r, context_tokens(enc, i)] = True
     batch = {"input_ids": ids.to(device), "attention_mask": mask.to(device), "token_type_ids": types.to(device)}
     return batch, context.to(device)
 
 
-def _best_span(start_logits: torch.Tensor, end_logits: torch.Tensor) -> tuple[int, int]:
+def best_span(start_logits: torch.Tensor, end_logits: torch.Tensor) -> tuple[int, int]:
     """argmax over start <= end < start + MAX_ANSWER_TOKENS of start + end logit; (T,) each."""
     t = start_logits.shape[0]
     total = start_logits[:, None] + end_logits[None, :]  # (T, T)
@@ -232,21 +232,21 @@ def _best_span(start_logits: torch.Tensor, end_logits: torch.Tensor) -> tuple[in
     return best // t, best % t
 
 
-def _predict(model, enc, rows, pad_id, device) -> list[tuple[int, int, torch.Tensor, torch.Tensor]]:
+def predict_spans(model, enc, rows, pad_id, device) -> list[tuple[int, int, torch.Tensor, torch.Tensor]]:
     out = []
     with torch.inference_mode():
         for start in range(0, len(rows), 64):
             part = rows[start:start + 64]
-            batch, context = _batch(enc, part, pad_id, device)
+            batch, context = span_batch(enc, part, pad_id, device)
             s, e = model(**batch)
             s, e = s.masked_fill(~context, float("-inf")), e.masked_fill(~context, float("-inf"))
             for r in range(len(part)):
-                a, b = _best_span(s[r], e[r])
+                a, b = best_span(s[r], e[r])
                 out.append((a, b, s[r], e[r]))
     return out
 
 
-def _span_text(enc, i: int, a: int, b: int, context: str) -> tuple[str, int, int]:
+def span_text(enc, i: int, a: int, b: int, context: str) -> tuple[str, int, int]:
     first, last = enc["offset_mapping"][i][a][0], enc["offset_mapping"][i][b][1]
     while first < last and context[first].isspace():  # Unigram's "▁Lima" and ModernBERT's "ĠLima"
         first += 1  # span the space before the word: the answer starts at the word
@@ -268,6 +268,11 @@ def reference_qa_head(loaded) -> tuple[str, int]:
 # --- trained heads -----------------------------------------------------------------------
 
 _HEADS = HeadStore("span", "train_span_head", "Train the span head")
+
+
+def span_model(head_id) -> tuple[SpanModel, str]:
+    """A span head trained in this process: (its model, its encoder's key), or an InputError."""
+    return _HEADS.get(head_id)
 
 
 # --- training and answering -----------------------------------------------------------------
@@ -311,9 +316,9 @@ def train_span_head(model_key: str, steps: int = 150, seed: int = 0, learning_ra
 def _train(loaded, model_key, data, steps, seed, lr, seconds, batch_size) -> SpanHeadResult:
     budget = Budget(seconds)
     device, pad_id = loaded.device, loaded.tokenizer.pad_token_id or 0
-    train_enc = _encode(loaded, [e.question for e in data.train], [e.context for e in data.train])
-    val_enc = _encode(loaded, [e.question for e in data.validation], [e.context for e in data.validation])
-    starts, ends = _targets(train_enc, data.train)
+    train_enc = encode_questions(loaded, [e.question for e in data.train], [e.context for e in data.train])
+    val_enc = encode_questions(loaded, [e.question for e in data.validation], [e.context for e in data.validation])
+    starts, ends = span_targets(train_enc, data.train)
     with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
         body = trainable_copy(loaded, seed).to(device)
         head = linear_head(body, 2, device)
@@ -328,7 +333,7 @@ def _train(loaded, model_key, data, steps, seed, lr, seconds, batch_size) -> Spa
             if len(order) < batch_size:
                 order += rng.permutation(len(data.train)).tolist()
             rows, order = order[:batch_size], order[batch_size:]
-            batch, context = _batch(train_enc, rows, pad_id, device)
+            batch, context = span_batch(train_enc, rows, pad_id, device)
             s, e = model(**batch)
             s, e = s.masked_fill(~context, -1e4), e.masked_fill(~context, -1e4)
             loss = (F.cross_entropy(s, torch.tensor([starts[i] for i in rows], device=device))
@@ -338,8 +343,8 @@ def _train(loaded, model_key, data, steps, seed, lr, seconds, batch_size) -> Spa
             optimiser.step()
             curve.append(float(loss.detach()))
         model.eval()
-    found = _predict(model, val_enc, list(range(len(data.validation))), pad_id, device)
-    predicted = [_span_text(val_enc, i, a, b, ex.context)[0] for i, ((a, b, _, _), ex) in
+    found = predict_spans(model, val_enc, list(range(len(data.validation))), pad_id, device)
+    predicted = [span_text(val_enc, i, a, b, ex.context)[0] for i, ((a, b, _, _), ex) in
                  enumerate(zip(found, data.validation))]
     gold = [ex.answer for ex in data.validation]
     per_source = {}
@@ -378,13 +383,13 @@ def answer_span(head_id: str, question: str, context: str) -> SpanAnswer:
                          "a question needs a context: type the sentence (or passage) that holds the answer")
     question, context = question.strip(), context.strip()
     loaded = load_model(catalogue.get_spec(model_key), head="base")
-    enc = _encode(loaded, [question], [context])
+    enc = encode_questions(loaded, [question], [context])
     device = model.qa_outputs.weight.device
-    (a, b, s, e), = _predict(model, enc, [0], loaded.tokenizer.pad_token_id or 0, device)
-    tokens = _context_tokens(enc, 0)
+    (a, b, s, e), = predict_spans(model, enc, [0], loaded.tokenizer.pad_token_id or 0, device)
+    tokens = context_tokens(enc, 0)
     p_start = torch.softmax(s[tokens], -1).cpu().numpy()
     p_end = torch.softmax(e[tokens], -1).cpu().numpy()
-    text, first, last = _span_text(enc, 0, a, b, context)
+    text, first, last = span_text(enc, 0, a, b, context)
     names = loaded.tokenizer.convert_ids_to_tokens([enc["input_ids"][0][t] for t in tokens])
     score = float(p_start[tokens.index(a)] * p_end[tokens.index(b)])
     return SpanAnswer(head_id, question, context, text, first, last, score, tuple(names), p_start, p_end)

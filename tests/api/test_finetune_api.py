@@ -99,3 +99,20 @@ def test_retrieval_report_matches_the_core(client):
     for name, pooling in (("[CLS]", "cls"), ("mean", "mean")):
         shown = _percent(re.escape(name) + r" ([\d.]+)%", text)
         assert shown == pytest.approx(core.pooling_recall[pooling], abs=1 / core.pooling_queries)
+
+
+def test_retrieve_then_read_matches_the_core(client):
+    from models import retrieve_then_read
+
+    question = "Where does Iceland's government sit?"
+    text, table, plot = client.predict(question, 3, api_name="/retrieve_then_read")
+    core = retrieve_then_read(question, k=3)
+    assert [row[3] for row in table["data"]] == [p.text for p in core.passages]
+    assert [row[4] for row in table["data"]] == [p.answer for p in core.passages]
+    assert f"**Answer: {core.answer}**" in text and core.answer == "Reykjavik"
+    bars = json.loads(plot["plot"])["data"][0]
+    assert bars["y"][:3] == ["encode the question", "search the index", "read the passages"]
+    with pytest.raises(AppError, match="less than minimum value 1"):  # the slider's own range
+        client.predict(question, 0, api_name="/retrieve_then_read")
+    with pytest.raises(AppError, match="question"):
+        client.predict("   ", 3, api_name="/retrieve_then_read")

@@ -10,7 +10,7 @@ import pytest
 import torch
 from transformers import AutoModel
 
-from helpers import ENCODER_KEY, MLM_KEY, REPO
+from helpers import ENCODER_KEY, MLM_KEY, REPO, passage_slice
 from models import InputError, UnknownModelError, embed, get_spec, search, sentence_groups
 from models.registry import catalogue
 from models.runtime import loading
@@ -23,16 +23,7 @@ SLICE = 300
 @pytest.fixture(scope="module")
 def small_corpus(tmp_path_factory):
     folder = tmp_path_factory.mktemp("retrieval")
-    sentences = (REPO / "data/heldout.txt").read_text(encoding="utf-8").splitlines()[:SLICE]
-    sources = (REPO / "data/tasks/heldout_sources.txt").read_text(encoding="utf-8").splitlines()[:SLICE]
-    (folder / "corpus.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
-    (folder / "sources.txt").write_text("\n".join(sources) + "\n", encoding="utf-8")
-    patch = pytest.MonkeyPatch()
-    patch.setattr(retrieval, "CORPUS_FILE", folder / "corpus.txt")
-    patch.setattr(retrieval, "SOURCES_FILE", folder / "sources.txt")
-    patch.setattr(retrieval, "CACHE_DIR", folder / "cache")
-    patch.setattr(retrieval, "_LOADED", {})
-    patch.setattr(retrieval, "_RAW", {})
+    sentences, sources, patch = passage_slice(folder, lambda i, _: i < SLICE)  # the held-out split's first lines
     steps = []
     retrieval.build_index(ENCODER_KEY, "mean", progress=lambda done, total, what: steps.append((done, total)))
     yield sentences, sources, folder, steps
