@@ -2,7 +2,9 @@
 
 Every task ships with the repository (``data/tasks/<name>.tsv``, written by
 ``scripts/build_tasks.py`` from the project's corpus and WordNet 3.0), with a fixed held-out
-split chosen by a hash of each sentence, so a validation sentence never moves to training.
+split chosen by a hash of each sentence, so a validation sentence never moves to training;
+``entities`` (``scripts/build_entities.py``) is held out by entity and ``sentiment``
+(``scripts/build_sentiment.py``) by template.
 Each line is ``split<TAB>label<TAB>sentence``.
 
 Two kinds:
