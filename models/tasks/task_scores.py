@@ -5,7 +5,8 @@ its baselines:
   lookup of the training split's names (which knows no held-out name);
 * ``sentiment``: accuracy, the head's, always the majority label's, and a word list's: the
   templates' own positive and negative adjectives counted (more positive ones: positive; a tie:
-  the training split's majority label).
+  the training split's majority label, as ``train_classifier``'s majority baseline picks it, the
+  first label when they are balanced).
 
 The head's predictions are read through the trained module itself (the text tokenized again),
 so they are what ``classify`` answers.
@@ -15,9 +16,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..embeddings.pooling import encode_unpadded
@@ -89,7 +90,7 @@ def word_list_labels(texts, tie: str) -> list[str]:
 def sentiment_task_scores(data, predicted) -> TaskScores:
     labels = data.info.labels
     gold = [labels[y] for y in data.validation_labels]
-    majority = labels[Counter(data.train_labels).most_common(1)[0][0]]
+    majority = labels[int(np.bincount(data.train_labels, minlength=len(labels)).argmax())]  # a tie: the first
     accuracy = lambda guesses: sum(g == y for g, y in zip(guesses, gold, strict=True)) / len(gold)  # noqa: E731
     return TaskScores("accuracy", ("all",), (accuracy([labels[p] for p in predicted]),),
                       ((f"majority ({majority})", (accuracy([majority] * len(gold)),)),

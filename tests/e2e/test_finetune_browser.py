@@ -37,7 +37,7 @@ def test_sentiment_head_shows_its_baselines_as_a_table(page):
     table = page.locator("#head-summary table")
     expect(table).to_contain_text("word list", timeout=PROBE_TIMEOUT)
     expect(table.get_by_role("cell", name="trained head")).to_be_visible()
-    expect(table.get_by_role("cell", name="majority (positive)")).to_be_visible()
+    expect(table.get_by_role("cell", name="majority (negative)")).to_be_visible()
     page.get_by_label("Classify my sentence").fill("The concert was anything but <b>dull</b>.")
     page.get_by_role("button", name="Classify", exact=True).click()
     expect(page.locator("#head-prediction")).to_contain_text("positive", timeout=PROBE_TIMEOUT)
