@@ -1,12 +1,13 @@
 """Task heads and retrieval on one encoder: the figures the README gives for them.
 
     python -m scripts.evaluate_heads [--model minilm-l6] [--epochs 30] [--seed 0] [--threads 2]
-                                     [--queries 200] [--k 10] [--no-retrieval]
+                                     [--queries 200] [--k 10] [--no-retrieval] [--baselines-only]
 
 Public API only (``models``): a probe on the last layer (``train_classifier``, task
 "source", mean pooling) with its head and body parameter counts; a probe on every layer
 (``probe_layers``) for source/mean, source/cls, supersense/mean and truecase (one label per
-word); the overfitting lesson (8 training sentences, 60 epochs, seed 1); and
+word); the overfitting lesson (8 training sentences, 60 epochs, seed 1); the entities and
+sentiment probes beside their baselines (``--baselines-only``: those alone); and
 ``retrieval_report`` for mean and [CLS] pooling (ANN recall@k against exact search,
 dot-product vs cosine top-k, vector lengths, paraphrase recall). Accuracies are on each
 task's fixed validation split (``data/tasks/``), never the training one. The latencies it
@@ -48,6 +49,17 @@ def heads(model: str, epochs: int, seed: int) -> None:
           f"(majority {o.majority_baseline:.1%})")
 
 
+def baselines(model: str, epochs: int, seed: int) -> None:
+    """The entities and sentiment probes (last layer; sentiment mean-pooled) beside their baselines."""
+    for task in ("entities", "sentiment"):
+        r = train_classifier(model, task, pooling="mean", epochs=epochs, seed=seed)
+        s = r.scores
+        print(f"{task}, probe on layer {r.layer}, {r.epochs} epochs, seed {r.seed}, held out: {s.metric}")
+        for name, values in (("trained head", s.model), *s.baselines):
+            print(f"  {name:<30} " + "  ".join(f"{row} {v:.1%}" for row, v in zip(s.rows, values)))
+        print("  held out (count)               " + "  ".join(f"{row} {n}" for row, n in zip(s.rows, s.support)))
+
+
 def retrieval(model: str, k: int, queries: int) -> None:
     for pooling in ("mean", "cls"):
         r = retrieval_report(model, k=k, pooling=pooling, queries=queries)
@@ -70,8 +82,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200, help="retrieval_report queries (10-2000)")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--no-retrieval", action="store_true", help="the heads only")
+    parser.add_argument("--baselines-only", action="store_true",
+                        help="only the entities and sentiment probes beside their baselines")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    baselines(args.model, args.epochs, args.seed)
+    if args.baselines_only:
+        return 0
     heads(args.model, args.epochs, args.seed)
     if not args.no_retrieval:
         retrieval(args.model, args.k, args.queries)

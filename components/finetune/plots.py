@@ -51,7 +51,19 @@ def summary_markdown(result: ClassifierResult) -> str:
         f"{result.train_examples:,} training sentences ({result.train_units:,} {units}), "
         f"{result.validation_examples:,} validation sentences ({result.validation_units:,} {units}); "
         f"{result.seconds:.1f} s.  \n{html.escape(result.note)}"
-    )
+    ) + scores_markdown(result.scores)
+
+
+def scores_markdown(scores) -> str:
+    """The task's held-out figure per label, the head's against each baseline's, as a table."""
+    if scores is None:
+        return ""
+    columns = [html.escape(r) for r in scores.rows]
+    lines = [f"| {html.escape(scores.metric)} | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for name, values in (("trained head", scores.model), *scores.baselines):
+        lines.append(f"| {html.escape(name)} | " + " | ".join(f"{v:.1%}" for v in values) + " |")
+    lines.append("| held out (count) | " + " | ".join(f"{n:,}" for n in scores.support) + " |")
+    return "\n\n**On the held-out split, beside its baselines:**\n\n" + "\n".join(lines)
 
 
 def tasks_frame(tasks) -> pd.DataFrame:
@@ -81,7 +93,8 @@ def classification_html(result: Classification, colours: dict) -> str:
                      f"{html.escape(result.text[start:end])}<sub class='head-label'>{html.escape(label)}</sub></mark>")
         last = end
     parts.append(html.escape(result.text[last:]))
-    legend = " ".join(f'<mark style="background:{c}">{html.escape(n)}</mark>' for n, c in colours.items())
+    legend = " ".join(f'<mark style="background:{colours.get(n, "#ddd")}">{html.escape(n)}</mark>'
+                      for n in result.labels)
     return f'<div class="head-tokens" style="line-height:2">{"".join(parts)}</div><div>{legend}</div>'
 
 

@@ -40,7 +40,8 @@ from .classifier_model import ClassifierModel
 from .features import task_features, word_positions
 from .live_training import adopt_head_model, check_rate, exclusive_run, export_head_run, train_how
 from .finetuning import FINETUNE_BATCH, finetune
-from .task_data import casing_labels, load_task
+from .task_data import load_task, word_spans
+from .task_scores import TaskScores, task_scores
 
 HEAD_POOLINGS = ("cls", "mean")
 MAX_PROBE_EPOCHS = 300
@@ -79,6 +80,7 @@ class ClassifierResult:
     majority_baseline: float  # its share of the validation units: what guessing it scores
     seconds: float  # wall-clock training time (features included), for information only
     note: str  # what was trained, on what, how
+    scores: TaskScores | None = None  # entities, sentiment: held-out figures beside their baselines
 
     @property
     def final_validation_accuracy(self) -> float:
@@ -315,6 +317,7 @@ def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int
                 f"head trained together with AdamW (lr {lr:g} encoder, {lr * 20:g} head, batch "
                 f"{FINETUNE_BATCH}) for {epochs} epoch(s), seed {seed}, float32 on {loaded.device}.")
     seconds = time.perf_counter() - started
+    scores = task_scores(model, loaded, data)
     majority, baseline = _majority(y_train, y_val, n_classes)
     train_sentences = data.info.train_size if subset is None else len(subset)
     head_id = _keep(_Trained(model, model_key, task, finetuned=not freeze))
@@ -343,6 +346,7 @@ def train_classifier(model_key: str, task: str, pooling: str = "cls", layer: int
         majority_baseline=baseline,
         seconds=seconds,
         note=note,
+        scores=scores,
     )
 
 
@@ -393,7 +397,7 @@ def classify(head_id: str, text: str) -> Classification:
     if model.kind == "sequence":
         return Classification(head_id, text, model.kind, model.labels, probabilities,
                               (model.labels[int(probabilities.argmax())],))
-    spans, _ = casing_labels(text)
+    spans = word_spans(trained.task, text)
     positions = word_positions(enc["offset_mapping"], spans)
     kept = [(s, p) for s, p in zip(spans, positions) if p >= 0]
     words = probabilities[[p for _, p in kept]] if kept else np.zeros((0, len(model.labels)), np.float32)

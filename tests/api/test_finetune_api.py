@@ -116,3 +116,22 @@ def test_retrieve_then_read_matches_the_core(client):
         client.predict(question, 0, api_name="/retrieve_then_read")
     with pytest.raises(AppError, match="question"):
         client.predict("   ", 3, api_name="/retrieve_then_read")
+
+
+def test_sentiment_and_entities_show_their_baselines(client):
+    """The summary's table is the core's scores; a token task's answer tags every word."""
+    from models import train_classifier
+
+    _, summary, head_id = client.predict(MLM_KEY, "sentiment", "mean", -1, True, 5, 0, 0,
+                                         api_name="/train_classifier")
+    core = train_classifier(MLM_KEY, "sentiment", pooling="mean", layer=-1, epochs=5, seed=0)
+    for name, values in (("trained head", core.scores.model), *core.scores.baselines):
+        assert f"| {name} | {values[0]:.1%} |" in summary
+    html = client.predict(head_id, "The <b>film</b> was anything but dull.", api_name="/classify")
+    assert "<b>film" not in html and re.search(r"<b>(positive|negative)</b>", html)
+    _, summary, head_id = client.predict(MLM_KEY, "entities", "mean", -1, True, 2, 40, 0,
+                                         api_name="/train_classifier")
+    assert "| entity F1 (exact spans) | PER | LOC | ELEMENT | all |" in summary
+    assert "| lookup of the training names |" in summary
+    html = client.predict(head_id, "Marie Curie lived in <i>Paris</i>.", api_name="/classify")
+    assert html.count("<sub class='head-label'>") == 7 and "<i>" not in html  # "i" twice: words too

@@ -27,3 +27,20 @@ def test_finetune_tab(page):
     expect(page.get_by_role("gridcell", name="moby-dick").first).to_be_visible(timeout=PROBE_TIMEOUT)
     screenshot(page, "finetune")
     assert page.external_requests == [] and page.dialogs == []
+
+
+def test_sentiment_head_shows_its_baselines_as_a_table(page):
+    page.get_by_role("tab", name="Fine-tuning & search").click()
+    page.get_by_label("Task").click()
+    page.get_by_role("option", name="sentiment").click()
+    page.get_by_role("button", name="Train the head", exact=True).click()
+    table = page.locator("#head-summary table")
+    expect(table).to_contain_text("word list", timeout=PROBE_TIMEOUT)
+    expect(table.get_by_role("cell", name="trained head")).to_be_visible()
+    expect(table.get_by_role("cell", name="majority (negative)")).to_be_visible()
+    page.get_by_label("Classify my sentence").fill("The concert was anything but <b>dull</b>.")
+    page.get_by_role("button", name="Classify", exact=True).click()
+    expect(page.locator("#head-prediction")).to_contain_text("positive", timeout=PROBE_TIMEOUT)
+    assert page.locator("#head-prediction b", has_text="dull").count() == 0
+    screenshot(page, "finetune-sentiment")
+    assert page.external_requests == [] and page.dialogs == []

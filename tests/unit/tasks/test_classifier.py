@@ -175,7 +175,8 @@ def test_classify_a_sentence_and_each_word(probe):
 def test_tasks_ship_with_a_fixed_hash_split():
     for info in list_tasks():
         rows = [line.split("\t", 2) for line in (REPO / f"data/tasks/{info.name}.tsv").read_text().splitlines()]
-        for split, _, text in rows:
+        # held out by entity and by template instead (tests/unit/tasks/test_entities_sentiment.py)
+        for split, _, text in rows if info.name not in ("entities", "sentiment") else ():
             key = "task:" + " ".join(text.lower().split())
             bucket = int.from_bytes(hashlib.sha1(key.encode()).digest()[:8], "big") % 100
             assert split == ("validation" if bucket < 30 else "train")
