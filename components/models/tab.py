@@ -25,8 +25,9 @@ def build_models_tab() -> LinkTarget:
     with gr.Tab("Models", id="models") as tab:
         gr.Markdown(copy.MODELS_HELP)
         table = gr.Dataframe(value=models_table(), label="Model registry", interactive=False, wrap=True)
-        memory = gr.Markdown(memory_view, elem_id="memory-budget")
+        memory = gr.Markdown(memory_view(), elem_id="memory-budget")
         refresh = gr.Button("Check again")
         refresh.click(models_table, None, table, api_name="list_models")
         refresh.click(memory_view, None, memory, api_name="memory_budget")
+        tab.select(memory_view, None, memory, api_visibility="private")  # what the server keeps now
     return LinkTarget("models", tab)

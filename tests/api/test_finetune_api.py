@@ -107,8 +107,9 @@ def test_retrieve_then_read_matches_the_core(client):
     question = "Where does Iceland's government sit?"
     text, table, plot = client.predict(question, 3, api_name="/retrieve_then_read")
     core = retrieve_then_read(question, k=3)
-    assert [row[3] for row in table["data"]] == [p.text for p in core.passages]
-    assert [row[4] for row in table["data"]] == [p.answer for p in core.passages]
+    column = {name: i for i, name in enumerate(table["headers"])}
+    assert [row[column["passage"]] for row in table["data"]] == [p.text for p in core.passages]
+    assert [row[column["span read"]] for row in table["data"]] == [p.answer for p in core.passages]
     assert f"**Answer: {core.answer}**" in text and core.answer == "Reykjavik"
     bars = json.loads(plot["plot"])["data"][0]
     assert bars["y"][:3] == ["encode the question", "search the index", "read the passages"]

@@ -73,10 +73,10 @@ def test_a_trained_copy_embeds_in_the_embeddings_tab_once_its_pickers_are_refres
     assert key in [k for _, k in client.predict(api_name="/search_models")["choices"]]
 
 
-def test_a_search_picker_holding_an_encoder_pushed_out_by_other_visitors(client, app_server):
-    """The server keeps the last 3 sentence encoders: when another visitor's training pushes
-    this session's out, Search says so (not "Unknown model"), and arriving at the tab sets the
-    picker back to its default (left, Gradio refused the next search: not among the choices)."""
+def test_a_visitors_encoder_stays_while_other_visitors_train(client, app_server):
+    """What a class trains is kept per visitor within the server's memory budget: another
+    visitor training three encoders leaves this session's newest one searchable and in its
+    picker (what is dropped when the budget runs out, and what it says: tests/unit/runtime)."""
     from gradio_client import Client
 
     *_, picker = client.predict("mini-bert", "triplet", 0.5, 1, 0, api_name="/train_sentence_encoder")
@@ -84,13 +84,8 @@ def test_a_search_picker_holding_an_encoder_pushed_out_by_other_visitors(client,
     other = Client(app_server, verbose=False, download_files=False)  # another visitor
     for seed in (1, 2, 3):
         other.predict("mini-bert", "triplet", 0.5, 1, seed, api_name="/train_sentence_encoder")
-    with pytest.raises(AppError, match=f"{mine}.* was trained in this process and has been dropped") as caught:
-        client.predict("a cat on a mat", mine, "mean", "exact", 10, api_name="/search")
-    assert "Train a sentence encoder" in str(caught.value) and "Unknown model" not in str(caught.value)
-    update = client.predict(mine, api_name="/search_models")  # what selecting the tab runs
-    assert mine not in [k for _, k in update["choices"]]
-    assert update["value"] in [k for _, k in update["choices"]] and not update["value"].startswith("sbert:")
-    hits, note = client.predict("a cat on a mat", update["value"], "mean", "exact", 10, api_name="/search")
+    assert mine in [k for _, k in client.predict(api_name="/search_models")["choices"]]  # the tab's picker
+    hits, note = client.predict("a cat on a mat", mine, "mean", "exact", 10, api_name="/search")
     assert hits["data"] and "hits among" in note
 
 
