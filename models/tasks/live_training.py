@@ -215,7 +215,7 @@ class HeadStore:
     def __init__(self, prefix: str, trainer: str, button: str):
         """``trainer``: the API function that trains one; ``button``: the page's button."""
         self.prefix, self.trainer, self.button = prefix, trainer, button
-        self.runs = KeptRuns(f"{prefix} heads", f"trained {prefix} head", train_how("one", button, trainer))
+        self.runs = KeptRuns(f"{prefix} heads", f"trained {prefix} head", train_how("one first", button, trainer))
         self._ids = itertools.count(1)
         _STORES.append(self)
 

@@ -146,13 +146,12 @@ def test_span_step_shows_start_and_end_probabilities_over_the_context(live_key):
         views.span_head(live_key, copy.SPAN_QUESTION, " ", 4)
 
 
-def test_span_step_trains_again_when_its_head_was_pushed_out(live_key, monkeypatch):
+def test_span_step_trains_again_when_its_head_was_dropped(live_key, monkeypatch):
     from models.tasks import span_heads
 
     views.span_head(live_key, copy.SPAN_QUESTION, copy.SPAN_CONTEXT, 3)
     first = views._span_run(live_key, 3).head_id
-    with span_heads._HEADS._lock:  # pushed out, as two other span trainings would
-        span_heads._HEADS._items.pop(first)
+    span_heads._HEADS.runs.drop(first)  # dropped, as the memory budget would
     views.span_head(live_key, copy.SPAN_QUESTION, copy.SPAN_CONTEXT, 3)
     assert views._span_run(live_key, 3).head_id != first and views._span_run(live_key, 3).head_id in live_heads()
 

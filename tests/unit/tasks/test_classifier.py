@@ -230,14 +230,12 @@ def test_lesson_probe_is_trained_again_only_when_its_head_is_gone(monkeypatch, t
     with pytest.raises(EncoderLabError):
         lesson_views.fine_tuning(ENCODER_KEY, TASK, "   ")
     assert len(calls) == 1
-    with heads._TRAINED_LOCK:  # pushed out, as eight other trainings would
-        heads._TRAINED.pop(lesson_views._probe(ENCODER_KEY, TASK).head_id)
+    heads._TRAINED.drop(lesson_views._probe(ENCODER_KEY, TASK).head_id)  # dropped, as the memory budget would
     lesson_views.fine_tuning(ENCODER_KEY, TASK, "She said, \"Come in.\"")
     assert len(calls) == 1  # restored from the run kept on disk (models/runtime/run_store.py)
-    assert lesson_views._probe(ENCODER_KEY, TASK).head_id in heads._TRAINED
+    assert lesson_views._probe(ENCODER_KEY, TASK).head_id in dict(heads._TRAINED.items())
     monkeypatch.setenv("ENCODER_LAB_KEEP_RUNS", "0")  # nothing kept: trained again
-    with heads._TRAINED_LOCK:
-        heads._TRAINED.pop(lesson_views._probe(ENCODER_KEY, TASK).head_id)
+    heads._TRAINED.drop(lesson_views._probe(ENCODER_KEY, TASK).head_id)
     lesson_views.fine_tuning(ENCODER_KEY, TASK, "She said, \"Come in.\"")
     assert len(calls) == 2
     lesson_views._probe.cache_clear()

@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+import torch
 
 from models import InputError, background_runs, live_heads, stop_live_training
 from models.tasks.live_training import live_training_busy
@@ -61,12 +62,14 @@ def test_a_users_run_is_still_refused_at_once_when_another_users_run_holds_the_s
 
 
 def test_live_heads_lists_the_kept_pair_and_span_heads():
-    store = live_training.HeadStore("test", 2, "a trainer", "a button")
-    first = store.keep(object(), "mini-bert")
-    second = store.keep(object(), "mini-bert")
+    store = live_training.HeadStore("test", "a trainer", "a button")
+    first = store.keep(torch.nn.Linear(2, 2), "mini-bert")
+    second = store.keep(torch.nn.Linear(2, 2), "mini-bert")
     assert {first, second} <= set(live_heads())
-    third = store.keep(object(), "mini-bert")  # the oldest is pushed out
-    assert first not in live_heads() and {second, third} <= set(live_heads())
+    store.runs.drop(first)  # dropped, as the memory budget would
+    assert first not in live_heads() and second in live_heads()
+    with pytest.raises(InputError, match="dropped to keep the server within its memory budget.*a button"):
+        store.get(first)
 
 
 TINY = dict(steps=5, seed=0, batch_size=8, sentences=["The cat sat on the mat.", "She opened the door."] * 16)
