@@ -120,7 +120,7 @@ def test_zoo_train_chunks_the_corpus_once_per_tokenizer_and_records_its_sentence
     monkeypatch.setattr(train_zoo.Z, "train_family", train_family)
     monkeypatch.setattr(train_zoo.zs, "final_scores", lambda *a, **k: {})
     monkeypatch.setattr(train_zoo.zs, "unigram_baseline", lambda *a, **k: {})
-    monkeypatch.setattr(train_zoo, "export", lambda family, _o, _t, record, _out: records.update({family: record}))
+    monkeypatch.setattr(train_zoo, "export", lambda family, _o, _t, record, _out, _counts=None: records.update({family: record}))
     monkeypatch.setattr(train_zoo, "write_cards_in", lambda folder: None)
     monkeypatch.setattr("models.zoo.cards.targets_table", lambda out: "")
     assert run_zoo(["train", "--tiny", "--corpus", str(path.parent), "--work", str(work), "--out", str(tmp_path / "out"),
