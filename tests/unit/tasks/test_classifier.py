@@ -146,7 +146,7 @@ def test_big_models_are_refused_for_finetuning(monkeypatch):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"task": "sentiment"}, "Unknown task"),
+    ({"task": "emotion"}, "Unknown task"),
     ({"pooling": "max"}, "pooling"),
     ({"epochs": 0}, "epochs"),
     ({"epochs": 6, "freeze": False}, "epochs"),
