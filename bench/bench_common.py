@@ -247,3 +247,19 @@ def record_products(call, model):
     with Recorder():
         result = call()
     return result, products
+
+
+def runs_arguments(doc: str, argv=None):
+    """``--runs`` (3), ``--threads`` (2, set on torch here) and ``--json``: the arguments of a
+    bench that times repeated calls in one process; ``doc``: its module docstring."""
+    import argparse
+
+    import torch
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    return args

@@ -12,13 +12,11 @@ corrupt text).
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
-import torch
 
-from bench.bench_common import machine_line, spread, spread_text
+from bench.bench_common import machine_line, runs_arguments, spread, spread_text
 from models import ablate_heads, get_device, get_spec, head_importance, load_model, logit_lens, patch_activations, tokenize
 
 KEY = "minilm-mlm"
@@ -35,12 +33,7 @@ def _timed(call) -> float:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    args = runs_arguments(__doc__, argv)
     load_model(get_spec(KEY), head="mlm")
     print(machine_line(get_device()))
     tokens = len(tokenize(KEY, TEXT).tokens)

@@ -13,15 +13,13 @@ one second per question.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
 from pathlib import Path
 
-import torch
 
-from bench.bench_common import machine_line, spread, spread_text
+from bench.bench_common import machine_line, runs_arguments, spread, spread_text
 from models import retrieve_then_read
 
 RECORD = Path(__file__).resolve().parents[1] / "weights" / "span-reader" / "record.json"
@@ -44,12 +42,7 @@ def one_run(asked: list[str]) -> dict:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    args = runs_arguments(__doc__, argv)
     asked = questions()
     for question in asked:  # warm: the index, the encoder and the reader
         retrieve_then_read(question, k=3)
