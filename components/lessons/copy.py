@@ -57,7 +57,8 @@ STEPS = (
         "sides, and it is trained to fill blanks. A **decoder** (GPT), the storyteller, reads left to "
         "right: each position sees only the pieces before it, and it is trained to give the next one. "
         "Here the two are twins trained by this project, `mini-modernbert` and `mini-decoder`: the same "
-        "tokenizer, shape, corpus and number of training tokens; only the objective differs. Below, the "
+        "tokenizer, shape, corpus and number of training tokens; the objective is what differs (their cards "
+        "give the rest, such as the precision each trained in). Below, the "
         "detective fills the blank; the storyteller reads the words before the blank, gives its next "
         "piece and goes on. The table measures both on held-out tasks, each beside the baseline it must "
         "beat, and the rule of thumb under it (classify, retrieve, tag: an encoder; continue, chat, "
@@ -68,9 +69,11 @@ STEPS = (
         "comes after these words. Compare their guesses, then move it back to the middle.",
         "Which of the two would you use to sort support tickets into categories, and which to draft a "
         "reply to one?",
-        "Sorting tickets is classification: an encoder, which reads each ticket whole (the table's probe "
-        "rows measure exactly that on these two models). Drafting a reply is continuation: a decoder, the "
-        "one trained to write the next piece after the text so far (the table's next-piece row).",
+        "By the rule of thumb, sorting tickets is classification: an encoder, which reads each ticket whole. "
+        "Read the table's probe rows before you trust it: on these two miniatures, frozen features sort "
+        "texts about as well from either model, so here the rule's evidence is the blank-filling row, "
+        "where reading both sides wins. Drafting a reply is continuation: a decoder, the one trained to "
+        "write the next piece after the text so far (the table's next-piece row).",
     ),
     Step(*before_bert_copy.STEP_FIELDS),
     Step(

@@ -103,7 +103,8 @@ def encoder_vs_decoder(encoder_key: str = "mini-modernbert", decoder_key: str = 
     """The measured table of an encoder and a decoder that share a vocabulary (a matched pair:
     the mini zoo's, or Ettin's). ``sentences``: held-out sentences of the next-piece and blank
     rows (the first of the zoo's score split; 50 to its size). Kept on disk once computed
-    (minutes on two cores); ``measure=False``: the kept table, or None when none is kept yet."""
+    (minutes on two cores); ``measure=False``: the kept table, else the one shipped beside the
+    decoder (``versus.json``, when of these weights and this many sentences), else None."""
     enc, dec = catalogue.get_spec(encoder_key), catalogue.get_spec(decoder_key)
     require_head(enc, "mlm")
     require_head(dec, "clm")

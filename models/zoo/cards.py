@@ -326,13 +326,19 @@ def decoder_card(key: str, record: dict) -> str:
     cfg, shape, twin = record["config"], record["config"]["shape"], record["twin"]["family"]
     size = sum(p.stat().st_size for p in zoo_folder(key).rglob("*.safetensors")) / 2**20
     held, uni, story = record["heldout"], record["unigram"], record["story"]
+    twin_record = zoo_folder(twin) / "record.json"
+    twin_cast = (json.loads(twin_record.read_text(encoding="utf-8"))["config"]["autocast"]
+                 if twin_record.is_file() else cfg["autocast"])
+    differs = ("Only the objective differs" if twin_cast == cfg["autocast"] else
+               f"The objective differs, and so does the precision: {PRECISION.get(cfg['autocast'], 'float32')} "
+               f"here, {PRECISION.get(twin_cast, 'float32')} for {twin}")
     lines = [
         f"# `{key}`: the mini zoo's storyteller, a miniature decoder trained by Encoder Lab",
         "",
         f"**What it is.** {recipe_of(key)}; trained **from random initialisation** by this project, with "
         f"transformers' class of Ettin's decoders. It is `{twin}`'s twin: "
-        f"{record['twin']['shares']}. Only the objective differs: {twin} fills masked pieces with both sides "
-        "in view, this model gives the next piece from the pieces before it.",
+        f"{record['twin']['shares']}. {differs}. `{twin}` fills masked pieces with both sides "
+        "in view; this model gives the next piece from the pieces before it.",
         f"{shape['layers']} layers, {shape['hidden']} wide, {shape['heads']} heads, feed-forward {shape['ffn']} "
         f"(GeGLU), vocabulary {shape['vocab']:,}, sequences of at most {shape['max_len']} tokens; global (causal) "
         f"attention in layers {', '.join(map(str, range(0, shape['layers'], 2)))}, a local window in layers "

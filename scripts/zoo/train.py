@@ -131,7 +131,7 @@ def decoder_record(family: str, objective, tokenizer, counts, tune: list[str], s
     out["unigram_tuning_split"] = zs.unigram_next_piece(tokenizer, counts, tune)
     out["twin"] = {"family": zm.TWIN_OF[family],
                    "shares": "tokenizer (its shipped folder), shape, corpus and order, seed, token budget, "
-                             "batch size, schedule, bf16 autocast, learning rate (the twin's chosen point)"}
+                             "batch size, schedule, learning rate (the twin's chosen point)"}
     cores = os.cpu_count() or 1
     out["concurrency"] = (f"on this machine's CPU ({cores} cores), shared with other work (tests, other training)"
                           + (f"; 1-minute load average while it trained: median {load[len(load) // 2]:.1f} "

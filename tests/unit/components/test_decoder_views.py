@@ -40,11 +40,25 @@ def test_lesson_one_shows_the_detective_the_storyteller_and_the_table(monkeypatc
     assert "causal mask" in note and left.data  # the second exhibit, labelled as the encoder's handicap
 
 
+def refuse_to_measure(*_args):
+    raise AssertionError("the lesson measured the table itself (minutes on two cores)")
+
+
 def test_lesson_one_measures_nothing_itself(monkeypatch, tmp_path):
-    """The lesson shows a table only once one is kept (Compare measures it: minutes); with none kept
-    it computes nothing and says where the table comes from."""
-    monkeypatch.setenv("ENCODER_LAB_RUNS_DIR", str(tmp_path))
-    assert encoder_vs_decoder("mini-modernbert", "mini-decoder", sentences=50, measure=False) is None
+    """The lesson shows a kept table, else the one shipped beside the decoder, and never measures
+    one (Compare does: minutes); with neither it says where the table comes from."""
+    from models.decoder import versus
+
+    monkeypatch.setenv("ENCODER_LAB_RUNS_DIR", str(tmp_path))  # nothing kept
+    monkeypatch.setattr(versus, "measure_table", refuse_to_measure)
+    shipped = zoo_folder("mini-decoder") / versus.SHIPPED_TABLE
+    _, story, note, frame, _ = views.encoder_decoder.__wrapped__("mini-modernbert", TEXT)
+    if shipped.is_file():  # the shipped zoo's: its table, row for row
+        rows = json.loads(shipped.read_text(encoding="utf-8"))["table"]["rows"]
+        assert list(frame["task"]) == [r["task"] for r in rows]
+        assert "not measured on this server yet" not in note
+    monkeypatch.setattr(versus, "_shipped_path", lambda _spec: None)  # as a decoder shipped without one
+    assert encoder_vs_decoder("mini-modernbert", "mini-decoder", measure=False) is None
     _, story, note, frame, _ = views.encoder_decoder.__wrapped__("mini-modernbert", TEXT)
     assert frame is None and story.data and "Compare's mini-zoo section measures it" in note
 
@@ -67,3 +81,21 @@ def test_compare_measures_the_pair(monkeypatch):
     frame, text = compare_tab.show_versus()
     table = small_table()
     assert len(frame) == len(table.rows) and text == decoder_plots.versus_md(table)
+
+
+def test_lesson_one_s_answer_says_what_the_shipped_table_shows():
+    """The step's answer: the probe rows close between the two (within 3 points), the blank-filling
+    row won by the encoder, the next-piece row by the decoder."""
+    from components.lessons import copy
+    from models.decoder.versus import SHIPPED_TABLE
+
+    shipped = zoo_folder("mini-decoder") / SHIPPED_TABLE
+    if not shipped.is_file():
+        pytest.skip("no table shipped beside this decoder (the test zoo's)")
+    answer = next(s for s in copy.STEPS if s.slug == "encoder-vs-decoder").answer
+    assert "about as well from either model" in answer and "blank-filling row" in answer
+    rows = {r["task"]: r for r in json.loads(shipped.read_text(encoding="utf-8"))["table"]["rows"]}
+    probes = [r for task, r in rows.items() if task.startswith("probe")]
+    assert len(probes) >= 2 and all(abs(r["encoder"] - r["decoder"]) <= 0.03 for r in probes)
+    assert rows["blank filling"]["encoder"] > rows["blank filling"]["decoder"] + 0.05
+    assert rows["next piece"]["decoder"] < rows["next piece"]["encoder"]  # a loss: lower is better
