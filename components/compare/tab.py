@@ -164,7 +164,7 @@ def build_compare_tab() -> LinkTarget:
             with gr.Tab(copy.SECTION_SPEED, id="compare-speed"):
                 gr.Markdown(copy.SPEED_HELP)
                 encoders = tuple(m for m in models if not m.is_decoder)  # the speed bench times encoders
-                timed = default_selection(encoders, "any", published_limit=3)
+                timed = default_selection(encoders, "any")
                 bench_models = gr.CheckboxGroup(
                     model_choices(encoders, by_key=True, usable_first=False),
                     value=timed,

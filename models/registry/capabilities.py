@@ -20,19 +20,23 @@ def _specs(models) -> list[ModelSpec]:
 
 
 def default_selection(models: tuple[ModelSpec, ...] | None = None, capability: str = "mlm",
-                      published_limit: int | None = None) -> list[str]:
+                      published_limit: int = 3) -> list[str]:
     """The models a side-by-side view opens with: the published checkpoints that can run here
-    (online; the first ``published_limit`` of them), else the mini zoo (offline), else
-    whatever can run; all with ``capability`` (one of ``CAPABILITIES``). models: specs as
-    ``list_models`` gives them (None: list_models()); published_limit: a whole number from 1."""
+    (online), the first of each family and at most ``published_limit`` of them, else the mini
+    zoo (offline), else whatever can run; all with ``capability`` (one of ``CAPABILITIES``).
+    Every published checkpoint at once would load gigabytes on a visitor's first look (bert-large
+    alone is 1.3 GB); the visitor ticks more. models: specs as ``list_models`` gives them (None:
+    list_models()); published_limit: a whole number from 1."""
     models = _specs(models)
-    if published_limit is not None:
-        published_limit = check_int(published_limit, "published_limit", 1, 1000)
+    published_limit = check_int(published_limit, "published_limit", 1, 1000)
     usable = [m for m in models if m.available and m.can(capability)]
     usable = [m for m in usable if not m.stand_in] if not opened_on(models) else usable
-    published = [m.key for m in usable if not m.embedded]
-    if published:
-        return published[:published_limit]
+    first_of_family = {}
+    for m in usable:
+        if not m.embedded:
+            first_of_family.setdefault(m.family, m.key)
+    if first_of_family:
+        return list(first_of_family.values())[:published_limit]
     return [m.key for m in usable if m.miniature] or [m.key for m in usable]
 
 

@@ -54,7 +54,7 @@ def test_compare_tab(page):
     open_section(page, "Speed vs length")
     group = page.locator("#compare-bench-models")
     encoders = tuple(m for m in list_models() if not m.is_decoder)  # the speed bench times encoders only
-    for key in default_selection(encoders, "any", published_limit=3):  # what the tab opens with
+    for key in default_selection(encoders, "any"):  # what the tab opens with
         group.get_by_role("checkbox", name=re.compile(rf"^{re.escape(key)}\b")).uncheck()
     expect(group.get_by_role("checkbox", name=re.compile(r"^mini-decoder\b"))).to_have_count(0)
     group.get_by_role("checkbox", name="splade-tiny").check()

@@ -244,3 +244,24 @@ def test_default_model_flag_refuses_what_cannot_open_before_launch(monkeypatch, 
     monkeypatch.setenv("ENCODER_LAB_DEFAULT", key)  # the environment variable is checked as the flag is
     with pytest.raises(SystemExit, match=why):
         _run_main(monkeypatch, [])
+
+
+def test_a_side_by_side_view_opens_on_one_published_checkpoint_per_family_at_most_three():
+    """Online, every Hub checkpoint is available: Compare must not open on all of them (bert-large
+    alone is 1.3 GB in float32), nor on two of one family."""
+    import dataclasses
+
+    from models import default_selection
+
+    online = tuple(dataclasses.replace(m, available=True) if m.source_kind == "hub" else m for m in list_models())
+    chosen = default_selection(online, "mlm")
+    specs = {m.key: m for m in online}
+    hub_mlms = [m for m in online if m.source_kind == "hub" and m.can("mlm") and not m.stand_in]
+    assert len(hub_mlms) > 3 and len(chosen) == 3
+    assert all(specs[k].source_kind == "hub" for k in chosen)
+    assert len({specs[k].family for k in chosen}) == 3 and "bert-large" not in chosen
+    first_of_each = {}
+    for m in hub_mlms:  # in catalogue order
+        first_of_each.setdefault(m.family, m.key)
+    assert chosen == list(first_of_each.values())[:3] == ["bert-base", "roberta-base", "distilbert-base"]
+    assert len(default_selection(online, "mlm", published_limit=5)) == 5
