@@ -43,7 +43,7 @@ from models.zoo import data as zd
 from models.zoo import families as zm
 from models.zoo import scores as zs
 
-from .install import install_folders
+from .install import install_folders, reference_pairs_argument
 from .worker import PROBE_GO, parse_grid, training_args, worker_command
 
 REPO = Path(__file__).resolve().parents[2]
@@ -217,7 +217,7 @@ def import_zoo(args) -> int:
     got = sorted(p.name for p in (staging / "zoo").iterdir()) if (staging / "zoo").is_dir() else []
     if not got:
         raise SystemExit("the archive has no trained family")
-    install_folders(staging / "zoo", args.out, got, args.corpus)
+    install_folders(staging / "zoo", args.out, got, args.corpus, args.reference_pairs)
     return 0
 
 
@@ -273,6 +273,7 @@ def add_arguments(p) -> None:
     i.add_argument("--staging", type=Path, default=REPO / ".gpu" / "import")
     i.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus",
                    help="the training corpus (mini-albert's order reference is made from it)")
+    reference_pairs_argument(i)
     b = sub.add_parser("baseline", help="here: add the word-frequency baseline to a zoo's records that lack it")
     b.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
     b.add_argument("--zoo", type=Path, default=REPO / "weights" / "zoo")

@@ -18,6 +18,7 @@ from .export import clear_backend_state, write_cards_in
 from .search import FAMILIES, WORK, finished, record_concurrency, sittings
 
 REPO = Path(__file__).resolve().parents[2]
+REFERENCE_PAIRS = 80_000  # the shipped mini-albert's reference (its record's pair_reference)
 
 
 def add_arguments(p) -> None:
@@ -25,6 +26,13 @@ def add_arguments(p) -> None:
     p.add_argument("--out", type=Path, default=REPO / "weights" / "zoo")
     p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus",
                    help="the training corpus (mini-albert's order reference is made from it)")
+    reference_pairs_argument(p)
+
+
+def reference_pairs_argument(p) -> None:
+    p.add_argument("--reference-pairs", type=int, default=REFERENCE_PAIRS,
+                   help="training pairs of mini-albert's bag-of-words order reference (the shipped one: "
+                        f"{REFERENCE_PAIRS:,})")
 
 
 def run(args) -> int:
@@ -35,13 +43,14 @@ def run(args) -> int:
     if sittings(args.work):  # every sitting has ended now: what ran beside each, read once more
         for family in FAMILIES:
             record_concurrency(args.work, family)
-    install_folders(args.work / "export", args.out, FAMILIES, args.corpus)
+    install_folders(args.work / "export", args.out, FAMILIES, args.corpus, args.reference_pairs)
     return 0
 
 
-def install_folders(source: Path, out: Path, families, corpus: Path) -> None:
+def install_folders(source: Path, out: Path, families, corpus: Path, reference_pairs: int = REFERENCE_PAIRS) -> None:
     """Each family's exported folder in ``source`` replaces its folder in ``out``; a new
-    mini-albert gets its bag-of-words order reference (from ``corpus``); then the cards of
+    mini-albert gets its bag-of-words order reference (from ``corpus``, fitted on
+    ``reference_pairs`` training pairs); then the cards of
     ``out`` are written and the targets table printed."""
     from models.zoo.cards import targets_table
 
@@ -59,7 +68,7 @@ def install_folders(source: Path, out: Path, families, corpus: Path) -> None:
             clear_backend_state(path)
         print(f"{family}: installed into {target}")
     if "mini-albert" in families:
-        ref = install_reference(out / "mini-albert", corpus)
+        ref = install_reference(out / "mini-albert", corpus, reference_pairs)
         print(f"mini-albert: the bag-of-words order reference, {ref['accuracy']:.1%} on {ref['pairs']:,} held-out pairs")
     write_cards_in(out)
     print(targets_table(out))
