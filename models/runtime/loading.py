@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import threading
 from dataclasses import dataclass
@@ -275,6 +276,9 @@ def load_model(spec: ModelSpec, head: str = "base", attn_implementation: str | N
 
 
 def _load(spec: ModelSpec, head: str, attn_implementation: str | None, device) -> LoadedModel:
+    shared = _eager_twin(spec, head, attn_implementation, device)
+    if shared is not None:
+        return shared
     name, kwargs = _pretrained_args(spec)  # availability, once per load
     tokenizer = _tokenizer_for(spec, (name, dict(kwargs)))
     dtype = dtype_for(device)
@@ -319,6 +323,30 @@ def _load(spec: ModelSpec, head: str, attn_implementation: str | None, device) -
     nbytes = sum(t.numel() * t.element_size() for t in model.parameters())
     nbytes += sum(t.numel() * t.element_size() for t in model.buffers())
     return LoadedModel(spec, model, tokenizer, device, dtype, nbytes)
+
+
+def _eager_twin(spec: ModelSpec, head: str, attn_implementation: str | None, device) -> LoadedModel | None:
+    """The eager-attention model (what returns attention weights) of a checkpoint and head that
+    are loaded already under transformers' default attention: the same class rebuilt around the
+    same weight tensors, so a real-size model is not held twice (bert-base: 0.44 GB). None when
+    there is no such model to share. Each copy still counts in full against the budget: it errs
+    high, never low, when one of the two is dropped."""
+    loaded = MODEL_CACHE.peek((spec.key, head, None, str(device)))
+    if attn_implementation != "eager" or loaded is None:
+        return None
+    source = loaded.model
+    with torch.device("meta"):
+        model = type(source)._from_config(copy.deepcopy(source.config), attn_implementation="eager")
+    model.load_state_dict(source.state_dict(), assign=True, strict=True)
+    for name, buffer in source.named_buffers():  # those a state dict leaves out (position ids, rotary tables)
+        owner, _, leaf = name.rpartition(".")
+        module = model.get_submodule(owner)
+        if module._buffers.get(leaf) is not None and module._buffers[leaf].is_meta:
+            module._buffers[leaf] = buffer
+    if any(t.is_meta for t in (*model.parameters(), *model.buffers())):
+        return None  # something the copy could not share: load it from disk instead
+    model.eval()
+    return LoadedModel(spec, model, loaded.tokenizer, loaded.device, loaded.dtype, loaded.nbytes)
 
 
 def _expected_bytes(spec: ModelSpec, name: str, subfolder: str, dtype: torch.dtype) -> int:

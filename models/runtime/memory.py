@@ -235,6 +235,11 @@ class ModelCache:
         with self._lock:
             return list(self._items)
 
+    def peek(self, key: tuple) -> Any:
+        """The item kept under ``key``, or None; loads nothing and leaves its last use as it was."""
+        with self._lock:
+            return self._items.get(key)
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

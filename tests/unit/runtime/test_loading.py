@@ -195,3 +195,32 @@ def test_set_device_overrides_the_environment(monkeypatch):
         set_device("auto")
     monkeypatch.setenv("ENCODER_LAB_DEVICE", "cpu")
     assert set_device(None) == torch.device("cpu") and len(cleared) == 3
+
+
+@pytest.mark.parametrize("key", ["minilm-mlm", "mini-modernbert", "mini-electra", "mini-distilbert"])
+def test_the_eager_model_shares_the_loaded_default_s_weights(monkeypatch, key):
+    """Asked for eager attention (Attention, Why this guess) while the default one is loaded
+    (Fill-mask), the loader rebuilds the class around the same tensors (nothing read from disk,
+    nothing held twice) and it answers as transformers' own eager load of the checkpoint."""
+    from transformers import AutoModelForMaskedLM
+
+    from models.runtime import loading
+
+    spec = get_spec(key)
+    default = load_model(spec, head="mlm")
+    loading.MODEL_CACHE.drop((key, "mlm", "eager", str(get_device())))
+    name, kwargs = loading._pretrained_args(spec)  # before reads from disk are refused below
+    reference = AutoModelForMaskedLM.from_pretrained(name, subfolder=spec.mlm_subfolder, dtype=torch.float32,
+                                                     attn_implementation="eager", **kwargs).eval()
+    monkeypatch.setattr(loading, "_pretrained_args", lambda _spec: pytest.fail("read from disk again"))
+    eager = load_model(spec, head="mlm", attn_implementation="eager")
+    assert eager.model.config._attn_implementation == "eager" and not eager.model.training
+    ours, theirs = default.model.state_dict(), eager.model.state_dict()
+    assert set(ours) == set(theirs) and all(ours[k].data_ptr() == theirs[k].data_ptr() for k in ours)
+    ids = default.tokenizer(f"The cat sat on the {default.tokenizer.mask_token} all day.", return_tensors="pt")
+    with torch.no_grad():
+        got = eager.model(**ids, output_attentions=True)
+        want = reference(**ids, output_attentions=True)
+    assert torch.allclose(got.logits, want.logits, atol=1e-5)
+    assert len(got.attentions) == len(want.attentions)
+    assert all(torch.allclose(g, w, atol=1e-6) for g, w in zip(got.attentions, want.attentions))
