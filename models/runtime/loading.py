@@ -331,8 +331,10 @@ def _eager_twin(spec: ModelSpec, head: str, attn_implementation: str | None, dev
     same weight tensors, so a real-size model is not held twice (bert-base: 0.44 GB). None when
     there is no such model to share. Each copy still counts in full against the budget: it errs
     high, never low, when one of the two is dropped."""
+    if attn_implementation != "eager":
+        return None
     loaded = MODEL_CACHE.peek((spec.key, head, None, str(device)))
-    if attn_implementation != "eager" or loaded is None:
+    if loaded is None:
         return None
     source = loaded.model
     with torch.device("meta"):

@@ -49,6 +49,8 @@ from models.zoo import scores as zs
 from models.zoo import train as Z
 from models.zoo.pairs import NARRATIVE
 
+REFERENCE_PAIRS = 80_000  # training pairs of the bag-of-words order reference (the shipped mini-albert's)
+
 REPO = Path(__file__).resolve().parents[2]
 ZOO = REPO / "weights" / "zoo"
 RUNNING_TEXT = NARRATIVE  # the sources of running text (models/zoo/pairs.py)
@@ -177,7 +179,7 @@ def need_corpus(corpus: Path) -> None:
                          "order reference, made from the corpus (build it: python -m scripts.build_corpus)")
 
 
-def install_reference(folder: Path, corpus: Path, pairs: int = 80_000) -> dict:
+def install_reference(folder: Path, corpus: Path, pairs: int = REFERENCE_PAIRS) -> dict:
     """A newly installed mini-albert's ``pair_reference`` (what its card, Compare and the pair
     views show beside its SOP head): the installs call this, so no zoo ships without it."""
     need_corpus(corpus)
@@ -319,7 +321,7 @@ def add_arguments(p) -> None:
     sub = p.add_subparsers(dest="probe", required=True)
     s = sub.add_parser("sop", help="how much sentence order the SOP pairs carry")
     s.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
-    s.add_argument("--pairs", type=int, default=80_000, help="training pairs of the bag-of-words model")
+    s.add_argument("--pairs", type=int, default=REFERENCE_PAIRS, help="training pairs of the bag-of-words model")
     s.add_argument("--steps", type=int, default=1500, help="SOP-only fine-tuning steps (0: none)")
     s.add_argument("--lr", type=float, default=1e-4)
     s.add_argument("--write", action="store_true",

@@ -15,10 +15,10 @@ import shutil
 from pathlib import Path
 
 from .export import clear_backend_state, write_cards_in
+from .heads import REFERENCE_PAIRS
 from .search import FAMILIES, WORK, finished, record_concurrency, sittings
 
 REPO = Path(__file__).resolve().parents[2]
-REFERENCE_PAIRS = 80_000  # the shipped mini-albert's reference (its record's pair_reference)
 
 
 def add_arguments(p) -> None:
