@@ -74,20 +74,19 @@ def student_lines(record: dict) -> list[str]:
         n = record["pair_narrative"]
         found = "; ".join(f"{k.replace('-', ' ')} {v:.1%}" for k, v in n["accuracy"].items())
         lines.append(f"- {record['pair_objective'].upper()} on {n['pairs']:,} held-out pairs of running text "
-                     f"({', '.join(n['sources'])}), cut as in training (segments) or one sentence each "
+                     f"({', '.join(n['sources'])}), cut as BERT cuts (segments: A a chunk's first sentences, B the "
+                     "rest) or one sentence each "
                      + ("(sentences); a random B from another source or from elsewhere in the same source: "
                         if record["pair_objective"] == "nsp" else "(sentences); half of them swapped: ")
                      + f"{found}; `python -m {n['script']}`." + pair_reading(record["pair_objective"], n["accuracy"]))
         if n.get("segments_b_ends_a_sentence"):
             ends = n["segments_b_ends_a_sentence"]
-            if record["config"].get("nsp_negatives") == "same-source":
-                drawn = ("whole sentences of another place in the same source, as many as fit the positive B's "
-                         "length): the share the two kinds of B differ by is what a head could read without the story")
-            else:
-                drawn = ("another chunk's opening, cut to the positive's length): a cue the head can read on those "
-                         "pairs without reading the story")
-            lines.append(f"- Cut as in training, B ends a sentence in {ends['positives']:.1%} of the positive pairs "
-                         f"and {ends['negatives']:.1%} of the negatives (a negative's B is {drawn}.")
+            trained = ("BERT's cut, which this head trained on" if record["config"].get("nsp_negatives", "any") == "any"
+                       else "BERT's cut, not the pairs this head trained on")
+            lines.append(f"- Cut as BERT cuts (A a chunk's first sentences, B the rest; a negative's B another source's "
+                         f"chunk opening, cut to the positive's length: {trained}), B ends a sentence in "
+                         f"{ends['positives']:.1%} of the positive pairs and {ends['negatives']:.1%} of the negatives: "
+                         "a cue a head trained on such pairs can read without reading the story.")
     if record.get("swap_detection"):
         d = record["swap_detection"]
         sets = {"written": "sentences written for the project (`data/electra_swaps.json`)",
@@ -131,7 +130,8 @@ def card(key: str, record: dict, idea: str) -> str:
         + ("static (each example's masks drawn once from its own seed)" if record["static_masking"]
            else "dynamic (a fresh draw per batch)")
         + (f"; pair objective: {record['pair_objective'].upper()}" if record.get("pair_objective") else "")
-        + (", its negatives' B whole sentences of the same source" if record.get("pair_objective") == "nsp"
+        + (", its pairs whole sentences (half of them one each), a negative's B of the same source"
+           if record.get("pair_objective") == "nsp"
            and cfg.get("nsp_negatives") == "same-source" else "")
         + "; the MLM head runs at the selected positions only.",
         *([NOTES[key]] if key in NOTES else []),

@@ -81,10 +81,13 @@ def is_pair_eval_chunk(index: int) -> bool:
     return int(hashlib.sha1(f"pair-eval:{index}".encode()).hexdigest(), 16) % 100 < 2
 
 
-# How a training NSP negative's B is drawn: "any" (BERT's draw: the opening of any other training
-# chunk, cut to the positive B's length; here mostly another kind of text, and seldom ending a
-# sentence) or "same-source" (``Examples.same_source_b``: whole sentences of the same source).
+# How a training NSP pair is built: "any" (BERT's draw: A the chunk's first sentences, B the
+# rest, a negative's B the opening of any other training chunk cut to the positive B's length;
+# here mostly another kind of text, and seldom ending a sentence) or "same-source"
+# (``Examples.same_source_pair``: A and B runs of whole sentences, half of the pairs one sentence
+# each, a negative's B as many whole sentences of another place in the same source).
 NSP_NEGATIVES = ("any", "same-source")
+SHORT_PAIRS = 0.5  # "same-source": the share of pairs of one sentence each (a student's pair)
 
 
 class Examples:
@@ -116,6 +119,8 @@ class Examples:
     def pair(self, i: int, rng: np.random.Generator, kind: str) -> tuple[np.ndarray, np.ndarray, int]:
         """[CLS] A [SEP] B [SEP] and its label: NSP (1 = B is random) or SOP (1 = swapped)."""
         chunk = self.chunks[i]
+        if kind == "nsp" and self.nsp_negatives == "same-source" and len(chunk) >= 2:
+            return self.same_source_pair(i, rng)
         if len(chunk) >= 2:
             cut = int(rng.integers(1, len(chunk)))
             a, b = np.concatenate(chunk[:cut]), np.concatenate(chunk[cut:])
@@ -124,9 +129,7 @@ class Examples:
             cut = max(1, len(seq) // 2)
             a, b = seq[:cut], seq[cut:]
         label = int(rng.random() < 0.5)
-        if label and kind == "nsp" and self.nsp_negatives == "same-source":
-            b = self.same_source_b(i, rng, len(b))
-        elif label and kind == "nsp":
+        if label and kind == "nsp":
             other = self.train_idx[int(rng.integers(len(self.train_idx)))]
             if other == i:
                 other = self.train_idx[(self.train_idx.index(i) + 1) % len(self.train_idx)]
@@ -135,25 +138,38 @@ class Examples:
             a, b = b, a
         return (*self.join(a, b), label)
 
-    def same_source_b(self, i: int, rng: np.random.Generator, length: int) -> np.ndarray:
-        """A negative B of the same kind of text as chunk ``i``: whole sentences of another
-        training chunk of its source (any other chunk where the source has no other), from a
-        random sentence on, as many as fit the positive B's ``length`` (one at least), so that
-        a negative B ends where a sentence ends, as a positive B does."""
+    def same_source_pair(self, i: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, int]:
+        """An NSP pair of chunk ``i`` (two sentences or more) whose only difference between the
+        labels is the story. A and B are runs of whole sentences around a cut: with probability
+        ``SHORT_PAIRS`` one sentence each (the sentence before the cut and the one after), else
+        from a random sentence before the cut to a random one after it, so a positive pair's
+        length varies as a negative's does. A negative's B (label 1) is as many whole sentences
+        of another training chunk of the same source (``same_source_b``): both kinds of B end a
+        sentence and are drawn alike, so neither where B stops nor how long the pair is tells
+        the labels apart."""
+        chunk = self.chunks[i]
+        cut = int(rng.integers(1, len(chunk)))
+        if rng.random() < SHORT_PAIRS:
+            first, last = cut - 1, cut + 1
+        else:
+            first, last = int(rng.integers(0, cut)), int(rng.integers(cut + 1, len(chunk) + 1))
+        a, b = np.concatenate(chunk[first:cut]), chunk[cut:last]
+        label = int(rng.random() < 0.5)
+        if label:
+            b = self.same_source_b(i, rng, len(b), self.max_len - 3 - len(a))
+        return (*self.join(a, np.concatenate(b)), label)
+
+    def same_source_b(self, i: int, rng: np.random.Generator, count: int, room: int) -> list[np.ndarray]:
+        """A negative B of the same kind of text as chunk ``i``: ``count`` consecutive whole
+        sentences of another training chunk of its source (any other chunk where the source has
+        no other), from a random start where that chunk has as many (else all of it), the last
+        ones dropped while they pass ``room`` tokens (one kept at least)."""
         pool = self.by_source.get(self.sources[i], [])
         pool = pool if set(pool) - {i} else self.train_idx
         other = pool[int(rng.integers(len(pool)))]
         if other == i:
             other = pool[(pool.index(i) + 1) % len(pool)]
-        sentences = self.chunks[other]
-        start = int(rng.integers(len(sentences)))
-        taken, size = [sentences[start]], len(sentences[start])
-        for sentence in sentences[start + 1 :]:
-            if size + len(sentence) > length:
-                break
-            taken.append(sentence)
-            size += len(sentence)
-        return np.concatenate(taken)
+        return whole_sentences(self.chunks[other], count, room, rng)
 
     def join(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """[CLS] A [SEP] B [SEP] and its token types, the longer side trimmed to fit ``max_len``."""
@@ -166,6 +182,16 @@ class Examples:
         ids = np.concatenate([[self.cls], a, [self.sep], b, [self.sep]])
         types = np.concatenate([np.zeros(len(a) + 2, np.int64), np.ones(len(b) + 1, np.int64)])
         return ids, types
+
+
+def whole_sentences(chunk: list[np.ndarray], count: int, room: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """``count`` consecutive sentences of ``chunk`` from a random start (all of it when it has
+    fewer), the last ones dropped while together they pass ``room`` tokens (one kept at least)."""
+    start = int(rng.integers(0, max(1, len(chunk) - count + 1)))
+    taken = list(chunk[start : start + count])
+    while len(taken) > 1 and sum(len(x) for x in taken) > room:
+        taken.pop()
+    return taken
 
 
 def pad_batch(rows: list[np.ndarray], types: list[np.ndarray], pad_id: int):

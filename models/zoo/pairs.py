@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .data import Examples, pad_batch
+from .data import Examples, pad_batch, whole_sentences
 
 NARRATIVE = ("austen", "novels", "moby-dick", "stories", "sotu", "web-bible")
 NEGATIVES = ("another-source", "same-source")  # BERT's draw (any other chunk) / another chunk of the source
@@ -72,21 +72,21 @@ def make_pair(examples: Examples, split: PairSplit, i: int, rng: np.random.Gener
     or of any (``"another-source"``: another source's chunk, BERT's draw made plain); a single
     sentence when ``single``. ``label``: this label instead of a fair coin."""
     chunk = examples.chunks[i]
-    if single:
-        cut = int(rng.integers(1, len(chunk)))
-        a, b = chunk[cut - 1], chunk[cut]
-    else:
-        cut = int(rng.integers(1, len(chunk)))
-        a, b = np.concatenate(chunk[:cut]), np.concatenate(chunk[cut:])
+    cut = int(rng.integers(1, len(chunk)))
+    a, b = (chunk[cut - 1 : cut], chunk[cut : cut + 1]) if single else (chunk[:cut], chunk[cut:])
+    a, b = np.concatenate(a), b
     label = int(rng.random() < 0.5) if label is None else label
     if label and kind == "nsp":
-        b = _negative(examples, split, i, rng, negatives, pool, single, len(b))
+        b = _negative(examples, split, i, rng, negatives, pool, single, b, examples.max_len - 3 - len(a))
     elif label and kind == "sop":
-        a, b = b, a
-    return (*examples.join(a, b), label)
+        a, b = np.concatenate(b), [a]
+    return (*examples.join(a, np.concatenate(b)), label)
 
 
-def _negative(examples, split, i, rng, negatives, pool, single, length) -> np.ndarray:
+def _negative(examples, split, i, rng, negatives, pool, single, positive_b, room) -> list[np.ndarray]:
+    """B of a negative pair from another chunk of ``pool``'s split: of the same source, as many
+    whole sentences as the positive B (``data.whole_sentences``), so that both kinds of B end a
+    sentence; of another source, BERT's draw: that chunk's opening cut to the positive B's length."""
     by_source = split.train if pool == "train" else split.heldout
     source = split.names[i]
     if negatives == "same-source":
@@ -96,9 +96,11 @@ def _negative(examples, split, i, rng, negatives, pool, single, length) -> np.nd
     else:
         raise ValueError(f"Unknown negatives {negatives!r}; choose one of {', '.join(NEGATIVES)}.")
     other = examples.chunks[_draw_other(rng, candidates, i)]
-    if single:
-        return other[int(rng.integers(len(other)))]
-    return np.concatenate(other)[: max(length, 8)]
+    if negatives == "same-source":
+        return whole_sentences(other, len(positive_b), room, rng)
+    if single:  # a student's pair: one whole sentence
+        return [other[int(rng.integers(len(other)))]]
+    return [np.concatenate(other)[: max(sum(len(x) for x in positive_b), 8)]]
 
 
 @torch.no_grad()
@@ -127,12 +129,12 @@ def head_accuracy(objective, examples: Examples, split: PairSplit, *, negatives:
             "majority": float(max(labels.mean(), 1 - labels.mean())) if len(rows) else float("nan")}
 
 
-def sentence_end_shares(examples: Examples, split: PairSplit, ends: set[int], *, negatives: str = "same-source",
-                        seed: int = 1234) -> dict:
+def sentence_end_shares(examples: Examples, split: PairSplit, ends: set[int], *,
+                        negatives: str = "another-source", seed: int = 1234) -> dict:
     """Of training-cut pairs of the held-out narrative chunks (as ``head_accuracy`` builds them),
     the share whose B ends on a sentence's last piece (one of ``ends``): {"positives", "negatives"}.
-    A negative's B is another chunk's opening cut to the positive's length, so it seldom does:
-    a cue a pair head can read without reading the story."""
+    BERT's negative B (``"another-source"``) is another chunk's opening cut to the positive's
+    length, so it seldom does: a cue a pair head can read without reading the story."""
     rng = np.random.default_rng(seed)
     found: dict[int, list[bool]] = {0: [], 1: []}
     for i in split.narrative("heldout"):

@@ -113,7 +113,8 @@ def test_sentence_end_shares_count_the_bs_whose_text_ends_a_sentence(corpus):
         found = {0: [], 1: []}
         for i in split.narrative("heldout"):
             if len(split.heldout[split.names[i]]) > 1:
-                ids, types, label = zp.make_pair(examples, split, i, rng, "nsp", pool="heldout")
+                ids, types, label = zp.make_pair(examples, split, i, rng, "nsp", negatives="another-source",
+                                                 pool="heldout")
                 found[label].append(tok.decode(ids[int(np.argmax(types)):-1]).split()[-1] == "end")
         return found
 
@@ -122,3 +123,22 @@ def test_sentence_end_shares_count_the_bs_whose_text_ends_a_sentence(corpus):
     got = zp.sentence_end_shares(examples, split, {end}, seed=seed)
     assert got == {"positives": pytest.approx(np.mean(found[0])), "negatives": pytest.approx(np.mean(found[1]))}
     assert got["positives"] == 1.0  # a positive B is the rest of its chunk: whole sentences
+
+
+def test_a_same_source_negative_b_is_as_many_whole_sentences_as_the_positive_b(corpus):
+    """Cut as in training, a same-source negative's B is consecutive whole sentences of another
+    chunk, as many as the positive B would have had: both end a sentence."""
+    tok, examples, split, names = corpus
+    for i in split.narrative("heldout"):
+        if len(split.heldout[names[i]]) < 2:
+            continue
+        for seed in range(5):
+            pos = zp.make_pair(examples, split, i, np.random.default_rng(seed), "nsp", pool="heldout", label=0)
+            neg = zp.make_pair(examples, split, i, np.random.default_rng(seed), "nsp", pool="heldout", label=1)
+            assert pos[0][: int(np.argmax(pos[1]))].tolist() == neg[0][: int(np.argmax(neg[1]))].tolist()  # one A
+            sentences = [tok.decode(x[int(np.argmax(x_types)) : -1]).split() for x, x_types in (pos[:2], neg[:2])]
+            for words in sentences:  # "<source> line <n> end" repeated: whole sentences only
+                assert len(words) % 4 == 0 and words[3::4] == ["end"] * (len(words) // 4)
+            lines = [int(w) for w in sentences[1][2::4]]
+            assert lines == list(range(lines[0], lines[0] + len(lines)))  # consecutive
+            assert len(sentences[1]) == len(sentences[0])  # as many as the positive's (three a chunk)
