@@ -1,6 +1,6 @@
 """The Hub models' real shapes, on their stand-ins (random weights, ``scripts/standins.py``).
 
-    .venv/bin/python -m bench.real_shapes memory|fill-mask|attention|compare [--runs 3] [--tokens 128]
+    .venv/bin/python -m bench.real_shapes memory|fill-mask|burst|attention|compare [--runs 3] [--tokens 128]
                                           [--keys bert-base,bert-large] [--cache DIR]
 
 The stand-ins are written first where the cache (``--cache``, default ``.cache/standins-hub``)
@@ -12,6 +12,10 @@ depend on the shapes only; no answer of a stand-in means anything.
   (fill-mask, or embed for a model without an MLM head), in catalogue order, with what the
   memory budget counts (``memory_budget``) and how many items it dropped.
 * ``fill-mask``: one ``fill_mask`` call on a new text (the model loaded), per model.
+* ``burst``: a class's burst without the server: 30 different one-mask sentences sent to
+  ``fill_mask`` at once from 30 threads (the model loaded), until the last answer; the live
+  path's batcher shares forwards between them as in the app. What the class benches'
+  burst p95 cannot go below on this CPU (``bench.classroom``).
 * ``attention``: ``extract_attention`` on a new ``--tokens``-token text (the model loaded), per
   model: bert-base 12 × 12 heads, bert-large 24 × 16 (the browser's first paint of the whole
   view: ``python -m bench.attention_view --standin KEY``).
@@ -67,6 +71,15 @@ RUN = textwrap.dedent(
             start = time.perf_counter()
             fill_mask(key, masked, 5)
             out[f"{key} fill_mask (ms)"] = (time.perf_counter() - start) * 1e3
+        elif what == "burst":
+            from concurrent.futures import ThreadPoolExecutor
+
+            fill_mask(key, "warm [MASK] up.".replace("[MASK]", spec.mask_token), 5)
+            texts = [f"Student {i} of run {run} wrote that the {spec.mask_token} was on the table." for i in range(30)]
+            with ThreadPoolExecutor(30) as pool:
+                start = time.perf_counter()
+                list(pool.map(lambda t: fill_mask(key, t, 5), texts))
+            out[f"{key} 30 fill_mask calls at once, until the last (ms)"] = (time.perf_counter() - start) * 1e3
         elif what == "attention":
             load_model(spec, attn_implementation="eager")
             text = text_for(key, tokens)
@@ -111,16 +124,17 @@ def main(argv: list[str] | None = None) -> None:
     from scripts import standins
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("memory", "fill-mask", "attention", "compare"))
+    parser.add_argument("what", choices=("memory", "fill-mask", "burst", "attention", "compare"))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=128, help="attention: the input's length in tokens")
     parser.add_argument("--keys", default="", help="registry keys (default: bert-base,bert-large for fill-mask "
-                        "and attention; every Hub model with a stand-in for memory and compare)")
+                        "and attention; bert-base for burst; every Hub model with a stand-in for memory and compare)")
     parser.add_argument("--cache", type=Path, default=standins.DEFAULT_OUT)
     args = parser.parse_args(argv)
     every = list(standins.hub_keys())
     keys = [k for k in args.keys.split(",") if k] or (
-        ["bert-base", "bert-large"] if args.what in ("fill-mask", "attention") else every)
+        ["bert-base", "bert-large"] if args.what in ("fill-mask", "attention") else
+        ["bert-base"] if args.what == "burst" else every)
     if args.what == "compare":
         from models import get_spec
 

@@ -27,14 +27,60 @@ def written_swaps(path: Path = WRITTEN) -> list[dict]:
 def swapped_sentences(sentences: list[str], seed: int = 1234, limit: int = 0) -> list[dict]:
     """Each sentence (of 5 words or more) with one word of 3+ letters replaced by a word of
     another sentence of the list (a different word): [{"text", "swapped", "original"}, ...]."""
-    rng = np.random.default_rng(seed)
     words = [[m for m in WORD.finditer(s)] for s in sentences]
-    pool = [m.group() for ws in words for m in ws]
+    return _swapped(sentences, words, [m.group() for ws in words for m in ws], seed, limit)
+
+
+DETERMINERS = frozenset("the a an his her my their its your our every".split())  # not "that" (a pronoun as often)
+
+
+def wordnet_nouns(folder: Path) -> frozenset[str]:
+    """Single-word lemmas of WordNet's nouns that are not adjectives too (``folder``: WordNet's
+    ``usr/share/wordnet``, with ``index.noun`` and ``index.adj``)."""
+    def lemmas(pos: str) -> set[str]:
+        with open(folder / f"index.{pos}", encoding="latin-1") as fh:
+            return {line.split(" ", 1)[0] for line in fh if line[:1].isalpha()}
+
+    return frozenset(w for w in lemmas("noun") - lemmas("adj") if w.isalpha())
+
+
+def _is_noun(word: str, nouns: frozenset[str]) -> bool:
+    w = word.lower()
+    return (w in nouns or (w.endswith("s") and w[:-1] in nouns) or (w.endswith("es") and w[:-2] in nouns)
+            or (w.endswith("ies") and w[:-3] + "y" in nouns))
+
+
+def nouns_in(sentence: str, nouns: frozenset[str]) -> list[re.Match]:
+    """The sentence's nouns as it uses them: words of ``nouns`` (or their plurals) right after a
+    determiner ("the engine", "their books")."""
+    found = list(WORD.finditer(sentence))
+    return [m for k, m in enumerate(found)
+            if k and found[k - 1].group().lower() in DETERMINERS and _is_noun(m.group(), nouns)
+            and sentence[found[k - 1].end():m.start()] == " "]
+
+
+def noun_swaps(sentences: list[str], nouns: frozenset[str], seed: int = 1234, limit: int = 0,
+               pool: list[str] | None = None) -> list[dict]:
+    """Each sentence (of 5 words or more) with a noun (``nouns_in``) replaced by a noun of
+    another sentence of the list (or of ``pool``): the sentence still reads as grammar, its
+    meaning plainly wrong ("The cat drank the engine from the saucer."), as a student tests
+    a detector. Sentences without such a noun are left out."""
+    words = [nouns_in(s, nouns) for s in sentences]
+    return _swapped(sentences, words, pool or [m.group() for ws in words for m in ws], seed, limit)
+
+
+def _swapped(sentences, candidates, pool: list[str], seed: int, limit: int) -> list[dict]:
+    """One of each sentence's ``candidates`` (matches) replaced by a word of ``pool``, a
+    different word; sentences of under 5 words or without a candidate are left out."""
+    rng = np.random.default_rng(seed)
+    distinct = {w.lower() for w in pool}
     out = []
-    for s, ws in zip(sentences, words):
+    for s, ws in zip(sentences, candidates):
         if len(s.split()) < 5 or not ws:
             continue
         m = ws[int(rng.integers(len(ws)))]
+        if len(distinct) < 2 and m.group().lower() in distinct:  # no different word to put in
+            continue
         new = pool[int(rng.integers(len(pool)))]
         while new.lower() == m.group().lower():
             new = pool[int(rng.integers(len(pool)))]

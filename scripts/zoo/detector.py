@@ -9,8 +9,13 @@ step, each half of the batch:
 
 - ELECTRA's own corruption: ELECTRA's masking, the frozen generator's samples at the masked
   positions, every token labelled replaced where it differs from the original;
-- one word swapped for a word of another training sentence (``models.zoo.swaps.swapped_sentences``,
-  a quarter of the sentences left whole), the swapped word's pieces labelled replaced.
+- single swaps, the swapped word's pieces labelled replaced, a quarter of these sentences left
+  whole: in half of the rest a noun put in place of a noun (``models.zoo.swaps.noun_swaps``:
+  after a determiner, WordNet's nouns, drawn from the nouns of every training sentence), so
+  the grammar holds and the meaning is plainly wrong, as in a student's sentence; in the
+  other half any word for a word of another sentence of the batch
+  (``models.zoo.swaps.swapped_sentences``). WordNet is read from ``--wordnet`` (its
+  ``usr/share/wordnet``), by default unpacked from the Debian package the corpus build fetched.
 
 AdamW (lr ``--lr``, linear warm-up over the first 5 % of the steps, then constant), weight
 decay 0.01, float32, the loss ELECTRA's binary cross-entropy over every real token. A
@@ -78,12 +83,26 @@ def generator_batch(tokenizer, generator, sentences: list[str], g: torch.Generat
     return {"input_ids": corrupted, "attention_mask": attention}, (corrupted != ids).float()
 
 
-def items_for(sentences: list[str], rng: np.random.Generator, seed: int) -> list[dict]:
-    """Three in four sentences with one word swapped; the rest whole (no label set)."""
-    swapped = swaps.swapped_sentences(sentences, seed=seed)
-    keep = rng.random(len(swapped)) < 0.25
-    return [{"text": s, "swapped": "", "start": None} if k else it
-            for s, it, k in zip(sentences, swapped, keep)]
+def items_for(sentences: list[str], rng: np.random.Generator, seed: int, nouns: frozenset[str],
+              noun_pool: list[str]) -> list[dict]:
+    """A quarter of the sentences whole (no label set); of the rest, half with a noun put in place
+    of a noun (those with a noun to swap), the others with any word swapped."""
+    draw = rng.random(len(sentences))
+    whole = [{"text": s, "swapped": "", "start": None} for s, d in zip(sentences, draw) if d < 0.25]
+    by_noun = [s for s, d in zip(sentences, draw) if 0.25 <= d < 0.625]
+    by_word = [s for s, d in zip(sentences, draw) if d >= 0.625]
+    return (whole + swaps.noun_swaps(by_noun, nouns, seed=seed, pool=noun_pool)
+            + swaps.swapped_sentences(by_word, seed=seed))
+
+
+def wordnet_folder(args) -> Path:
+    """``--wordnet``, else WordNet unpacked from the Debian package (fetched unless cached)."""
+    if args.wordnet:
+        return args.wordnet
+    from scripts import build_corpus
+
+    root, _ = build_corpus.Fetcher(args.corpus).deb("wordnet-base")
+    return root / "usr" / "share" / "wordnet"
 
 
 def add_arguments(p) -> None:
@@ -94,6 +113,8 @@ def add_arguments(p) -> None:
     p.add_argument("--batch", type=int, default=32, help="sentences per step, half of each kind")
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--sentences", type=int, default=60_000)
+    p.add_argument("--wordnet", type=Path, default=None, help="WordNet's usr/share/wordnet (default: unpacked "
+                   "from the wordnet-base package in CORPUS/debs, fetched if absent)")
 
 
 def run(args) -> int:
@@ -105,6 +126,8 @@ def run(args) -> int:
     for q in gen.parameters():
         q.requires_grad_(False)
     sentences = training_sentences(args.corpus, args.sentences)
+    nouns = swaps.wordnet_nouns(wordnet_folder(args))
+    noun_pool = [m.group().lower() for s in sentences for m in swaps.nouns_in(s, nouns)]
     opt = torch.optim.AdamW(disc.parameters(), lr=args.lr, weight_decay=0.01)
     ckpt, step, tokens, elapsed = args.out / "run.ckpt", 0, 0, {"wall_s": 0.0, "cpu_s": 0.0}
     g = torch.Generator().manual_seed(1)
@@ -126,7 +149,8 @@ def run(args) -> int:
     while step < args.steps and not (args.minutes and elapsed["wall_s"] + time.time() - wall0 > 60 * args.minutes):
         rng = np.random.default_rng([7, step])
         chosen = [sentences[int(i)] for i in rng.choice(len(sentences), 2 * half)]
-        losses.append(train_on(disc, opt, tokenizer, gen, chosen[:half], items_for(chosen[half:], rng, step), g,
+        items = items_for(chosen[half:], rng, step, nouns, noun_pool)
+        losses.append(train_on(disc, opt, tokenizer, gen, chosen[:half], items, g,
                                args.lr * min(1.0, (step + 1) / max(1, 0.05 * args.steps))))
         tokens += losses[-1][1]
         step += 1
@@ -143,6 +167,9 @@ def run(args) -> int:
     (args.out / "record.json").write_text(json.dumps({
         "start": "the shipped mini-electra (its discriminator; the generator frozen)", "steps": step,
         "tokens": tokens, "batch": args.batch, "lr": args.lr, "sentences": args.sentences,
+        "corruption": "half of each batch ELECTRA's (the frozen generator's samples), half single swaps: a "
+                      "quarter whole, the rest half noun for noun (WordNet's nouns after a determiner), half any "
+                      "word for a word of another sentence", "nouns": len(nouns),
         "wall_minutes": wall / 60, "cpu_minutes": (elapsed["cpu_s"] + time.process_time() - cpu0) / 60,
         "torch": torch.__version__, "script": "scripts.zoo detector"}, indent=1) + "\n", encoding="utf-8")
     return 0

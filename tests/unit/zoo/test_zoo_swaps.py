@@ -89,3 +89,33 @@ def test_the_detector_trainers_labels_mark_the_swapped_words_pieces_alone(electr
         expected[1 + before : 1 + before + pieces] = 1  # after [CLS]
         assert torch.equal(labels[k], expected)
     assert labels[2].sum() == 0
+
+
+def test_wordnet_nouns_are_the_noun_lemmas_that_are_not_adjectives(tmp_path):
+    """Read from WordNet's own index files (their licence header lines start with spaces)."""
+    (tmp_path / "index.noun").write_text("  1 This software and database...\ncat n 8 ...\nengine n 4 ...\n"
+                                         "green n 7 ...\ncar_park n 1 ...\n", encoding="latin-1")
+    (tmp_path / "index.adj").write_text("  1 This software...\ngreen a 13 ...\n", encoding="latin-1")
+    assert swaps.wordnet_nouns(tmp_path) == {"cat", "engine"}
+
+
+NOUNS = frozenset({"cat", "milk", "saucer", "engine", "mouse", "berry"})
+
+
+def test_the_nouns_of_a_sentence_are_the_nouns_after_a_determiner_plurals_too():
+    text = "The cat drank that milk from their saucers and ate the berries, cat food."
+    assert [m.group() for m in swaps.nouns_in(text, NOUNS)] == ["cat", "saucers", "berries"]
+
+
+def test_a_noun_swap_puts_a_noun_of_the_pool_where_a_noun_was_and_changes_nothing_else():
+    sentences = ["The cat drank the milk from the saucer today.", "A mouse ran under the engine at night.",
+                 "Nobody saw it happen here at all."]
+    items = swaps.noun_swaps(sentences, NOUNS, seed=3)
+    assert len(items) == 2  # the third has no noun after a determiner
+    for item, original in zip(items, sentences):
+        start, new = item["start"], item["swapped"]
+        assert new.lower() in {"cat", "milk", "saucer", "mouse", "engine"} and new.lower() != item["original"].lower()
+        assert item["text"] == original[:start] + new + original[start + len(item["original"]):]
+        assert original[start:].startswith(item["original"]) and swaps._is_noun(item["original"], NOUNS)
+    pooled = swaps.noun_swaps(sentences, NOUNS, seed=3, pool=["giraffe"])
+    assert {it["swapped"] for it in pooled} == {"giraffe"}
