@@ -130,7 +130,8 @@ from .embeddings.separation import SeparationScore, best_pooling, separation_sco
 from .mlm.results import FillMaskResult
 from .pretraining.objective_heads import ReplacedTokens, detect_replaced, sentence_order
 from .registry.spec import CAPABILITIES, ModelSpec
-from .registry.zoo_entries import DECODER_KEYS, ZOO_KEYS, DecoderEntry, ZooEntry, decoder_comparison, zoo_comparison
+from .registry.zoo_entries import (DECODER_KEYS, ZOO_KEYS, DecoderEntry, ZooEntry, decoder_comparison, detection_figures,
+                                   zoo_comparison)
 from .runtime.tokenization import tokenize
 from .tasks.task_data import list_tasks
 from .embeddings.sentence_encoder import SENTENCE_LOSSES, SentenceEncoderResult, sentence_encoders, train_sentence_encoder
@@ -266,6 +267,7 @@ __all__ = [
     "tokenize",
     "ReplacedTokens",
     "detect_replaced",
+    "detection_figures",
     "sentence_order",
     "ZOO_KEYS",
     "DECODER_KEYS",

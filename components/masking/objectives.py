@@ -11,6 +11,7 @@ import gradio as gr
 from models import (
     MAX_TEXT_CHARS,
     detect_replaced,
+    detection_figures,
     get_spec,
     pair_loss,
     sentence_order,
@@ -36,7 +37,7 @@ def _heldout_pair(model_key: str) -> tuple:
 def _heldout_rtd(model_key: str) -> tuple:
     """(the ROC AUC of a model's replaced-token detection on held-out corrupted text, its share of
     single-swap sentences with the wrong word ranked first), from its record."""
-    return next(((e.rtd_auc, e.swap_first) for e in zoo_comparison() if e.key == model_key), (None, ()))
+    return detection_figures(model_key)
 
 
 def pair_answer(model_key: str, a: str, b: str):
@@ -85,7 +86,8 @@ def replaced_view(model_key: str, text: str, swap: float, seed: float):
     """Every token's P(replaced) (the ``detect_replaced`` API)."""
     with readable_errors("Replaced-token detection"):
         result = detect_replaced(model_key, text, int(swap or 0), int(seed or 0))
-        return views.replaced_html(result, *_heldout_rtd(model_key)), views.replaced_rows(result)
+        beside = get_spec(model_key).generator
+        return views.replaced_html(result, *_heldout_rtd(model_key), beside), views.replaced_rows(result)
 
 
 run_detect_replaced = on_gpu(replaced_view)
@@ -136,7 +138,8 @@ def next_sentence_answer(model_key: str, a: str, b: str) -> str:
 
 def build_rtd_section(models) -> None:
     """ELECTRA's discriminator on a sentence, optionally after the generator's swaps."""
-    rtd = [m for m in models if m.can("rtd")]
+    # a detector trained for these views (``ModelSpec.generator``: beside another's generator) first
+    rtd = sorted((m for m in models if m.can("rtd")), key=lambda m: not m.generator)
     usable = [m for m in rtd if m.available]
     gr.Markdown(copy.RTD_HELP)
     with gr.Row():

@@ -69,11 +69,17 @@ def _shade(p: float) -> str:
     return f"rgb(255,{g},{b})"
 
 
-def replaced_note(result: ReplacedTokens, auc: float | None = None, swaps: tuple[tuple[str, float], ...] = ()) -> str:
+def replaced_note(result: ReplacedTokens, auc: float | None = None, swaps: tuple[tuple[str, float], ...] = (),
+                  beside: str = "") -> str:
     """What the generator did, the discriminator's held-out ROC AUC when its record has one, and
     ``swaps``: the share of single-swap sentences whose wrong word it ranks first (the record's
-    ``swap_detection``: "written" and "heldout")."""
+    ``swap_detection``: "written" and "heldout"). ``beside``: the zoo model whose generator a
+    detector trained past the shared budget was trained beside (``ModelSpec.generator``)."""
     parts = []
+    if beside:
+        parts.append(f"{escape(result.model_key)} is {escape(beside)}'s discriminator trained on past the zoo's "
+                     f"shared budget for this view (its card says how); the swaps are {escape(beside)}'s "
+                     f"generator's. Compare keeps {escape(beside)}.")
     drawn = len(result.swapped) + len(result.drawn_back)
     if drawn:
         text = f"The generator sampled at {drawn} position(s): {len(result.swapped)} replaced"
@@ -99,7 +105,8 @@ def replaced_note(result: ReplacedTokens, auc: float | None = None, swaps: tuple
     return f"<p class='rtd-note'>{' '.join(parts)}</p>" if parts else ""
 
 
-def replaced_html(result: ReplacedTokens, auc: float | None = None, swaps: tuple[tuple[str, float], ...] = ()) -> str:
+def replaced_html(result: ReplacedTokens, auc: float | None = None, swaps: tuple[tuple[str, float], ...] = (),
+                  beside: str = "") -> str:
     """Each token in a box shaded by P(replaced), with the number under it; swaps marked;
     the note of ``replaced_note`` above."""
     swapped = dict(zip(result.swapped, result.originals))
@@ -117,7 +124,7 @@ def replaced_html(result: ReplacedTokens, auc: float | None = None, swaps: tuple
             f"<span style='font-family:ui-monospace,monospace'>{escape(tok)}</span>"
             f"<div style='font-size:0.8em'>{'special' if special else f'{p:.2f}'}</div>{mark}</span>"
         )
-    return (f"{replaced_note(result, auc, swaps)}"
+    return (f"{replaced_note(result, auc, swaps, beside)}"
             f"<div class='rtd-view' role='group' aria-label='P(replaced) for every token'>{''.join(cells)}</div>")
 
 

@@ -70,7 +70,8 @@ def detect_replaced(model_key: str, text: str, swap: int = 0, seed: int = 0) -> 
     ELECTRA's training), so the user sees whether the discriminator finds them. A sample
     equal to the original piece is no replacement: ELECTRA labels it original, so it goes
     to ``drawn_back``, not ``swapped``. swap: 0 to 10 tokens; seed: 0 to 2**31 - 1 (the draw
-    of positions and samples). Needs ELECTRA's discriminator (else a ``CapabilityError``).
+    of positions and samples). Needs ELECTRA's discriminator (else a ``CapabilityError``); a
+    detector trained beside another model's generator (``ModelSpec.generator``) swaps with that one.
     """
     spec = catalogue.get_spec(model_key)
     text = check_text(text)
@@ -84,8 +85,8 @@ def detect_replaced(model_key: str, text: str, swap: int = 0, seed: int = 0) -> 
     ids = enc["input_ids"].clone()
     special = enc["special_tokens_mask"][0].bool()
     swapped, originals, drawn_back = [], [], []
-    if swap:
-        gen = load_model(spec, head="mlm")
+    if swap:  # the generator: the model's own MLM head, or the one it was trained beside
+        gen = load_model(catalogue.get_spec(spec.generator) if spec.generator else spec, head="mlm")
         candidates = [i for i in range(ids.shape[1]) if not special[i]]
         g = torch.Generator().manual_seed(seed)
         order = torch.randperm(len(candidates), generator=g)[:swap].tolist()

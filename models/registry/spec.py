@@ -42,6 +42,7 @@ class ModelSpec:
     mlm_subfolder: str = ""  # where the MLM head lives when not in the main folder (ELECTRA's generator)
     has_clm_head: bool = False  # a decoder: reads left to right, ships a trained next-token head
     twin: str = ""  # the matched model of the other kind (an encoder's decoder, a decoder's encoder)
+    generator: str = ""  # ELECTRA: the key whose MLM head (its generator) makes the swaps, when not its own
     stand_in: bool = False  # random weights in a Hub model's real shape (scripts/standins.py), found cached
     # What is true on this machine now: filled by ``list_models`` (None in the bare registry).
     available: bool | None = None  # can be loaded now

@@ -57,10 +57,19 @@ _DECODERS: dict[str, tuple[str, str, str]] = {
 DECODER_KEYS: tuple[str, ...] = tuple(_DECODERS)
 TWINS = {enc: dec for dec, (_, enc, _) in _DECODERS.items()}  # encoder key -> its decoder twin
 
+# A zoo family's discriminator trained on past the shared budget for the detection views (not one
+# of ZOO_KEYS: Compare keeps the shared-budget model); key -> (the zoo family it starts from, its recipe)
+_DETECTORS: dict[str, tuple[str, str]] = {
+    "mini-electra-detector": ("mini-electra", "mini-electra's discriminator trained on past the shared budget, "
+                              "its generator frozen, on ELECTRA's corruption and on single-word swaps "
+                              "(`python -m scripts.zoo detector`); its swaps are mini-electra's generator's"),
+}
+DETECTOR_KEYS: tuple[str, ...] = tuple(_DETECTORS)
+
 
 def recipe_of(key: str) -> str:
     """The family's idea in miniature, one line (for cards and tables)."""
-    return _ZOO[key][2] if key in _ZOO else _DECODERS[key][2]
+    return _ZOO[key][2] if key in _ZOO else _DECODERS[key][2] if key in _DECODERS else _DETECTORS[key][1]
 
 
 def zoo_folder(key: str) -> Path:
@@ -121,6 +130,17 @@ def zoo_specs() -> tuple[ModelSpec, ...]:
             miniature=True,
             twin=TWINS.get(key, ""),
             **flags,
+        ))
+    for key, (start, idea) in _DETECTORS.items():
+        record = _record(key) or {}
+        amount = (f"{record['steps']:,} steps, {record['tokens']:,} tokens, {record['wall_minutes']:.0f} minutes on "
+                  "CPU" if record else "not trained on this checkout (docs/pretraining-heads.md)")
+        out.append(ModelSpec(
+            key=key, display_name=f"{key} (miniature electra, {start}'s detector trained past the budget)",
+            family="electra", source=str(zoo_folder(key)), source_kind="local", mask_token="[MASK]",
+            has_mlm_head=False, returns_attention=True, embedded=True, miniature=True, has_rtd_head=True,
+            generator=start, provenance=f"Trained by this project, not a published checkpoint: {idea} ({amount}). "
+            "Not one of the zoo's shared-budget runs: Compare shows mini-electra. See its MODEL_CARD.md.",
         ))
     for key, (family, twin, idea) in _DECODERS.items():
         out.append(ModelSpec(
@@ -274,3 +294,11 @@ def decoder_comparison() -> tuple[DecoderEntry, ...]:
             curve_baseline=float(r["unigram_tuning_split"]["piece_loss"]), concurrency=r.get("concurrency", ""),
         ))
     return tuple(out)
+
+
+def detection_figures(key: str) -> tuple[float | None, tuple[tuple[str, float], ...]]:
+    """(held-out ROC AUC of P(replaced) on generator-corrupted text, ((set, share of single-swap
+    sentences whose swapped word ranks first), ...)) of a zoo family or a detector, from its record."""
+    r = _record(key) or {}
+    return (r.get("rtd_heldout") or {}).get("roc_auc"), tuple((k, float(v["first"])) for k, v in (r.get("swap_detection") or {}).items()
+                      if isinstance(v, dict) and "first" in v)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..registry.zoo_entries import (DECODER_KEYS, SCORE_NAME, TABLE_FAMILIES, ZOO_KEYS, recipe_of, zoo_comparison,
-                                    zoo_folder)
+from ..registry.zoo_entries import (DECODER_KEYS, DETECTOR_KEYS, SCORE_NAME, TABLE_FAMILIES, ZOO_KEYS, recipe_of,
+                                    zoo_comparison, zoo_folder)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -245,13 +245,14 @@ def tuning_line(record: dict) -> str:
 
 def write_cards(log=print) -> None:
     """MODEL_CARD.md for every miniature that has a record."""
-    for key in (*ZOO_KEYS, *DECODER_KEYS):
+    for key in (*ZOO_KEYS, *DECODER_KEYS, *DETECTOR_KEYS):
         path = zoo_folder(key) / "record.json"
         if not path.is_file():
             log(f"{key}: no record, skipped")
             continue
         record = json.loads(path.read_text(encoding="utf-8"))
-        text = decoder_card(key, record) if key in DECODER_KEYS else card(key, record, recipe_of(key))
+        text = (decoder_card(key, record) if key in DECODER_KEYS else detector_card(key, record)
+                if key in DETECTOR_KEYS else card(key, record, recipe_of(key)))
         (zoo_folder(key) / "MODEL_CARD.md").write_text(text, encoding="utf-8")
         log(f"{key}: MODEL_CARD.md written")
 
@@ -377,5 +378,41 @@ def decoder_card(key: str, record: dict) -> str:
         "",
         f"**Limits.** A miniature: {record['tokens'] / 1e6:.1f} million training tokens on a CPU. It continues text "
         "with frequent words and local patterns; it is not a published decoder and knows little English.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def detector_card(key: str, record: dict, folder: Path | None = None) -> str:
+    """The card of a discriminator trained on past the shared budget (``scripts.zoo detector``);
+    ``folder``: where it is (default: the zoo's)."""
+    size = sum(p.stat().st_size for p in (folder or zoo_folder(key)).glob("*.safetensors")) / 2**20
+    rtd = record.get("rtd_heldout") or {}
+    start = zoo_folder("mini-electra") / "record.json"
+    shared = None
+    if start.is_file():
+        shared = (json.loads(start.read_text(encoding="utf-8")).get("rtd_heldout") or {}).get("roc_auc")
+    lines = [
+        f"# `{key}`: ELECTRA's detector trained on past the zoo's budget, by Encoder Lab",
+        "",
+        f"**What it is.** {recipe_of(key)}. ElectraForPreTraining, {record['parameters']:,} parameters, float16 "
+        f"safetensors, {size:.1f} MiB. It serves the Masking lab's replaced-token view; it is not one of the "
+        "zoo's shared-budget runs, and Compare keeps `mini-electra`.",
+        "",
+        f"**How it was trained** (`python -m {record['script']}`). Start: {record['start']}. {record['corruption']}. "
+        f"Training sentences of the corpus's training split ({record['sentences']:,} drawn), never the held-out "
+        f"split. AdamW, lr {record['lr']:g}, batch {record['batch']} sentences, float32; {record['steps']:,} steps, "
+        f"{record['tokens']:,} tokens, {record['wall_minutes']:.0f} wall minutes ({record['cpu_minutes']:.0f} CPU "
+        f"minutes) on a CPU, on top of mini-electra's shared-budget run. torch {record['torch']}.",
+        "",
+        "**Scores** (the shipped float16 weights, read in float32).",
+        *([f"- Held-out generator-corrupted text (ELECTRA's masking, mini-electra's generator): ROC AUC of "
+           f"P(replaced), replaced against original tokens, **{rtd['roc_auc']:.3f}** over {rtd['replaced']:,} "
+           f"replaced and {rtd['original']:,} original tokens; `python -m scripts.zoo rtd --folder "
+           f"weights/zoo/{key}`." + (f" mini-electra's discriminator, on the same text: {shared:.3f}." if shared
+                                     else "")] if rtd else []),
+        *[line for line in student_lines(record)],
+        "",
+        "**Limits.** A miniature (mini-electra's shape) trained on a CPU for minutes: its figures are on the "
+        "project's own sentences, held-out and written, and say nothing of any published ELECTRA.",
     ]
     return "\n".join(lines) + "\n"

@@ -22,6 +22,11 @@ decay 0.01, float32, the loss ELECTRA's binary cross-entropy over every real tok
 checkpoint every 100 steps in ``--out`` (a run resumes from it); at the end (``--steps``
 or ``--minutes``) the discriminator is saved there with ``record.json`` (steps, tokens, wall
 and CPU minutes). Score it with ``python -m scripts.zoo objectives electra --folder OUT``.
+
+``--install`` then ships it as ``weights/zoo/mini-electra-detector`` (float16, as the zoo's
+weights): its record gains the held-out detection on generator-corrupted text
+(``scripts.zoo rtd``'s ``measure``) and the single-swap figures (``scripts.zoo objectives
+electra``), both on the shipped weights, and its card is written.
 """
 
 from __future__ import annotations
@@ -113,6 +118,7 @@ def add_arguments(p) -> None:
     p.add_argument("--batch", type=int, default=32, help="sentences per step, half of each kind")
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--sentences", type=int, default=60_000)
+    p.add_argument("--install", action="store_true", help="then ship it as weights/zoo/mini-electra-detector")
     p.add_argument("--wordnet", type=Path, default=None, help="WordNet's usr/share/wordnet (default: unpacked "
                    "from the wordnet-base package in CORPUS/debs, fetched if absent)")
 
@@ -172,7 +178,29 @@ def run(args) -> int:
                       "word for a word of another sentence", "nouns": len(nouns),
         "wall_minutes": wall / 60, "cpu_minutes": (elapsed["cpu_s"] + time.process_time() - cpu0) / 60,
         "torch": torch.__version__, "script": "scripts.zoo detector"}, indent=1) + "\n", encoding="utf-8")
+    if args.install:
+        install(args.out, args.corpus)
     return 0
+
+
+def install(out: Path, corpus: Path, dest: Path = REPO / "weights" / "zoo" / "mini-electra-detector") -> None:
+    """The trained discriminator in ``out`` -> ``dest`` in float16, measured there, with its card."""
+    from models.zoo.cards import detector_card
+
+    from . import objectives, rtd
+
+    dest.mkdir(parents=True, exist_ok=True)
+    disc = ElectraForPreTraining.from_pretrained(str(out), dtype=torch.float32)
+    record = json.loads((out / "record.json").read_text(encoding="utf-8"))
+    record["parameters"] = sum(p.numel() for p in disc.parameters())
+    disc.to(torch.float16).save_pretrained(str(dest))
+    AutoTokenizer.from_pretrained(str(out)).save_pretrained(str(dest))
+    record["rtd_heldout"] = {**rtd.measure(dest, corpus), "weights": "the shipped float16 weights, read in float32",
+                             "script": "scripts.zoo rtd --folder weights/zoo/mini-electra-detector"}
+    record["swap_detection"] = {**objectives.electra_figures(dest), "script": "scripts.zoo objectives electra"}
+    (dest / "record.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    (dest / "MODEL_CARD.md").write_text(detector_card(dest.name, record, dest), encoding="utf-8")
+    print(f"installed: {dest} (record.json, MODEL_CARD.md)")
 
 
 def train_on(disc, opt, tokenizer, gen, plain: list[str], items: list[dict], g, lr: float) -> tuple[float, int]:

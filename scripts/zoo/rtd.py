@@ -3,7 +3,8 @@
     .venv/bin/python -m scripts.zoo rtd [--corpus .cache/corpus] [--write]
 
 Loads the shipped discriminator and generator (``weights/zoo/mini-electra``, float16 read
-back in float32), corrupts the held-out chunks as training's final score did (``rtd_scores``:
+back in float32; ``--folder``: another discriminator, e.g. ``weights/zoo/mini-electra-detector``,
+read beside mini-electra's generator), corrupts the held-out chunks as training's final score did (``rtd_scores``:
 the same chunks, ELECTRA's masking, the generator's samples, the same seed), and prints
 ``rtd_summary``: the ROC AUC of P(replaced) for replaced against original tokens, and the
 same read apart by where the generator wrote (replaced against correctly guessed
@@ -31,28 +32,37 @@ FOLDER = REPO / "weights" / "zoo" / "mini-electra"
 
 def add_arguments(p) -> None:
     p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
-    p.add_argument("--folder", type=Path, default=FOLDER)
+    p.add_argument("--folder", type=Path, default=FOLDER, help="a discriminator's folder (default: the shipped "
+                   "mini-electra); without a generator/ of its own, mini-electra's generator corrupts the text")
     p.add_argument("--write", action="store_true", help="keep the figures in the record (rtd_heldout_shipped)")
 
 
-def run(args) -> int:
-    corpus = args.corpus / "train_ordered.tsv"
+def measure(folder: Path, corpus: Path) -> dict:
+    """``rtd_summary`` of the discriminator in ``folder`` on the held-out chunks, corrupted as
+    mini-electra's training scored them (its shape, seed, masking and generator)."""
+    corpus = corpus / "train_ordered.tsv"
     if not corpus.is_file():
         raise SystemExit(f"{corpus} is missing: build the corpus first (python -m scripts.build_corpus)")
+    shipped = json.loads((FOLDER / "record.json").read_text(encoding="utf-8"))
+    generator = folder / "generator" if (folder / "generator").is_dir() else FOLDER / "generator"
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    models = {"model": ElectraForPreTraining.from_pretrained(str(folder), dtype=torch.float32),
+              "generator": ElectraForMaskedLM.from_pretrained(str(generator), dtype=torch.float32)}
+    shape = shipped["config"]["shape"]
+    chunks = zd.corpus_chunks(corpus, tokenizer, shape["max_len"])
+    examples = zd.Examples(tokenizer, chunks, shape["max_len"], shipped["config"]["seed"])
+    return zs.rtd_scores(zm.Objective("mini-electra", models), examples)
+
+
+def run(args) -> int:
     record_path = args.folder / "record.json"
     record = json.loads(record_path.read_text(encoding="utf-8"))
-    tokenizer = AutoTokenizer.from_pretrained(str(args.folder))
-    models = {"model": ElectraForPreTraining.from_pretrained(str(args.folder), dtype=torch.float32),
-              "generator": ElectraForMaskedLM.from_pretrained(str(args.folder / "generator"), dtype=torch.float32)}
-    objective = zm.Objective("mini-electra", models)
-    shape = record["config"]["shape"]
-    chunks = zd.corpus_chunks(corpus, tokenizer, shape["max_len"])
-    examples = zd.Examples(tokenizer, chunks, shape["max_len"], record["config"]["seed"])
-    out = zs.rtd_scores(objective, examples)
-    print(f"mini-electra, shipped weights, {out['replaced']:,} replaced and {out['original']:,} original tokens "
+    out = measure(args.folder, args.corpus)
+    print(f"{args.folder.name}, shipped weights, {out['replaced']:,} replaced and {out['original']:,} original tokens "
           f"({out['rewritten_original']:,} of them written back as themselves by the generator)")
-    print(f"  ROC AUC, replaced vs original:        {out['roc_auc']:.3f} (the record: "
-          f"{record['rtd_heldout']['roc_auc']:.3f}, on the float32 model)")
+    trained = record.get("rtd_heldout", {}).get("roc_auc")
+    print(f"  ROC AUC, replaced vs original:        {out['roc_auc']:.3f}"
+          + (f" (the record: {trained:.3f}, on the float32 model)" if trained is not None else ""))
     print(f"  replaced vs correctly guessed:         {out['rewritten_auc']:.3f}")
     print(f"  replaced vs untouched:                 {out['untouched_auc']:.3f}")
     print(f"  written positions vs untouched ones:   {out['where_auc']:.3f}")
@@ -62,4 +72,3 @@ def run(args) -> int:
         record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         print(f"written: {record_path.relative_to(REPO)} (rtd_heldout_shipped)")
     return 0
-
