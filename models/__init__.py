@@ -131,7 +131,7 @@ from .mlm.results import FillMaskResult
 from .pretraining.objective_heads import ReplacedTokens, detect_replaced, sentence_order
 from .registry.spec import CAPABILITIES, ModelSpec
 from .registry.zoo_entries import (DECODER_KEYS, ZOO_KEYS, DecoderEntry, ZooEntry, decoder_comparison, detection_figures,
-                                   zoo_comparison)
+                                   pair_figures, past_budget_of, zoo_comparison)
 from .runtime.tokenization import tokenize
 from .tasks.task_data import list_tasks
 from .embeddings.sentence_encoder import SENTENCE_LOSSES, SentenceEncoderResult, sentence_encoders, train_sentence_encoder
@@ -268,6 +268,8 @@ __all__ = [
     "ReplacedTokens",
     "detect_replaced",
     "detection_figures",
+    "pair_figures",
+    "past_budget_of",
     "sentence_order",
     "ZOO_KEYS",
     "DECODER_KEYS",

@@ -35,8 +35,10 @@ from models import (
     logit_lens,
     masked_lm_loss,
     next_token,
+    pair_figures,
     pair_loss,
     parse_groups,
+    past_budget_of,
     project_2d,
     search,
     sentence_encoders,
@@ -180,11 +182,16 @@ def sentence_pair(model_key: str, a: str, b: str):
         rows = [("A, B as written", a, b, sentence_order(model_key, a, b)),
                 ("B, A swapped", b, a, sentence_order(model_key, b, a))]
         column = "P(in order)"
-    recorded = next(((e.pair_accuracy, e.pair_majority, e.pair_reference, e.pair_narrative)
-                     for e in zoo_comparison() if e.key == model_key), (None, None, None, ()))
+    stage = past_budget_of(model_key, "nsp") if kind == "nsp" else ""
+    if stage:  # the same model trained on past the budget on negatives of the same kind of text
+        rows += [(f"{stage}: {name}", first, second, pair_loss(stage, first, second, head="nsp").p_is_next)
+                 for name, first, second, _ in rows]
     frame = plots.pair_frame(rows, column)
     head = "next-sentence prediction" if kind == "nsp" else "sentence-order prediction"
-    note = f"`{model_key}`, its {head} head.  \n" + objectives_plots.pair_markdown(kind, rows[0][3], *recorded)
+    note = f"`{model_key}`, its {head} head.  \n" + objectives_plots.pair_markdown(kind, rows[0][3],
+                                                                                  *pair_figures(model_key))
+    if stage:
+        note += "\n\n" + objectives_plots.stage_markdown(model_key, stage, rows[2][3], *pair_figures(stage))
     return frame, note
 
 

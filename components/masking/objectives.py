@@ -13,9 +13,10 @@ from models import (
     detect_replaced,
     detection_figures,
     get_spec,
+    pair_figures,
     pair_loss,
+    past_budget_of,
     sentence_order,
-    zoo_comparison,
 )
 
 from ..shell.common import readable_errors
@@ -30,8 +31,7 @@ RTD_COLUMNS = ["position", "token", "P(replaced)", "verdict", "generator replace
 def _heldout_pair(model_key: str) -> tuple:
     """(held-out accuracy, majority-label share, a bag-of-words order model's accuracy, the head
     on held-out narrative pairs by kind) of a model's pair head, from its record."""
-    return next(((e.pair_accuracy, e.pair_majority, e.pair_reference, e.pair_narrative)
-                 for e in zoo_comparison() if e.key == model_key), (None, None, None, ()))
+    return pair_figures(model_key)
 
 
 def _heldout_rtd(model_key: str) -> tuple:
@@ -46,7 +46,12 @@ def pair_answer(model_key: str, a: str, b: str):
         spec = get_spec(model_key)
         kind = spec.pair_head
         p = sentence_order(model_key, a, b) if kind == "sop" else pair_loss(model_key, a, b, head="nsp").p_is_next
-        return views.pair_markdown(kind, p, *_heldout_pair(model_key))
+        text = views.pair_markdown(kind, p, *_heldout_pair(model_key))
+        stage = past_budget_of(model_key, "nsp") if kind == "nsp" else ""
+        if stage:  # the same model trained on past the budget on negatives of the same kind of text
+            p_stage = pair_loss(stage, a, b, head="nsp").p_is_next
+            text += "\n\n" + views.stage_markdown(model_key, stage, p_stage, *_heldout_pair(stage))
+        return text
 
 
 run_pair = on_gpu(pair_answer)

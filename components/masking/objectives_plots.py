@@ -43,6 +43,15 @@ def pair_markdown(kind: str, p: float, heldout: float | None, majority: float | 
     return text + narrative_markdown(kind, dict(narrative))
 
 
+def stage_markdown(key: str, stage: str, p: float, heldout: float | None = None, majority: float | None = None,
+                   reference: float | None = None, narrative: tuple[tuple[str, float], ...] = ()) -> str:
+    """The same pair read by ``stage``: ``key``'s NSP head trained on past the zoo's budget on pairs
+    whose random B comes from elsewhere in the same source (``scripts.zoo nsp``)."""
+    return (f"`{stage}`: {key}'s encoder and NSP head trained on past the zoo's budget on pairs whose random B "
+            "comes from elsewhere in the same source (not one of the zoo's shared-budget runs).  \n"
+            + pair_markdown("nsp", p, heldout, majority, reference, narrative))
+
+
 def narrative_markdown(kind: str, found: dict[str, float]) -> str:
     """The head on held-out pairs of single sentences of running text (a student's pairs): for
     NSP with a random B of another source and of the same source, and what the gap says."""
@@ -55,6 +64,9 @@ def narrative_markdown(kind: str, found: dict[str, float]) -> str:
         if same < 0.6 <= other:
             text += (" So this head reads mostly what kind of text B is, not whether it goes on from A: "
                      "when the random B is of the same kind, it is near chance.")
+        elif same >= 0.6:
+            text += (" With a random B of the same kind of text it is still right in most pairs: it reads more "
+                     "than what kind of text B is.")
         return text
     if kind == "sop" and "sentences, swapped" in found:
         return (f"  \nOn held-out pairs of neighbouring single sentences from novels, stories, speeches and the "

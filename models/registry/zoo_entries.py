@@ -57,19 +57,22 @@ _DECODERS: dict[str, tuple[str, str, str]] = {
 DECODER_KEYS: tuple[str, ...] = tuple(_DECODERS)
 TWINS = {enc: dec for dec, (_, enc, _) in _DECODERS.items()}  # encoder key -> its decoder twin
 
-# A zoo family's discriminator trained on past the shared budget for the detection views (not one
-# of ZOO_KEYS: Compare keeps the shared-budget model); key -> (the zoo family it starts from, its recipe)
-_DETECTORS: dict[str, tuple[str, str]] = {
-    "mini-electra-detector": ("mini-electra", "mini-electra's discriminator trained on past the shared budget, "
-                              "its generator frozen, on ELECTRA's corruption and on single-word swaps "
+# Zoo models trained on past the shared budget for the views of one head (not ZOO_KEYS: Compare
+# keeps the shared-budget model they start from); key -> (the zoo model it starts from, its head, its recipe)
+_PAST_BUDGET: dict[str, tuple[str, str, str]] = {
+    "mini-electra-detector": ("mini-electra", "rtd", "mini-electra's discriminator trained on past the shared "
+                              "budget, its generator frozen, on ELECTRA's corruption and on single-word swaps "
                               "(`python -m scripts.zoo detector`); its swaps are mini-electra's generator's"),
+    "mini-bert-nsp": ("mini-bert", "nsp", "mini-bert's encoder and NSP head trained on past the shared budget on "
+                      "NSP alone, on pairs of running text whose negative B is another place in the same source "
+                      "(`python -m scripts.zoo nsp`); no masked-LM head of its own"),
 }
-DETECTOR_KEYS: tuple[str, ...] = tuple(_DETECTORS)
+PAST_BUDGET_KEYS: tuple[str, ...] = tuple(_PAST_BUDGET)
 
 
 def recipe_of(key: str) -> str:
     """The family's idea in miniature, one line (for cards and tables)."""
-    return _ZOO[key][2] if key in _ZOO else _DECODERS[key][2] if key in _DECODERS else _DETECTORS[key][1]
+    return _ZOO[key][2] if key in _ZOO else _DECODERS[key][2] if key in _DECODERS else _PAST_BUDGET[key][2]
 
 
 def zoo_folder(key: str) -> Path:
@@ -131,16 +134,19 @@ def zoo_specs() -> tuple[ModelSpec, ...]:
             twin=TWINS.get(key, ""),
             **flags,
         ))
-    for key, (start, idea) in _DETECTORS.items():
-        record = _record(key) or {}
-        amount = (f"{record['steps']:,} steps, {record['tokens']:,} tokens, {record['wall_minutes']:.0f} minutes on "
-                  "CPU" if record else "not trained on this checkout (docs/pretraining-heads.md)")
+    for key, (start, head, idea) in _PAST_BUDGET.items():
+        record, family = _record(key) or {}, _ZOO[start][0]
+        amount = (f"{record['steps']:,} steps, "
+                  + (f"{record['tokens']:,} tokens" if "tokens" in record else f"{record['pairs']:,} pairs")
+                  + f", {record['wall_minutes']:.0f} minutes on CPU" if record
+                  else "not trained on this checkout (docs/pretraining-heads.md)")
         out.append(ModelSpec(
-            key=key, display_name=f"{key} (miniature electra, {start}'s detector trained past the budget)",
-            family="electra", source=str(zoo_folder(key)), source_kind="local", mask_token="[MASK]",
-            has_mlm_head=False, returns_attention=True, embedded=True, miniature=True, has_rtd_head=True,
-            generator=start, provenance=f"Trained by this project, not a published checkpoint: {idea} ({amount}). "
-            "Not one of the zoo's shared-budget runs: Compare shows mini-electra. See its MODEL_CARD.md.",
+            key=key, display_name=f"{key} (miniature {family}, {start}'s {head.upper()} head trained past the budget)",
+            family=family, source=str(zoo_folder(key)), source_kind="local", mask_token=_ZOO[start][1],
+            has_mlm_head=False, returns_attention=True, embedded=True, miniature=True,
+            has_rtd_head=head == "rtd", has_nsp_head=head == "nsp", generator=start if head == "rtd" else "",
+            provenance=f"Trained by this project, not a published checkpoint: {idea} ({amount}). Not one of the "
+            f"zoo's shared-budget runs: Compare shows {start}. See its MODEL_CARD.md.",
         ))
     for key, (family, twin, idea) in _DECODERS.items():
         out.append(ModelSpec(
@@ -296,9 +302,27 @@ def decoder_comparison() -> tuple[DecoderEntry, ...]:
     return tuple(out)
 
 
+def past_budget_of(key: str, head: str) -> str:
+    """The model trained on past the shared budget from zoo model ``key`` for ``head`` whose weights
+    are here ("" if none)."""
+    return next((k for k, (start, h, _) in _PAST_BUDGET.items()
+                 if start == key and h == head and (zoo_folder(k) / "config.json").is_file()), "")
+
+
 def detection_figures(key: str) -> tuple[float | None, tuple[tuple[str, float], ...]]:
     """(held-out ROC AUC of P(replaced) on generator-corrupted text, ((set, share of single-swap
     sentences whose swapped word ranks first), ...)) of a zoo family or a detector, from its record."""
     r = _record(key) or {}
-    return (r.get("rtd_heldout") or {}).get("roc_auc"), tuple((k, float(v["first"])) for k, v in (r.get("swap_detection") or {}).items()
-                      if isinstance(v, dict) and "first" in v)
+    swaps = (r.get("swap_detection") or {}).items()
+    return (r.get("rtd_heldout") or {}).get("roc_auc"), tuple((k, float(v["first"])) for k, v in swaps
+                                                               if isinstance(v, dict) and "first" in v)
+
+
+def pair_figures(key: str) -> tuple:
+    """(held-out pair accuracy, its majority share, the bag-of-words reference's accuracy, ((kind of
+    held-out narrative pair, accuracy), ...)) of a model's NSP or SOP head, from its record (Nones
+    and () where it has none)."""
+    r = _record(key) or {}
+    pair = r.get("pair_heldout") or {}
+    return (pair.get("accuracy"), pair.get("majority"), (r.get("pair_reference") or {}).get("accuracy"),
+            tuple((k, float(v)) for k, v in (r.get("pair_narrative") or {}).get("accuracy", {}).items()))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..registry.zoo_entries import (DECODER_KEYS, DETECTOR_KEYS, SCORE_NAME, TABLE_FAMILIES, ZOO_KEYS, recipe_of,
+from ..registry.zoo_entries import (DECODER_KEYS, PAST_BUDGET_KEYS, SCORE_NAME, TABLE_FAMILIES, ZOO_KEYS, recipe_of,
                                     zoo_comparison, zoo_folder)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +81,8 @@ def student_lines(record: dict) -> list[str]:
                      + f"{found}; `python -m {n['script']}`." + pair_reading(record["pair_objective"], n["accuracy"]))
         if n.get("segments_b_ends_a_sentence"):
             ends = n["segments_b_ends_a_sentence"]
-            trained = ("BERT's cut, which this head trained on" if record["config"].get("nsp_negatives", "any") == "any"
+            negatives = record.get("nsp_negatives") or record.get("config", {}).get("nsp_negatives", "any")
+            trained = ("BERT's cut, which this head trained on" if negatives == "any"
                        else "BERT's cut, not the pairs this head trained on")
             lines.append(f"- Cut as BERT cuts (A a chunk's first sentences, B the rest; a negative's B another source's "
                          f"chunk opening, cut to the positive's length: {trained}), B ends a sentence in "
@@ -245,14 +246,14 @@ def tuning_line(record: dict) -> str:
 
 def write_cards(log=print) -> None:
     """MODEL_CARD.md for every miniature that has a record."""
-    for key in (*ZOO_KEYS, *DECODER_KEYS, *DETECTOR_KEYS):
+    for key in (*ZOO_KEYS, *DECODER_KEYS, *PAST_BUDGET_KEYS):
         path = zoo_folder(key) / "record.json"
         if not path.is_file():
             log(f"{key}: no record, skipped")
             continue
         record = json.loads(path.read_text(encoding="utf-8"))
-        text = (decoder_card(key, record) if key in DECODER_KEYS else detector_card(key, record)
-                if key in DETECTOR_KEYS else card(key, record, recipe_of(key)))
+        text = (decoder_card(key, record) if key in DECODER_KEYS else past_budget_card(key, record)
+                if key in PAST_BUDGET_KEYS else card(key, record, recipe_of(key)))
         (zoo_folder(key) / "MODEL_CARD.md").write_text(text, encoding="utf-8")
         log(f"{key}: MODEL_CARD.md written")
 
@@ -382,37 +383,46 @@ def decoder_card(key: str, record: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def detector_card(key: str, record: dict, folder: Path | None = None) -> str:
-    """The card of a discriminator trained on past the shared budget (``scripts.zoo detector``);
-    ``folder``: where it is (default: the zoo's)."""
+def past_budget_card(key: str, record: dict, folder: Path | None = None) -> str:
+    """The card of a zoo model trained on past the shared budget for one head (``scripts.zoo
+    detector``, ``scripts.zoo nsp``); ``folder``: where it is (default: the zoo's)."""
     size = sum(p.stat().st_size for p in (folder or zoo_folder(key)).glob("*.safetensors")) / 2**20
-    rtd = record.get("rtd_heldout") or {}
-    start = zoo_folder("mini-electra") / "record.json"
-    shared = None
-    if start.is_file():
-        shared = (json.loads(start.read_text(encoding="utf-8")).get("rtd_heldout") or {}).get("roc_auc")
+    detector = "corruption" in record
+    start, view = ("mini-electra", "Masking lab's replaced-token view") if detector else (
+        "mini-bert", "Masking lab's pair view and the NSP lesson, beside mini-bert")
+    amount = f"{record['tokens']:,} tokens" if detector else f"{record['pairs']:,} pairs"
+    built = record["corruption"] if detector else f"NSP alone, on {record['pairs_built']}"
     lines = [
-        f"# `{key}`: ELECTRA's detector trained on past the zoo's budget, by Encoder Lab",
+        f"# `{key}`: {start} trained on past the zoo's budget for one head, by Encoder Lab",
         "",
-        f"**What it is.** {recipe_of(key)}. ElectraForPreTraining, {record['parameters']:,} parameters, float16 "
-        f"safetensors, {size:.1f} MiB. It serves the Masking lab's replaced-token view; it is not one of the "
-        "zoo's shared-budget runs, and Compare keeps `mini-electra`.",
+        f"**What it is.** {recipe_of(key)}. {'ElectraForPreTraining' if detector else 'BertForPreTraining'}, "
+        f"{record['parameters']:,} parameters, float16 safetensors, {size:.1f} MiB. It serves the {view}; it is not "
+        f"one of the zoo's shared-budget runs, and Compare keeps `{start}`.",
         "",
-        f"**How it was trained** (`python -m {record['script']}`). Start: {record['start']}. {record['corruption']}. "
-        f"Training sentences of the corpus's training split ({record['sentences']:,} drawn), never the held-out "
-        f"split. AdamW, lr {record['lr']:g}, batch {record['batch']} sentences, float32; {record['steps']:,} steps, "
-        f"{record['tokens']:,} tokens, {record['wall_minutes']:.0f} wall minutes ({record['cpu_minutes']:.0f} CPU "
-        f"minutes) on a CPU, on top of mini-electra's shared-budget run. torch {record['torch']}.",
+        f"**How it was trained** (`python -m {record['script']}`). Start: {record['start']}. {built[0].upper()}"
+        f"{built[1:]}. The corpus's training split only, never the held-out split. AdamW, lr {record['lr']:g}, batch "
+        f"{record['batch']}, float32; {record['steps']:,} steps, {amount}, {record['wall_minutes']:.0f} wall minutes "
+        f"({record['cpu_minutes']:.0f} CPU minutes) on a CPU, on top of {start}'s shared-budget run. "
+        f"torch {record['torch']}.",
         "",
         "**Scores** (the shipped float16 weights, read in float32).",
-        *([f"- Held-out generator-corrupted text (ELECTRA's masking, mini-electra's generator): ROC AUC of "
-           f"P(replaced), replaced against original tokens, **{rtd['roc_auc']:.3f}** over {rtd['replaced']:,} "
-           f"replaced and {rtd['original']:,} original tokens; `python -m scripts.zoo rtd --folder "
-           f"weights/zoo/{key}`." + (f" mini-electra's discriminator, on the same text: {shared:.3f}." if shared
-                                     else "")] if rtd else []),
-        *[line for line in student_lines(record)],
+        *_rtd_line(key, record.get("rtd_heldout") or {}),
+        *student_lines(record),
         "",
-        "**Limits.** A miniature (mini-electra's shape) trained on a CPU for minutes: its figures are on the "
-        "project's own sentences, held-out and written, and say nothing of any published ELECTRA.",
+        f"**Limits.** A miniature ({start}'s shape) trained on a CPU for minutes: its figures are on the project's own "
+        "sentences, held-out and written, and say nothing of any published model.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _rtd_line(key: str, rtd: dict) -> list[str]:
+    """A detector's held-out detection on generator-corrupted text, beside mini-electra's."""
+    if not rtd:
+        return []
+    start, shared = zoo_folder("mini-electra") / "record.json", None
+    if start.is_file():
+        shared = (json.loads(start.read_text(encoding="utf-8")).get("rtd_heldout") or {}).get("roc_auc")
+    return [f"- Held-out generator-corrupted text (ELECTRA's masking, mini-electra's generator): ROC AUC of "
+            f"P(replaced), replaced against original tokens, **{rtd['roc_auc']:.3f}** over {rtd['replaced']:,} "
+            f"replaced and {rtd['original']:,} original tokens; `python -m scripts.zoo rtd --folder weights/zoo/{key}`."
+            + (f" mini-electra's discriminator, on the same text: {shared:.3f}." if shared else "")]

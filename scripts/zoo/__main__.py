@@ -29,6 +29,7 @@ SUBCOMMANDS = {  # name: what it does (each is the module scripts/zoo/<name>.py,
     "rtd": "the shipped mini-electra's replaced-token detection, read apart",
     "objectives": "NSP, SOP and ELECTRA's detector on a student's text: the heads' figures",
     "detector": "train ELECTRA's discriminator on past the budget to find a plainly wrong word",
+    "nsp": "train BERT's NSP head on past the budget to read the story, not the source",
 }
 
 

@@ -32,7 +32,6 @@ electra``), both on the shipped weights, and its card is written.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +43,8 @@ from models.pretraining.masking import apply_masking
 from models.zoo import data as zd
 from models.zoo import families as zm
 from models.zoo import swaps
+
+from .resumable import Resumable, add_common_arguments, ship
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "weights" / "zoo" / "mini-electra"
@@ -111,14 +112,8 @@ def wordnet_folder(args) -> Path:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--corpus", type=Path, default=REPO / ".cache" / "corpus")
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--steps", type=int, default=3000)
-    p.add_argument("--minutes", type=float, default=0.0, help="stop after this many wall minutes (0: none)")
-    p.add_argument("--batch", type=int, default=32, help="sentences per step, half of each kind")
-    p.add_argument("--lr", type=float, default=1e-4)
+    add_common_arguments(p, "sentences per step, half of each kind", "weights/zoo/mini-electra-detector")
     p.add_argument("--sentences", type=int, default=60_000)
-    p.add_argument("--install", action="store_true", help="then ship it as weights/zoo/mini-electra-detector")
     p.add_argument("--wordnet", type=Path, default=None, help="WordNet's usr/share/wordnet (default: unpacked "
                    "from the wordnet-base package in CORPUS/debs, fetched if absent)")
 
@@ -135,48 +130,37 @@ def run(args) -> int:
     nouns = swaps.wordnet_nouns(wordnet_folder(args))
     noun_pool = [m.group().lower() for s in sentences for m in swaps.nouns_in(s, nouns)]
     opt = torch.optim.AdamW(disc.parameters(), lr=args.lr, weight_decay=0.01)
-    ckpt, step, tokens, elapsed = args.out / "run.ckpt", 0, 0, {"wall_s": 0.0, "cpu_s": 0.0}
     g = torch.Generator().manual_seed(1)
-    if ckpt.is_file():
-        saved = torch.load(ckpt, weights_only=False)
-        disc.load_state_dict(saved["disc"]), opt.load_state_dict(saved["opt"]), g.set_state(saved["gen_rng"])
-        step, tokens, elapsed = saved["step"], saved["tokens"], saved["elapsed"]
-    wall0, cpu0, losses = time.time(), time.process_time(), []
-    half = args.batch // 2
-
-    def save():
-        torch.save({"disc": disc.state_dict(), "opt": opt.state_dict(), "gen_rng": g.get_state(), "step": step,
-                    "tokens": tokens, "elapsed": {"wall_s": elapsed["wall_s"] + time.time() - wall0,
-                                                  "cpu_s": elapsed["cpu_s"] + time.process_time() - cpu0}},
-                   str(ckpt) + ".tmp")
-        Path(str(ckpt) + ".tmp").replace(ckpt)
-
+    place = Resumable(args.out)
+    if place.state is not None:
+        disc.load_state_dict(place.state["disc"]), opt.load_state_dict(place.state["opt"])
+        g.set_state(place.state["gen_rng"])
+    losses, half = [], args.batch // 2
     disc.train()
-    while step < args.steps and not (args.minutes and elapsed["wall_s"] + time.time() - wall0 > 60 * args.minutes):
-        rng = np.random.default_rng([7, step])
+    while place.running(args.steps, args.minutes):
+        rng = np.random.default_rng([7, place.step])
         chosen = [sentences[int(i)] for i in rng.choice(len(sentences), 2 * half)]
-        items = items_for(chosen[half:], rng, step, nouns, noun_pool)
+        items = items_for(chosen[half:], rng, place.step, nouns, noun_pool)
         losses.append(train_on(disc, opt, tokenizer, gen, chosen[:half], items, g,
-                               args.lr * min(1.0, (step + 1) / max(1, 0.05 * args.steps))))
-        tokens += losses[-1][1]
-        step += 1
-        if step % 25 == 0:
+                               args.lr * min(1.0, (place.step + 1) / max(1, 0.05 * args.steps))))
+        place.count += losses[-1][1]
+        place.step += 1
+        if place.step % 25 == 0:
             mean = float(np.mean([x[0] for x in losses[-25:]]))
-            print(json.dumps({"step": step, "tokens": tokens, "loss": round(mean, 4),
-                              "wall_s": round(elapsed["wall_s"] + time.time() - wall0)}), flush=True)
-        if step % 100 == 0:
-            save()
-    save()
+            print(json.dumps({"step": place.step, "tokens": place.count, "loss": round(mean, 4),
+                              "wall_s": round(place.wall_s())}), flush=True)
+        if place.step % 100 == 0:
+            place.save(disc=disc.state_dict(), opt=opt.state_dict(), gen_rng=g.get_state())
+    place.save(disc=disc.state_dict(), opt=opt.state_dict(), gen_rng=g.get_state())
     disc.save_pretrained(str(args.out))
     tokenizer.save_pretrained(str(args.out))
-    wall = elapsed["wall_s"] + time.time() - wall0
     (args.out / "record.json").write_text(json.dumps({
-        "start": "the shipped mini-electra (its discriminator; the generator frozen)", "steps": step,
-        "tokens": tokens, "batch": args.batch, "lr": args.lr, "sentences": args.sentences,
+        "start": "the shipped mini-electra (its discriminator; the generator frozen)", "steps": place.step,
+        "tokens": place.count, "batch": args.batch, "lr": args.lr, "sentences": args.sentences,
         "corruption": "half of each batch ELECTRA's (the frozen generator's samples), half single swaps: a "
                       "quarter whole, the rest half noun for noun (WordNet's nouns after a determiner), half any "
                       "word for a word of another sentence", "nouns": len(nouns),
-        "wall_minutes": wall / 60, "cpu_minutes": (elapsed["cpu_s"] + time.process_time() - cpu0) / 60,
+        "wall_minutes": place.wall_s() / 60, "cpu_minutes": place.cpu_s() / 60,
         "torch": torch.__version__, "script": "scripts.zoo detector"}, indent=1) + "\n", encoding="utf-8")
     if args.install:
         install(args.out, args.corpus)
@@ -184,23 +168,14 @@ def run(args) -> int:
 
 
 def install(out: Path, corpus: Path, dest: Path = REPO / "weights" / "zoo" / "mini-electra-detector") -> None:
-    """The trained discriminator in ``out`` -> ``dest`` in float16, measured there, with its card."""
-    from models.zoo.cards import detector_card
-
+    """The trained discriminator in ``out`` -> ``dest``, measured there: the held-out detection on
+    generator-corrupted text and the single-swap figures."""
     from . import objectives, rtd
 
-    dest.mkdir(parents=True, exist_ok=True)
-    disc = ElectraForPreTraining.from_pretrained(str(out), dtype=torch.float32)
-    record = json.loads((out / "record.json").read_text(encoding="utf-8"))
-    record["parameters"] = sum(p.numel() for p in disc.parameters())
-    disc.to(torch.float16).save_pretrained(str(dest))
-    AutoTokenizer.from_pretrained(str(out)).save_pretrained(str(dest))
-    record["rtd_heldout"] = {**rtd.measure(dest, corpus), "weights": "the shipped float16 weights, read in float32",
-                             "script": "scripts.zoo rtd --folder weights/zoo/mini-electra-detector"}
-    record["swap_detection"] = {**objectives.electra_figures(dest), "script": "scripts.zoo objectives electra"}
-    (dest / "record.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    (dest / "MODEL_CARD.md").write_text(detector_card(dest.name, record, dest), encoding="utf-8")
-    print(f"installed: {dest} (record.json, MODEL_CARD.md)")
+    ship(ElectraForPreTraining, out, dest, lambda folder: {
+        "rtd_heldout": {**rtd.measure(folder, corpus), "weights": "the shipped float16 weights, read in float32",
+                        "script": f"scripts.zoo rtd --folder weights/zoo/{dest.name}"},
+        "swap_detection": {**objectives.electra_figures(folder), "script": "scripts.zoo objectives electra"}})
 
 
 def train_on(disc, opt, tokenizer, gen, plain: list[str], items: list[dict], g, lr: float) -> tuple[float, int]:

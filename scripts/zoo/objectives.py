@@ -52,11 +52,13 @@ def pair_examples(folder: Path, corpus: Path) -> tuple:
     return tokenizer, zd.Examples(tokenizer, chunks, max_len, seed), names
 
 
-def pair_figures(family: str, folder: Path, corpus: Path) -> dict:
-    """{"pairs", "accuracy": {"<cut>, <negatives>": share}} of the family's pair head."""
+def pair_figures(family: str, folder: Path, corpus: Path, start: Path | None = None) -> dict:
+    """{"pairs", "accuracy": {"<cut>, <negatives>": share}} of the family's pair head in ``folder``;
+    ``start``: the zoo model it was trained from, whose tokenizer, chunks and pairs it reads
+    (default: ``folder``'s own)."""
     from transformers import AutoModelForPreTraining
 
-    _, examples, names = pair_examples(folder, corpus)
+    _, examples, names = pair_examples(start or folder, corpus)
     split = zp.pair_split(examples, names)
     objective = zm.Objective(family, {"model": AutoModelForPreTraining.from_pretrained(str(folder),
                                                                                      dtype=torch.float32)})
@@ -110,8 +112,10 @@ def run(args) -> int:
                   f"{f['swapped_mean_p']:.2f}, others {f['other_mean_p']:.2f}")
         record_key = "swap_detection"
     else:
-        figures = pair_figures(key, folder, args.corpus)
-        print(f"{key}, {args.head.upper()} on {figures['pairs']} held-out narrative pairs:")
+        record = json.loads((folder / "record.json").read_text(encoding="utf-8"))
+        # a head trained on past the budget (scripts.zoo nsp) reads its zoo model's chunks and pairs
+        figures = pair_figures(key, folder, args.corpus, None if "config" in record else ZOO / key)
+        print(f"{folder.name}, {args.head.upper()} on {figures['pairs']} held-out narrative pairs:")
         for name, acc in figures["accuracy"].items():
             print(f"  {name:32s} {acc:.1%}")
         if "segments_b_ends_a_sentence" in figures:

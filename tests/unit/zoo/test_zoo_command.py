@@ -12,7 +12,7 @@ from pathlib import Path
 from scripts.zoo.__main__ import SUBCOMMANDS
 
 REPO = Path(__file__).resolve().parents[3]
-HELPERS = {"__init__", "__main__", "export"}  # scripts/zoo/ modules that are not subcommands
+HELPERS = {"__init__", "__main__", "export", "resumable"}  # scripts/zoo/ modules that are not subcommands
 OLD = re.compile(r"scripts[./](train_zoo|zoo_(local|gpu|cards|flops|heads|plateau|profile|rtd|objectives|detector))\b")
 
 
