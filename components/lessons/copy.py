@@ -181,7 +181,9 @@ STEPS = (
         "first one available with either head. Under the table, its accuracy on held-out pairs "
         "of single sentences from novels, stories and speeches, with a random B drawn two ways: "
         "from another source (another kind of text, as BERT drew them) and from elsewhere in the "
-        "same source (the same kind of text, where only the story links A to B).",
+        "same source (the same kind of text, where only the story links A to B). Where mini-bert-nsp "
+        "is here (mini-bert's head trained on past the zoo's budget with random B's of the same kind "
+        "of text), the table reads each pair with it too.",
         "Write a B on the same topic that does not follow A: is the head fooled?",
         "Why is telling a random sentence from the next one easier than telling the order of "
         "two neighbours?",

@@ -10,7 +10,9 @@ PAIR_HELP = (
     "prediction (SOP)**: both sentences are real neighbours, and the model must tell whether "
     "they are in their original order or swapped, which a topic shortcut cannot solve. "
     "Offline, `mini-bert` (NSP) and `mini-albert` (SOP) are the project's own miniatures; "
-    "their accuracy on held-out pairs (text never trained on) is shown with each answer."
+    "their accuracy on held-out pairs (text never trained on) is shown with each answer. "
+    "`mini-bert`'s answer comes with `mini-bert-nsp`'s where it is here: the same model's head "
+    "trained on past the zoo's budget with random B's of the same kind of text."
 )
 PAIR_A = "The weather was cold and grey all morning."
 PAIR_B = "By noon it had started to snow."
