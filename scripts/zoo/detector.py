@@ -172,7 +172,7 @@ def install(out: Path, corpus: Path, dest: Path = REPO / "weights" / "zoo" / "mi
     generator-corrupted text and the single-swap figures."""
     from . import objectives, rtd
 
-    ship(ElectraForPreTraining, out, dest, lambda folder: {
+    ship(ElectraForPreTraining, out, dest, SHIPPED, lambda folder: {
         "rtd_heldout": {**rtd.measure(folder, corpus), "weights": "the shipped float16 weights, read in float32",
                         "script": f"scripts.zoo rtd --folder weights/zoo/{dest.name}"},
         "swap_detection": {**objectives.electra_figures(folder), "script": "scripts.zoo objectives electra"}})

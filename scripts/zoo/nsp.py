@@ -115,7 +115,7 @@ def install(out: Path, corpus: Path, dest: Path = DEST) -> None:
     """The trained model in ``out`` -> ``dest``, measured there on the held-out narrative pairs."""
     from . import objectives
 
-    ship(BertForPreTraining, out, dest, lambda folder: {
+    ship(BertForPreTraining, out, dest, SHIPPED, lambda folder: {
         "pair_objective": "nsp",
         "pair_narrative": {**objectives.pair_figures("mini-bert", folder, corpus, SHIPPED),
                            "script": f"scripts.zoo objectives nsp --folder weights/zoo/{dest.name}"}})

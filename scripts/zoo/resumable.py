@@ -50,10 +50,11 @@ class Resumable:
         Path(str(self.path) + ".tmp").replace(self.path)
 
 
-def ship(model_class, out: Path, dest: Path, measure) -> None:
-    """The model trained in ``out`` -> ``dest`` in float16 (as the zoo's weights), its record
-    updated with ``measure(dest)`` (figures taken on the shipped weights), and its card."""
-    from transformers import AutoTokenizer
+def ship(model_class, out: Path, dest: Path, start: Path, measure) -> None:
+    """The model trained in ``out`` -> ``dest`` in float16 (as the zoo's weights) with the tokenizer
+    files of ``start`` (the zoo model it was trained from) as they are, its record updated with
+    ``measure(dest)`` (figures taken on the shipped weights), and its card."""
+    import shutil
 
     from models.zoo.cards import past_budget_card
 
@@ -62,7 +63,8 @@ def ship(model_class, out: Path, dest: Path, measure) -> None:
     record = json.loads((out / "record.json").read_text(encoding="utf-8"))
     record["parameters"] = sum(p.numel() for p in model.parameters())
     model.to(torch.float16).save_pretrained(str(dest))
-    AutoTokenizer.from_pretrained(str(out)).save_pretrained(str(dest))
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(start / name, dest / name)
     record.update(measure(dest))
     (dest / "record.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     (dest / "MODEL_CARD.md").write_text(past_budget_card(dest.name, record, dest), encoding="utf-8")
