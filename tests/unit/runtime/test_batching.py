@@ -62,14 +62,20 @@ def _in_order(batcher: MicroBatcher, calls):
     return threads, outs
 
 
-def test_calls_that_queue_share_one_batch_and_get_their_own_results():
-    batcher = MicroBatcher(lambda items: [x * 10 for x in items], max_cost=100)
-    gate, sizes, queued = _held(batcher, 4)
-    threads, out = _in_threads([lambda i=i: batcher.submit("g", i) for i in range(5)])
-    wait_until(queued, "four calls to queue behind the first")
+def _burst(batcher: MicroBatcher, n: int):
+    """``n`` calls at once, all but the first queued behind it: (results, batch sizes, threads)."""
+    gate, sizes, queued = _held(batcher, n - 1)
+    threads, out = _in_threads([lambda i=i: batcher.submit("g", i) for i in range(n)])
+    wait_until(queued, f"{n - 1} calls to queue behind the first")
     gate.set()
     for t in threads:
         t.join(timeout=60)
+    return out, sizes, threads
+
+
+def test_calls_that_queue_share_one_batch_and_get_their_own_results():
+    batcher = MicroBatcher(lambda items: [x * 10 for x in items], max_cost=100)
+    out, sizes, _ = _burst(batcher, 5)
     assert sorted(out) == [0, 10, 20, 30, 40]
     assert sorted(sizes) == [1, 4]  # the first ran alone; the four that queued, together
     assert batcher.calls == 5 and batcher.batches == 2
@@ -79,12 +85,7 @@ def test_with_its_own_thread_every_batch_runs_on_that_one_thread_whoever_leads()
     ran_on = []
     batcher = MicroBatcher(lambda items: ran_on.append(threading.get_ident()) or [x + 1 for x in items],
                            max_cost=100, own_thread=True)
-    gate, sizes, queued = _held(batcher, 3)
-    threads, out = _in_threads([lambda i=i: batcher.submit("g", i) for i in range(4)])
-    wait_until(queued, "three calls to queue behind the first")
-    gate.set()
-    for t in threads:
-        t.join(timeout=60)
+    out, sizes, threads = _burst(batcher, 4)
     later, _ = _in_threads([lambda: batcher.submit("g", 9)])
     later[0].join(timeout=60)
     assert sorted(out) == [1, 2, 3, 4] and sorted(sizes) == [1, 1, 3]
