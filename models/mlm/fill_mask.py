@@ -268,7 +268,7 @@ def _graphed_batch(loaded: LoadedModel, encoded: list[_Encoded]) -> list[torch.T
 # busy shared 2-core machine (not figures): p50 406 vs 503 ms, p95 593 vs 949 ms (16 texts:
 # 409 / 701 ms, 4 texts: 527 / 782 ms). The next forward starts as soon as the previous one's
 # logits are out: each caller decodes its own after ``submit`` returns.
-_BATCHER = MicroBatcher(_forward_batch, max_cost=4096, max_items=8, own_thread=True)
+_BATCHER = MicroBatcher(_forward_batch, max_cost=4096, max_items=8)
 
 
 def _decode(

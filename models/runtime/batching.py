@@ -10,12 +10,7 @@ texts costs a few times one text's, not 20 times. ``MicroBatcher`` lets the thre
   up to a budget, and hands each caller its own result.
 
 Only one forward runs at a time per batcher, so concurrent requests never oversubscribe
-the CPU cores with several forwards' threads. With ``own_thread``, the forwards run on one
-thread of the batcher's, whichever caller leads: torch's OpenMP runtime keeps a team of
-worker threads for every thread that ever ran a parallel op, and a server's pool of request
-threads would leave one team each behind. With 30 such idle teams in the process, one
-bert-large forward took 1,261 ms against 975 ms with none (five runs each, an AMD EPYC with
-2 cores; ``extract_attention`` on 128 tokens). Each result is the one the caller would get
+the CPU cores with several forwards' threads. Each result is the one the caller would get
 alone, up to float rounding (the batch pads with an attention mask; tested against the
 unbatched call and transformers' pipeline).
 """
@@ -47,11 +42,8 @@ class MicroBatcher:
     alone still runs, alone.
     """
 
-    def __init__(self, run_batch: Callable[[Sequence[Any]], Sequence[Any]], max_cost: int, max_items: int = 64,
-                 own_thread: bool = False):
+    def __init__(self, run_batch: Callable[[Sequence[Any]], Sequence[Any]], max_cost: int, max_items: int = 64):
         self._run_batch = run_batch
-        self._thread = None  # own_thread: a one-thread executor, started on the first batch
-        self.own_thread = own_thread
         self.max_cost = max_cost
         self.max_items = max_items
         self._lock = threading.Lock()  # guards _pending and _busy
@@ -95,7 +87,7 @@ class MicroBatcher:
         with self._lock:
             batch = self._take()
         try:
-            results = self._run([s.item for s in batch])
+            results = self._run_batch([s.item for s in batch])
             if len(results) != len(batch):
                 raise RuntimeError(f"a batch of {len(batch)} gave {len(results)} results")
             for slot, result in zip(batch, results):
@@ -114,18 +106,6 @@ class MicroBatcher:
         for slot in batch:
             slot.done = True
             slot.wake.set()
-
-
-    def _run(self, items: list) -> Sequence[Any]:
-        """``run_batch(items)``, on the batcher's own thread when it has one (the leader waits)."""
-        if not self.own_thread:
-            return self._run_batch(items)
-        with self._lock:
-            if self._thread is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._thread = ThreadPoolExecutor(1, thread_name_prefix="encoder-lab-batch")
-        return self._thread.submit(self._run_batch, items).result()
 
 
 # --- two forwards at once on a CPU ------------------------------------------------------

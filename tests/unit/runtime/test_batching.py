@@ -81,20 +81,6 @@ def test_calls_that_queue_share_one_batch_and_get_their_own_results():
     assert batcher.calls == 5 and batcher.batches == 2
 
 
-def test_with_its_own_thread_every_batch_runs_on_that_one_thread_whoever_leads():
-    ran_on = []
-    batcher = MicroBatcher(lambda items: ran_on.append(threading.get_ident()) or [x + 1 for x in items],
-                           max_cost=100, own_thread=True)
-    out, sizes, threads = _burst(batcher, 4)
-    later, _ = _in_threads([lambda: batcher.submit("g", 9)])
-    later[0].join(timeout=60)
-    assert sorted(out) == [1, 2, 3, 4] and sorted(sizes) == [1, 1, 3]
-    callers = {t.ident for t in threads + later}
-    assert len(set(ran_on)) == 1 and not set(ran_on) & callers  # one thread, none of the callers'
-    with pytest.raises(ZeroDivisionError):  # an error still reaches its caller
-        MicroBatcher(lambda items: [1 / 0], max_cost=10, own_thread=True).submit("g", 0)
-
-
 def test_groups_and_budget_split_batches():
     seen = []
     batcher = MicroBatcher(lambda items: seen.append(list(items)) or list(items), max_cost=20)
