@@ -190,12 +190,6 @@ class ZooEntry:
     # SOP: a bag-of-words order model's accuracy on the same held-out pairs (`python -m scripts.zoo heads sop`):
     # how much order the pairs show to a model that compares the two segments' words
     pair_reference: float | None = None
-    # NSP / SOP on held-out narrative pairs (`python -m scripts.zoo objectives`): (kind of pair, accuracy),
-    # e.g. ("sentences, same-source", 0.52): single sentences, B from another place in the same source
-    pair_narrative: tuple[tuple[str, float], ...] = ()
-    # ELECTRA: the share of single-swap sentences whose swapped word its detector ranks first,
-    # (set, share): the project's written sentences and held-out ones with a word swapped
-    swap_first: tuple[tuple[str, float], ...] = ()
     locality_start: bool = False  # its learnt absolute table began with the locality start (models/zoo/locality.py)
     # the learning curve's words: the tuning split (the held-out file's last 400 sentences) when the run had a
     # tuning search, else the first held-out sentences; ``score`` is on the other held-out words
@@ -231,7 +225,7 @@ def zoo_comparison() -> tuple[ZooEntry, ...]:
         r = _record(key)
         if r is None:
             continue
-        pair = r.get("pair_heldout")
+        pair_accuracy, pair_majority, pair_reference, _ = _pair_figures_of(r)
         scored = (f"its {r['config']['shape']['electra_generator_hidden']}-wide generator"
                   if "generator" in r["parameters"] else "the model")
         out.append(ZooEntry(
@@ -241,8 +235,7 @@ def zoo_comparison() -> tuple[ZooEntry, ...]:
             cpu_minutes=float(r["cpu_minutes_rank0"]), flops=float(r["flops"]),
             parameters=int(sum(r["parameters"].values())), score_name=SCORE_NAME,
             score=float(r["heldout"]["word_top1"]), scored_model=scored, everyday_top5=float(r["everyday"]["hit_rate"]),
-            pair_accuracy=None if pair is None else float(pair["accuracy"]),
-            pair_majority=None if pair is None else float(pair["majority"]),
+            pair_accuracy=pair_accuracy, pair_majority=pair_majority, pair_reference=pair_reference,
             curve=tuple((int(p["tokens"]), float(p["word_top1"]), float(p["train_loss"]))
                         for p in r["curve"]),
             piece_loss=float(r["heldout"]["piece_loss"]),
@@ -251,11 +244,7 @@ def zoo_comparison() -> tuple[ZooEntry, ...]:
             tuning=", ".join(f"{k} {v:g}" for k, v in r.get("tuning", {}).get("chosen", {}).items()),
             tuning_search=search_of(r.get("tuning")),
             trained_on=r.get("device_name") or ("CPU" if r.get("device", "cpu") == "cpu" else r["device"]),
-            rtd_auc=(r.get("rtd_heldout") or {}).get("roc_auc"),
-            pair_reference=(r.get("pair_reference") or {}).get("accuracy"),
-            pair_narrative=tuple((k, float(v)) for k, v in (r.get("pair_narrative") or {}).get("accuracy", {}).items()),
-            swap_first=tuple((k, float(v["first"])) for k, v in (r.get("swap_detection") or {}).items()
-                             if isinstance(v, dict) and "first" in v),
+            rtd_auc=_detection_figures_of(r)[0],
             locality_start=key in TABLE_FAMILIES and r["config"].get("position_init") == "local",
             curve_words=int(r["curve"][-1].get("words", 0)) if r["curve"] else 0,
             curve_on_tuning_split="tuning_split" in r,
@@ -302,6 +291,12 @@ def decoder_comparison() -> tuple[DecoderEntry, ...]:
     return tuple(out)
 
 
+def past_budget_start(key: str) -> tuple[str, str]:
+    """(the zoo model it starts from, its head) of a model trained on past the shared budget."""
+    start, head, _ = _PAST_BUDGET[key]
+    return start, head
+
+
 def past_budget_of(key: str, head: str) -> str:
     """The model trained on past the shared budget from zoo model ``key`` for ``head`` whose weights
     are here ("" if none)."""
@@ -312,7 +307,10 @@ def past_budget_of(key: str, head: str) -> str:
 def detection_figures(key: str) -> tuple[float | None, tuple[tuple[str, float], ...]]:
     """(held-out ROC AUC of P(replaced) on generator-corrupted text, ((set, share of single-swap
     sentences whose swapped word ranks first), ...)) of a zoo family or a detector, from its record."""
-    r = _record(key) or {}
+    return _detection_figures_of(_record(key) or {})
+
+
+def _detection_figures_of(r: dict) -> tuple[float | None, tuple[tuple[str, float], ...]]:
     swaps = (r.get("swap_detection") or {}).items()
     return (r.get("rtd_heldout") or {}).get("roc_auc"), tuple((k, float(v["first"])) for k, v in swaps
                                                                if isinstance(v, dict) and "first" in v)
@@ -322,7 +320,10 @@ def pair_figures(key: str) -> tuple:
     """(held-out pair accuracy, its majority share, the bag-of-words reference's accuracy, ((kind of
     held-out narrative pair, accuracy), ...)) of a model's NSP or SOP head, from its record (Nones
     and () where it has none)."""
-    r = _record(key) or {}
+    return _pair_figures_of(_record(key) or {})
+
+
+def _pair_figures_of(r: dict) -> tuple:
     pair = r.get("pair_heldout") or {}
     return (pair.get("accuracy"), pair.get("majority"), (r.get("pair_reference") or {}).get("accuracy"),
             tuple((k, float(v)) for k, v in (r.get("pair_narrative") or {}).get("accuracy", {}).items()))

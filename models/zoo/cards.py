@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..registry.zoo_entries import (DECODER_KEYS, PAST_BUDGET_KEYS, SCORE_NAME, TABLE_FAMILIES, ZOO_KEYS, recipe_of,
-                                    zoo_comparison, zoo_folder)
+from ..registry.zoo_entries import (DECODER_KEYS, PAST_BUDGET_KEYS, SCORE_NAME, TABLE_FAMILIES, ZOO_KEYS,
+                                    detection_figures, past_budget_start, recipe_of, zoo_comparison, zoo_folder)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -387,9 +387,10 @@ def past_budget_card(key: str, record: dict, folder: Path | None = None) -> str:
     """The card of a zoo model trained on past the shared budget for one head (``scripts.zoo
     detector``, ``scripts.zoo nsp``); ``folder``: where it is (default: the zoo's)."""
     size = sum(p.stat().st_size for p in (folder or zoo_folder(key)).glob("*.safetensors")) / 2**20
-    detector = "corruption" in record
-    start, view = ("mini-electra", "Masking lab's replaced-token view") if detector else (
-        "mini-bert", "Masking lab's pair view and the NSP lesson, beside mini-bert")
+    start, head = past_budget_start(key)
+    detector = head == "rtd"
+    view = ("Masking lab's replaced-token view" if detector
+            else f"Masking lab's pair view and the NSP lesson, beside {start}")
     amount = f"{record['tokens']:,} tokens" if detector else f"{record['pairs']:,} pairs"
     built = record["corruption"] if detector else f"NSP alone, on {record['pairs_built']}"
     lines = [
@@ -419,9 +420,7 @@ def _rtd_line(key: str, rtd: dict) -> list[str]:
     """A detector's held-out detection on generator-corrupted text, beside mini-electra's."""
     if not rtd:
         return []
-    start, shared = zoo_folder("mini-electra") / "record.json", None
-    if start.is_file():
-        shared = (json.loads(start.read_text(encoding="utf-8")).get("rtd_heldout") or {}).get("roc_auc")
+    shared = detection_figures("mini-electra")[0]
     return [f"- Held-out generator-corrupted text (ELECTRA's masking, mini-electra's generator): ROC AUC of "
             f"P(replaced), replaced against original tokens, **{rtd['roc_auc']:.3f}** over {rtd['replaced']:,} "
             f"replaced and {rtd['original']:,} original tokens; `python -m scripts.zoo rtd --folder weights/zoo/{key}`."

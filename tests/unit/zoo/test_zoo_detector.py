@@ -97,3 +97,16 @@ def test_a_training_batch_holds_whole_sentences_noun_swaps_and_word_swaps():
     assert all(it["text"] in sentences for it in whole)
     for it in noun + word:
         assert it["text"] not in sentences and it["text"][it["start"]:].startswith(it["swapped"])
+
+
+def test_a_typed_sentence_reads_as_a_training_sentence_did(folder):
+    """The detection view's tokens for typed text are the ids a corpus sentence had in training
+    (one chunk, ``Examples.packed``, as mini-electra's run read it)."""
+    from models.runtime.loading import load_model
+    from models.zoo import data as zd
+
+    tok = load_model(get_spec(KEY), head="rtd").tokenizer
+    for sentence in (TEXT, "She opened the door and walked into the garden."):
+        chunks = zd.make_chunks(["s"], [tok(sentence, add_special_tokens=False)["input_ids"]], 125)
+        ids, _ = zd.Examples(tok, chunks, 128, seed=0).packed(0)
+        assert list(detect_replaced(KEY, sentence).tokens) == tok.convert_ids_to_tokens(ids.tolist())

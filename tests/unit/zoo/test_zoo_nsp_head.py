@@ -66,3 +66,34 @@ def test_the_card_quotes_the_record(folder):
         assert f"{kind.replace('-', ' ')} {value:.1%}" in card
     assert f"{record['steps']:,} steps, {record['pairs']:,} pairs" in card
     assert "not the pairs this head trained on" in card
+
+
+class _ShortPositive:
+    """rng for Examples.same_source_pair: the cut after the first sentence, a pair of one
+    sentence each, labelled IsNext."""
+
+    def __init__(self):
+        self.draws = iter([0.1, 0.9])  # SHORT_PAIRS (< 0.5): one sentence each; then the label (>= 0.5): 0
+
+    def integers(self, low, high=None):
+        return 1
+
+    def random(self):
+        return next(self.draws)
+
+
+def test_a_typed_pair_reads_as_its_training_pairs_did(folder):
+    """The pair the views score (the shipped tokenizer, as ``pair_loss`` calls it) holds the ids and
+    segments ``Examples.same_source_pair`` trained it on, for a student's pair of two sentences."""
+    import numpy as np
+
+    from models.zoo import data as zd
+    from models.runtime.loading import load_model
+
+    tok = load_model(get_spec(KEY), head="nsp").tokenizer
+    pieces = [np.asarray(tok(s, add_special_tokens=False)["input_ids"]) for s in (A, B)]
+    chunks = zd.make_chunks(["s", "s"], pieces, 125)
+    examples = zd.Examples(tok, chunks, 128, 0, sources=["austen"], nsp_negatives="same-source")
+    ids, types, label = examples.same_source_pair(0, _ShortPositive())
+    enc = tok(A, B)
+    assert label == 0 and enc["input_ids"] == ids.tolist() and enc["token_type_ids"] == types.tolist()
